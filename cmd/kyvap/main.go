@@ -1,0 +1,45 @@
+// Command kyvap previews and tests the ValidatingAdmissionPolicies kyvap
+// generates from Kyverno policies, offline.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/kyvap/kyvap/cmd/internal/version"
+)
+
+const usage = `kyvap turns Kyverno CEL policies into ValidatingAdmissionPolicies.
+
+Usage:
+  kyvap <command> [flags]
+
+Commands:
+  version     print the version
+  help        print this help
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes one command and returns the process exit code: 0 on success,
+// 2 on a usage error.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "version", "--version":
+		fmt.Fprintln(stdout, version.String())
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "kyvap: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+}

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestRun(t *testing.T) {
+	tests := []struct {
+		args       []string
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{
+		{args: []string{"version"}, wantCode: 0, wantStdout: "kyvap dev"},
+		{args: []string{"help"}, wantCode: 0, wantStdout: "Usage:"},
+		{args: nil, wantCode: 2, wantStderr: "Usage:"},
+		{args: []string{"frobnicate"}, wantCode: 2, wantStderr: `unknown command "frobnicate"`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(tt.args, &stdout, &stderr); code != tt.wantCode {
+				t.Errorf("exit code = %d, want %d", code, tt.wantCode)
+			}
+			if !strings.Contains(stdout.String(), tt.wantStdout) {
+				t.Errorf("stdout = %q, want it to contain %q", stdout.String(), tt.wantStdout)
+			}
+			if !strings.Contains(stderr.String(), tt.wantStderr) {
+				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), tt.wantStderr)
+			}
+		})
+	}
+}

@@ -1,0 +1,95 @@
+// Command manager is the kyvap operator: it reconciles Kyverno ClusterPolicies
+// into ValidatingAdmissionPolicies and serves the fallback CEL webhook.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	kyvernov2 "github.com/kyvap/kyvap/api/v2"
+	"github.com/kyvap/kyvap/cmd/internal/version"
+)
+
+// options are the manager's command-line settings (documented in docs/flags.md).
+type options struct {
+	metricsAddr   string
+	probeAddr     string
+	leaderElect   bool
+	leaderElectNS string
+	generateVAP   bool
+	showVersion   bool
+	zapOptions    zap.Options
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", `address the Prometheus metrics endpoint binds to ("0" disables it)`)
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address the health and readiness probes bind to")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader so that only one replica writes")
+	fs.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace)")
+	fs.BoolVar(&o.generateVAP, "generate-validating-admission-policy", true, "translate CEL rules into ValidatingAdmissionPolicies; when false every CEL rule is enforced by kyvap's webhook")
+	fs.BoolVar(&o.generateVAP, "generateValidatingAdmissionPolicy", true, "Kyverno's spelling of --generate-validating-admission-policy")
+	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
+	o.zapOptions.BindFlags(fs)
+	return o, fs.Parse(args)
+}
+
+func newScheme() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(kyvernov1.AddToScheme(scheme))
+	utilruntime.Must(kyvernov2.AddToScheme(scheme))
+	return scheme
+}
+
+func main() {
+	opts, err := parseFlags(os.Args[1:])
+	if err != nil {
+		os.Exit(2)
+	}
+	if opts.showVersion {
+		fmt.Println(version.String())
+		return
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts.zapOptions)))
+	log := ctrl.Log.WithName("setup")
+	log.Info("starting", "version", version.Version, "generateValidatingAdmissionPolicy", opts.generateVAP)
+
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                  newScheme(),
+		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
+		HealthProbeBindAddress:  opts.probeAddr,
+		LeaderElection:          opts.leaderElect,
+		LeaderElectionID:        "kyvap-leader.kyvap.io",
+		LeaderElectionNamespace: opts.leaderElectNS,
+		// Step down at once on shutdown so the other replica takes over quickly.
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		log.Error(err, "unable to create the manager")
+		os.Exit(1)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		log.Error(err, "unable to set up the health check")
+		os.Exit(1)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		log.Error(err, "unable to set up the readiness check")
+		os.Exit(1)
+	}
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "manager stopped with an error")
+		os.Exit(1)
+	}
+}
