@@ -40,7 +40,7 @@ export GOFLAGS=-mod=mod CGO_ENABLED=0 GOWORK=off
 # dependent module cannot see; point every one at the published v0.X.Y.
 STAGING_VERSION="v0.${KUBE_VERSION#*.}"
 if [[ ! -x "$OUT/kube-apiserver" || ! -x "$OUT/kube-controller-manager" ]]; then
-	log "building kube-apiserver and kube-controller-manager v$KUBE_VERSION (about 10 minutes on 2 cores)"
+	log "building kube-apiserver and kube-controller-manager v$KUBE_VERSION (about 15 minutes on 2 cores)"
 	cd "$WORK/kube"
 	modfile="$(go mod download -json "k8s.io/kubernetes@v$KUBE_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')"
 	{

@@ -1,0 +1,123 @@
+// Package translate turns the CEL validate rules of a Kyverno ClusterPolicy
+// into ValidatingAdmissionPolicies and bindings, and says, rule by rule, what
+// it could not translate and why.
+//
+// The package is pure: it takes plain values (the policy, the exceptions that
+// may apply to it, a KindResolver and Options) and returns a Plan. It never
+// talks to a cluster, never mutates its input, and returns byte-identical
+// output for the same input.
+package translate
+
+import (
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	kyvernov2 "github.com/kyvap/kyvap/api/v2"
+)
+
+// Resource is one served API resource a Kyverno kind resolves to.
+type Resource struct {
+	Group   string
+	Version string
+	// Resource is the plural resource name, e.g. "pods".
+	Resource string
+	// Subresource is e.g. "exec" or "ephemeralcontainers"; empty for the resource itself.
+	Subresource string
+	Kind        string
+	Namespaced  bool
+}
+
+// KindResolver maps a Kyverno kind spelling ("Pod", "v1/Pod",
+// "apps/v1/Deployment", "Pod/exec", "*", "Dep*", a CRD kind...) to the
+// resources the cluster serves. The operator backs it with discovery, the CLI
+// with a built-in table of core kinds plus the CRDs the user passes.
+// An unknown kind resolves to no resources and no error.
+type KindResolver interface {
+	Resolve(kind string) ([]Resource, error)
+}
+
+// Options tune a translation.
+type Options struct {
+	// GenerateValidatingAdmissionPolicy false hands every CEL rule to the
+	// fallback engine (the operator's --generate-validating-admission-policy).
+	GenerateValidatingAdmissionPolicy bool
+	// CompatibilityVersion is the target cluster's CEL compatibility version,
+	// "<major>.<minor>" (e.g. "1.37"); empty means the newest this build knows.
+	CompatibilityVersion string
+}
+
+// Input is what a translation reads.
+type Input struct {
+	Policy *kyvernov1.ClusterPolicy
+	// Exceptions are the PolicyExceptions that may name the policy's rules;
+	// the ones that do not are ignored.
+	Exceptions []kyvernov2.PolicyException
+}
+
+// Verdict says where a rule is enforced.
+type Verdict string
+
+const (
+	// VerdictTranslated: the whole rule is enforced by generated VAPs.
+	VerdictTranslated Verdict = "Translated"
+	// VerdictFallback: all or part of the rule is enforced by kyvap's webhook
+	// (RuleResult.Fallback); any part covered by VAPs is listed too.
+	VerdictFallback Verdict = "Fallback"
+	// VerdictNotHandled: not a CEL validate rule; Kyverno keeps enforcing it.
+	VerdictNotHandled Verdict = "NotHandled"
+	// VerdictInvalid: the rule cannot be run by any engine (e.g. CEL that does
+	// not compile); nothing enforces it until the policy is fixed.
+	VerdictInvalid Verdict = "Invalid"
+)
+
+// Reason is a stable, machine-readable code explaining a verdict. The codes
+// are listed in reasons.go and documented in docs/translation.md.
+type Reason string
+
+// RuleResult is the outcome for one rule of the policy, in rule order.
+type RuleResult struct {
+	Rule    string
+	Verdict Verdict
+	// Reason and Message explain a verdict other than Translated; Message is
+	// one human-readable line.
+	Reason  Reason
+	Message string
+	// ValidatingAdmissionPolicies names the generated VAPs that enforce the
+	// rule or part of it, sorted.
+	ValidatingAdmissionPolicies []string
+	// Fallback is what kyvap's webhook must enforce for this rule; nil when
+	// the VAPs cover everything (or nothing can run the rule).
+	Fallback *FallbackRule
+}
+
+// FallbackRule is a rule, or the part of a rule, handed to the fallback engine.
+type FallbackRule struct {
+	// Policy is the ClusterPolicy's name.
+	Policy string
+	// Rule is the Kyverno rule to enforce, a copy: for a pod-controller
+	// remainder it is the autogen variant (match narrowed to the controllers,
+	// expressions rewritten), otherwise the rule as written.
+	Rule kyvernov1.Rule
+	// Spec carries the policy-level settings the engine needs (failure action
+	// and overrides, failurePolicy, webhookTimeoutSeconds); Rules is empty.
+	Spec kyvernov1.Spec
+	// Exceptions are the PolicyExceptions that name this rule.
+	Exceptions []kyvernov2.PolicyException
+	Reason     Reason
+	Message    string
+}
+
+// Plan is the deterministic result of translating one ClusterPolicy.
+type Plan struct {
+	// Policy is the ClusterPolicy's name.
+	Policy string
+	// ValidatingAdmissionPolicies and Bindings are sorted by name, labelled
+	// app.kubernetes.io/managed-by=kyvap plus the source policy and rule, and
+	// owned by the ClusterPolicy.
+	ValidatingAdmissionPolicies []admissionregistrationv1.ValidatingAdmissionPolicy
+	Bindings                    []admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	// Rules has one entry per rule of the policy, in the policy's order.
+	Rules []RuleResult
+	// Warnings are things the user should know that change no verdict.
+	Warnings []string
+}
