@@ -44,7 +44,17 @@ type Options struct {
 	// CompatibilityVersion is the target cluster's CEL compatibility version,
 	// "<major>.<minor>" (e.g. "1.37"); empty means the newest this build knows.
 	CompatibilityVersion string
+	// RespectGenerateField applies Kyverno's opt-in: only rules with
+	// validate.cel.generate: true become VAPs. Off by default, because
+	// Kyverno's CRD defaults the field to false, so on a cluster an explicit
+	// false cannot be told from an unset field; the explicit opt-out that
+	// survives the API server is the policy annotation AnnotationGenerate.
+	RespectGenerateField bool
 }
+
+// AnnotationGenerate set to "false" on a ClusterPolicy keeps all its rules
+// out of VAP generation (they go to the fallback engine).
+const AnnotationGenerate = "kyvap.io/generate"
 
 // Input is what a translation reads.
 type Input struct {
@@ -98,6 +108,11 @@ type FallbackRule struct {
 	// remainder it is the autogen variant (match narrowed to the controllers,
 	// expressions rewritten), otherwise the rule as written.
 	Rule kyvernov1.Rule
+	// AdditionalRules are further Kyverno rules for the same part, enforced
+	// like Rule: the autogen variants (pod controllers, then CronJob). The
+	// fallback engine does not run autogen itself; everything it must
+	// enforce is listed here.
+	AdditionalRules []kyvernov1.Rule
 	// Spec carries the policy-level settings the engine needs (failure action
 	// and overrides, failurePolicy, webhookTimeoutSeconds); Rules is empty.
 	Spec kyvernov1.Spec

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -18,6 +19,8 @@ import (
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/cmd/internal/version"
+	"github.com/kyvap/kyvap/controllers"
+	"github.com/kyvap/kyvap/translate"
 )
 
 // options are the manager's command-line settings (documented in docs/flags.md).
@@ -27,6 +30,7 @@ type options struct {
 	leaderElect   bool
 	leaderElectNS string
 	generateVAP   bool
+	celVersion    string
 	showVersion   bool
 	zapOptions    zap.Options
 }
@@ -40,6 +44,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace)")
 	fs.BoolVar(&o.generateVAP, "generate-validating-admission-policy", true, "translate CEL rules into ValidatingAdmissionPolicies; when false every CEL rule is enforced by kyvap's webhook")
 	fs.BoolVar(&o.generateVAP, "generateValidatingAdmissionPolicy", true, "Kyverno's spelling of --generate-validating-admission-policy")
+	fs.StringVar(&o.celVersion, "cel-compatibility-version", "", `CEL compatibility version of the target cluster, "<major>.<minor>" (default: the newest kyvap knows)`)
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 	o.zapOptions.BindFlags(fs)
 	return o, fs.Parse(args)
@@ -50,6 +55,7 @@ func newScheme() *runtime.Scheme {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(kyvernov1.AddToScheme(scheme))
 	utilruntime.Must(kyvernov2.AddToScheme(scheme))
+	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
 	return scheme
 }
 
@@ -66,8 +72,10 @@ func main() {
 	log := ctrl.Log.WithName("setup")
 	log.Info("starting", "version", version.Version, "generateValidatingAdmissionPolicy", opts.generateVAP)
 
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	cfg := ctrl.GetConfigOrDie()
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  newScheme(),
+		Cache:                   controllers.CacheOptions(),
 		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
 		HealthProbeBindAddress:  opts.probeAddr,
 		LeaderElection:          opts.leaderElect,
@@ -80,6 +88,12 @@ func main() {
 		log.Error(err, "unable to create the manager")
 		os.Exit(1)
 	}
+	ctx := ctrl.SetupSignalHandler()
+	translateOptions := translate.Options{GenerateValidatingAdmissionPolicy: opts.generateVAP, CompatibilityVersion: opts.celVersion}
+	if _, err := controllers.Setup(ctx, mgr, cfg, translateOptions); err != nil {
+		log.Error(err, "unable to set up the controllers")
+		os.Exit(1)
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		log.Error(err, "unable to set up the health check")
 		os.Exit(1)
@@ -88,7 +102,7 @@ func main() {
 		log.Error(err, "unable to set up the readiness check")
 		os.Exit(1)
 	}
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	if err := mgr.Start(ctx); err != nil {
 		log.Error(err, "manager stopped with an error")
 		os.Exit(1)
 	}

@@ -1,0 +1,306 @@
+package controllers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/translate"
+)
+
+// AnnotationAppliedHash records a digest of the object kyvap last applied, so
+// that a difference can be told apart: same digest means someone else edited
+// the object (drift); another digest means the policy changed.
+const AnnotationAppliedHash = "kyvap.io/applied-hash"
+
+// ownerIndex indexes generated objects by the UID of their controlling owner.
+const ownerIndex = ".metadata.controllerUID"
+
+// action is what applying one object did.
+type action string
+
+const (
+	actionUnchanged action = "Unchanged"
+	actionCreated   action = "Created"
+	actionUpdated   action = "Updated"
+	actionDeleted   action = "Deleted"
+	actionConflict  action = "Conflict"
+	actionFailed    action = "Failed"
+)
+
+// objectOutcome is the result of applying (or deleting) one generated object.
+type objectOutcome struct {
+	Kind   string
+	Name   string
+	Action action
+	// Drift is true when the object was restored after someone else changed
+	// or deleted it.
+	Drift bool
+	Err   error
+}
+
+// generatedObject is a VAP or a binding.
+type generatedObject interface {
+	*admissionregistrationv1.ValidatingAdmissionPolicy | *admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	client.Object
+}
+
+// desiredObjects returns the plan's objects, each with the applied-hash
+// annotation, VAPs first (a binding must not precede its policy).
+func desiredObjects(plan *translate.Plan) []client.Object {
+	var out []client.Object
+	for i := range plan.ValidatingAdmissionPolicies {
+		vap := plan.ValidatingAdmissionPolicies[i].DeepCopy()
+		vap.TypeMeta = metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicy"}
+		stampHash(vap, vap.Spec)
+		out = append(out, vap)
+	}
+	for i := range plan.Bindings {
+		b := plan.Bindings[i].DeepCopy()
+		b.TypeMeta = metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingAdmissionPolicyBinding"}
+		stampHash(b, b.Spec)
+		out = append(out, b)
+	}
+	return out
+}
+
+func stampHash(obj client.Object, spec any) {
+	data, _ := json.Marshal(struct {
+		Labels, Annotations map[string]string
+		Owners              []metav1.OwnerReference
+		Spec                any
+	}{obj.GetLabels(), obj.GetAnnotations(), obj.GetOwnerReferences(), spec})
+	sum := sha256.Sum256(data)
+	annotations := map[string]string{}
+	for k, v := range obj.GetAnnotations() {
+		annotations[k] = v
+	}
+	annotations[AnnotationAppliedHash] = hex.EncodeToString(sum[:8])
+	obj.SetAnnotations(annotations)
+}
+
+// isOwnedBy reports whether obj was generated for the policy: it is
+// controlled by it, or carries kyvap's labels and annotation naming it (an
+// edit may have removed one of the two marks; it is still ours to restore).
+func isOwnedBy(obj client.Object, policy *kyvernov1.ClusterPolicy) bool {
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil && ref.UID == policy.UID {
+		return true
+	}
+	return obj.GetLabels()[translate.LabelManagedBy] == translate.ManagedByValue &&
+		obj.GetAnnotations()[translate.AnnotationPolicy] == policy.Name
+}
+
+// upToDate reports whether existing already is what desired asks for: the
+// labels and annotations kyvap sets, the exact owner references, and the
+// spec once defaulted as the API server defaults it.
+func upToDate(desired, existing client.Object) bool {
+	for k, v := range desired.GetLabels() {
+		if got, ok := existing.GetLabels()[k]; !ok || got != v {
+			return false
+		}
+	}
+	for k, v := range desired.GetAnnotations() {
+		if got, ok := existing.GetAnnotations()[k]; !ok || got != v {
+			return false
+		}
+	}
+	if !equality.Semantic.DeepEqual(desired.GetOwnerReferences(), existing.GetOwnerReferences()) {
+		return false
+	}
+	return specEqual(desired, existing)
+}
+
+func specEqual(desired, existing client.Object) bool {
+	switch d := desired.(type) {
+	case *admissionregistrationv1.ValidatingAdmissionPolicy:
+		e, ok := existing.(*admissionregistrationv1.ValidatingAdmissionPolicy)
+		if !ok {
+			return false
+		}
+		want := d.DeepCopy()
+		defaultPolicy(want)
+		return equality.Semantic.DeepEqual(want.Spec, e.Spec)
+	case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
+		e, ok := existing.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding)
+		if !ok {
+			return false
+		}
+		want := d.DeepCopy()
+		defaultBinding(want)
+		return equality.Semantic.DeepEqual(want.Spec, e.Spec)
+	}
+	return false
+}
+
+func kindOf(obj client.Object) string {
+	return obj.GetObjectKind().GroupVersionKind().Kind
+}
+
+func newEmpty(obj client.Object) client.Object {
+	switch obj.(type) {
+	case *admissionregistrationv1.ValidatingAdmissionPolicy:
+		return &admissionregistrationv1.ValidatingAdmissionPolicy{}
+	default:
+		return &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
+	}
+}
+
+// applyOne brings one generated object to its desired state, writing only
+// when it differs, and never touching an object kyvap does not own.
+func (r *ClusterPolicyReconciler) applyOne(ctx context.Context, policy *kyvernov1.ClusterPolicy, desired client.Object) objectOutcome {
+	out := objectOutcome{Kind: kindOf(desired), Name: desired.GetName()}
+	existing := newEmpty(desired)
+	found, err := r.getGenerated(ctx, desired.GetName(), existing)
+	if err != nil {
+		out.Action, out.Err = actionFailed, err
+		return out
+	}
+	if found && !isOwnedBy(existing, policy) {
+		out.Action = actionConflict
+		out.Err = fmt.Errorf("%s %q already exists and was not generated by kyvap for this policy; it was left alone", out.Kind, out.Name)
+		return out
+	}
+	if found && upToDate(desired, existing) {
+		out.Action = actionUnchanged
+		return out
+	}
+	if found {
+		// Same digest as what we applied, yet different: someone edited it.
+		out.Drift = existing.GetAnnotations()[AnnotationAppliedHash] == desired.GetAnnotations()[AnnotationAppliedHash]
+		out.Action = actionUpdated
+	} else {
+		// Missing although this policy generation had converged: it was deleted.
+		out.Drift = r.converged(policy)
+		out.Action = actionCreated
+	}
+	applied, err := r.serverSideApply(ctx, desired)
+	if err != nil {
+		out.Action, out.Err = actionFailed, fmt.Errorf("applying %s %q: %w", out.Kind, out.Name, err)
+		return out
+	}
+	// Fields another manager added survive an apply; replace them.
+	if !specEqual(desired, applied) {
+		if err := r.replaceSpec(ctx, desired, applied); err != nil {
+			out.Action, out.Err = actionFailed, fmt.Errorf("replacing %s %q: %w", out.Kind, out.Name, err)
+		}
+	}
+	return out
+}
+
+// getGenerated reads an object by name: from the cache, which only holds
+// kyvap's objects, then from the API server, to see foreign objects and ours
+// whose labels were edited away.
+func (r *ClusterPolicyReconciler) getGenerated(ctx context.Context, name string, into client.Object) (bool, error) {
+	key := types.NamespacedName{Name: name}
+	err := r.Get(ctx, key, into)
+	if err == nil {
+		return true, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return false, err
+	}
+	err = r.APIReader.Get(ctx, key, into)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (r *ClusterPolicyReconciler) serverSideApply(ctx context.Context, desired client.Object) (client.Object, error) {
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(desired)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: content}
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	unstructured.RemoveNestedField(u.Object, "status")
+	if err := r.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return nil, err
+	}
+	applied := newEmpty(desired)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, applied); err != nil {
+		return nil, err
+	}
+	applied.GetObjectKind().SetGroupVersionKind(desired.GetObjectKind().GroupVersionKind())
+	return applied, nil
+}
+
+func (r *ClusterPolicyReconciler) replaceSpec(ctx context.Context, desired, current client.Object) error {
+	replacement := desired.DeepCopyObject().(client.Object)
+	replacement.SetResourceVersion(current.GetResourceVersion())
+	replacement.SetLabels(mergeMaps(current.GetLabels(), desired.GetLabels()))
+	replacement.SetAnnotations(mergeMaps(current.GetAnnotations(), desired.GetAnnotations()))
+	return r.Update(ctx, replacement, client.FieldOwner(FieldManager))
+}
+
+func mergeMaps(base, over map[string]string) map[string]string {
+	out := make(map[string]string, len(base)+len(over))
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range over {
+		out[k] = v
+	}
+	return out
+}
+
+// deleteStale deletes the objects generated for the policy that the plan no
+// longer wants (rule removed, rule now on fallback, generation switched off).
+func (r *ClusterPolicyReconciler) deleteStale(ctx context.Context, policy *kyvernov1.ClusterPolicy, desired []client.Object) []objectOutcome {
+	wanted := map[string]bool{}
+	for _, d := range desired {
+		wanted[kindOf(d)+"/"+d.GetName()] = true
+	}
+	var outcomes []objectOutcome
+	var vaps admissionregistrationv1.ValidatingAdmissionPolicyList
+	var bindings admissionregistrationv1.ValidatingAdmissionPolicyBindingList
+	var existing []client.Object
+	for _, list := range []client.ObjectList{&bindings, &vaps} {
+		if err := r.List(ctx, list, client.MatchingFields{ownerIndex: string(policy.UID)}); err != nil {
+			return append(outcomes, objectOutcome{Action: actionFailed, Err: fmt.Errorf("listing generated objects: %w", err)})
+		}
+	}
+	for i := range bindings.Items {
+		existing = append(existing, &bindings.Items[i])
+	}
+	for i := range vaps.Items {
+		existing = append(existing, &vaps.Items[i])
+	}
+	for _, obj := range existing {
+		kind := "ValidatingAdmissionPolicyBinding"
+		if _, ok := obj.(*admissionregistrationv1.ValidatingAdmissionPolicy); ok {
+			kind = "ValidatingAdmissionPolicy"
+		}
+		if wanted[kind+"/"+obj.GetName()] || !isOwnedBy(obj, policy) {
+			continue
+		}
+		out := objectOutcome{Kind: kind, Name: obj.GetName(), Action: actionDeleted}
+		uid := obj.GetUID()
+		err := r.Delete(ctx, obj, client.Preconditions{UID: &uid})
+		if err != nil && !apierrors.IsNotFound(err) {
+			out.Action, out.Err = actionFailed, fmt.Errorf("deleting %s %q: %w", kind, obj.GetName(), err)
+		}
+		outcomes = append(outcomes, out)
+	}
+	return outcomes
+}
+
+// controllerUID is the index function for ownerIndex.
+func controllerUID(obj client.Object) []string {
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil && ref.Kind == "ClusterPolicy" {
+		return []string{string(ref.UID)}
+	}
+	return nil
+}

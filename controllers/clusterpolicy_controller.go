@@ -1,0 +1,290 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	kyvernov2 "github.com/kyvap/kyvap/api/v2"
+	"github.com/kyvap/kyvap/translate"
+)
+
+// ResolverSource gives the current kind resolver; discovery changes (a CRD
+// installed later) replace it.
+type ResolverSource interface {
+	Resolver() translate.KindResolver
+}
+
+// ClusterPolicyReconciler turns each ClusterPolicy into the VAPs and bindings
+// its plan asks for and reports the outcome in the policy's status.
+type ClusterPolicyReconciler struct {
+	// Client reads from the cache (which holds only kyvap's generated
+	// objects) and writes to the API server.
+	client.Client
+	// APIReader reads from the API server, to see objects the cache does not hold.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Resolvers ResolverSource
+	Fallback  FallbackSink
+	// Options are the translation options (generation toggle, CEL version).
+	Options translate.Options
+
+	gauges *policyGauges
+}
+
+// Reconcile gathers the policy's inputs, translates them, applies the plan
+// and reports.
+func (r *ClusterPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	policy := &kyvernov1.ClusterPolicy{}
+	if err := r.Get(ctx, req.NamespacedName, policy); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Generated objects go with the policy through their owner references.
+			r.Fallback.SetFallbackRules(req.Name, nil)
+			r.gauges.forget(req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if !policy.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	input, err := r.gather(ctx, policy)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	plan, err := translate.Translate(input, r.Resolvers.Resolver(), r.Options)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	r.Fallback.SetFallbackRules(policy.Name, fallbackRules(&plan))
+	outcomes := r.apply(ctx, policy, &plan)
+	status, err := r.report(ctx, policy, &plan, outcomes)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	r.gauges.set(policy.Name, status.Condition.Reason, &plan)
+	if err := outcomeError(outcomes); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, nil
+}
+
+// gather reads the policy's exceptions: every PolicyException naming it.
+func (r *ClusterPolicyReconciler) gather(ctx context.Context, policy *kyvernov1.ClusterPolicy) (translate.Input, error) {
+	var exceptions kyvernov2.PolicyExceptionList
+	if err := r.List(ctx, &exceptions, client.MatchingFields{exceptionPolicyIndex: policy.Name}); err != nil {
+		return translate.Input{}, fmt.Errorf("listing PolicyExceptions: %w", err)
+	}
+	return translate.Input{Policy: policy, Exceptions: exceptions.Items}, nil
+}
+
+// apply writes the plan's objects and deletes the ones no longer wanted.
+func (r *ClusterPolicyReconciler) apply(ctx context.Context, policy *kyvernov1.ClusterPolicy, plan *translate.Plan) []objectOutcome {
+	desired := desiredObjects(plan)
+	var outcomes []objectOutcome
+	for _, obj := range desired {
+		o := r.applyOne(ctx, policy, obj)
+		if o.Drift && o.Err == nil {
+			driftReverts.WithLabelValues(o.Kind).Inc()
+			r.Recorder.Eventf(policy, nil, corev1.EventTypeNormal, EventDriftReverted, "Revert",
+				"%s %s was changed or deleted outside kyvap and has been restored", o.Kind, o.Name)
+		}
+		if o.Err != nil {
+			applyErrors.WithLabelValues(o.Kind, string(o.Action)).Inc()
+		}
+		outcomes = append(outcomes, o)
+	}
+	return append(outcomes, r.deleteStale(ctx, policy, desired)...)
+}
+
+// report writes the status when it changed, and emits an Event when the
+// condition changes.
+func (r *ClusterPolicyReconciler) report(ctx context.Context, policy *kyvernov1.ClusterPolicy, plan *translate.Plan, outcomes []objectOutcome) (policyStatus, error) {
+	warnings, err := r.typeWarnings(ctx, plan)
+	if err != nil {
+		return policyStatus{}, err
+	}
+	var status policyStatus
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		current := &kyvernov1.ClusterPolicy{}
+		if err := r.Get(ctx, client.ObjectKeyFromObject(policy), current); err != nil {
+			return err
+		}
+		status = computeStatus(statusInput{
+			Generation:       current.Generation,
+			Plan:             plan,
+			Outcomes:         outcomes,
+			GenerateEnabled:  r.Options.GenerateValidatingAdmissionPolicy,
+			FallbackEnforced: r.Fallback.Enforcing(),
+			TypeWarnings:     warnings,
+		})
+		previous := meta.FindStatusCondition(current.Status.Conditions, ConditionType)
+		updated := current.DeepCopy()
+		updated.Status.ValidatingAdmissionPolicy = status.VAP
+		meta.SetStatusCondition(&updated.Status.Conditions, status.Condition)
+		if equality.Semantic.DeepEqual(current.Status, updated.Status) {
+			return nil // nothing changed: no write
+		}
+		if err := r.Status().Patch(ctx, updated, statusPatch{updated}); err != nil {
+			return err
+		}
+		if previous == nil || previous.Reason != status.Condition.Reason || previous.Status != status.Condition.Status {
+			eventType := corev1.EventTypeNormal
+			if status.Condition.Status != "True" {
+				eventType = corev1.EventTypeWarning
+			}
+			r.Recorder.Eventf(updated, nil, eventType, status.Condition.Reason, "Translate", "%s", truncate(status.Condition.Message, 1024))
+		}
+		return nil
+	})
+	return status, err
+}
+
+func (r *ClusterPolicyReconciler) typeWarnings(ctx context.Context, plan *translate.Plan) (map[string][]string, error) {
+	var vaps []admissionregistrationv1.ValidatingAdmissionPolicy
+	for _, want := range plan.ValidatingAdmissionPolicies {
+		var vap admissionregistrationv1.ValidatingAdmissionPolicy
+		err := r.Get(ctx, types.NamespacedName{Name: want.Name}, &vap)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		vaps = append(vaps, vap)
+	}
+	return typeWarnings(vaps), nil
+}
+
+// converged reports whether kyvap already reported this generation of the
+// policy, i.e. its objects existed in the wanted state.
+func (r *ClusterPolicyReconciler) converged(policy *kyvernov1.ClusterPolicy) bool {
+	c := meta.FindStatusCondition(policy.Status.Conditions, ConditionType)
+	return c != nil && c.ObservedGeneration == policy.Generation && c.Reason == ReasonAllRulesTranslated
+}
+
+// outcomeError makes failed writes retried (with backoff). Name conflicts
+// are not retried: they wait for the foreign object to change.
+func outcomeError(outcomes []objectOutcome) error {
+	var errs []error
+	for _, o := range outcomes {
+		if o.Action == actionFailed {
+			errs = append(errs, o.Err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+// exceptionPolicyIndex indexes PolicyExceptions by the policies they name.
+const exceptionPolicyIndex = ".spec.exceptions.policyName"
+
+func exceptionPolicies(obj client.Object) []string {
+	ex, ok := obj.(*kyvernov2.PolicyException)
+	if !ok {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, e := range ex.Spec.Exceptions {
+		if !seen[e.PolicyName] {
+			seen[e.PolicyName] = true
+			out = append(out, e.PolicyName)
+		}
+	}
+	return out
+}
+
+// SetupWithManager registers the controller, its indexes and its watches.
+func (r *ClusterPolicyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	r.gauges = newPolicyGauges()
+	indexer := mgr.GetFieldIndexer()
+	for _, obj := range []client.Object{&admissionregistrationv1.ValidatingAdmissionPolicy{}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}} {
+		if err := indexer.IndexField(ctx, obj, ownerIndex, controllerUID); err != nil {
+			return err
+		}
+	}
+	if err := indexer.IndexField(ctx, &kyvernov2.PolicyException{}, exceptionPolicyIndex, exceptionPolicies); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("clusterpolicy").
+		For(&kyvernov1.ClusterPolicy{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Owns(&admissionregistrationv1.ValidatingAdmissionPolicy{}).
+		Owns(&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}).
+		Watches(&kyvernov2.PolicyException{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
+			var reqs []reconcile.Request
+			for _, name := range exceptionPolicies(obj) {
+				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+			}
+			return reqs
+		})).
+		// Metadata only: CRD schemas can be large and kyvap needs discovery, not them.
+		Watches(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(r.crdChanged), builder.OnlyMetadata).
+		Complete(r)
+}
+
+// crdChanged refreshes discovery and re-queues every policy: a kind that did
+// not resolve may resolve now (or the other way round). CRD status updates
+// count: a CRD is served only once it is Established.
+func (r *ClusterPolicyReconciler) crdChanged(ctx context.Context, _ client.Object) []reconcile.Request {
+	if refresher, ok := r.Resolvers.(interface{ Refresh(context.Context) error }); ok {
+		if err := refresher.Refresh(ctx); err != nil {
+			log.FromContext(ctx).Error(err, "refreshing discovery after a CRD change")
+		}
+	}
+	var policies kyvernov1.ClusterPolicyList
+	if err := r.List(ctx, &policies); err != nil {
+		log.FromContext(ctx).Error(err, "listing ClusterPolicies after a CRD change")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(policies.Items))
+	for _, p := range policies.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
+	}
+	return reqs
+}
+
+// statusPatch is a JSON merge patch of kyvap's status fields only: the whole
+// validatingadmissionpolicy object (the CRD requires both of its fields),
+// the conditions list (which carries the other controllers' conditions
+// unchanged), and the resourceVersion, so that a concurrent write fails with
+// a conflict instead of being overwritten.
+type statusPatch struct{ policy *kyvernov1.ClusterPolicy }
+
+func (p statusPatch) Type() types.PatchType { return types.MergePatchType }
+
+func (p statusPatch) Data(client.Object) ([]byte, error) {
+	return json.Marshal(map[string]any{
+		"metadata": map[string]any{"resourceVersion": p.policy.ResourceVersion},
+		"status": map[string]any{
+			"validatingadmissionpolicy": p.policy.Status.ValidatingAdmissionPolicy,
+			"conditions":                p.policy.Status.Conditions,
+		},
+	})
+}

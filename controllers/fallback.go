@@ -1,0 +1,72 @@
+package controllers
+
+import (
+	"sort"
+	"sync"
+
+	"github.com/kyvap/kyvap/translate"
+)
+
+// FallbackSink receives, per policy, the rules kyvap's webhook must enforce
+// because they are not (entirely) expressed as VAPs. The webhook component
+// implements it in-process.
+type FallbackSink interface {
+	// SetFallbackRules replaces the fallback rules of a policy; none removes it.
+	SetFallbackRules(policy string, rules []translate.FallbackRule)
+	// Enforcing reports whether fallback rules are actually enforced (a
+	// webhook is serving); when false, status says they are not enforced.
+	Enforcing() bool
+}
+
+// FallbackStore is a FallbackSink that only remembers the rules. It is what
+// the manager uses while no webhook serves them: Enforcing is false.
+type FallbackStore struct {
+	mu    sync.RWMutex
+	rules map[string][]translate.FallbackRule
+}
+
+// NewFallbackStore returns an empty store.
+func NewFallbackStore() *FallbackStore {
+	return &FallbackStore{rules: map[string][]translate.FallbackRule{}}
+}
+
+// SetFallbackRules implements FallbackSink.
+func (s *FallbackStore) SetFallbackRules(policy string, rules []translate.FallbackRule) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(rules) == 0 {
+		delete(s.rules, policy)
+		return
+	}
+	s.rules[policy] = rules
+}
+
+// Enforcing implements FallbackSink: a store alone enforces nothing.
+func (s *FallbackStore) Enforcing() bool { return false }
+
+// Rules returns every stored fallback rule, ordered by policy then rule.
+func (s *FallbackStore) Rules() []translate.FallbackRule {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	policies := make([]string, 0, len(s.rules))
+	for p := range s.rules {
+		policies = append(policies, p)
+	}
+	sort.Strings(policies)
+	var out []translate.FallbackRule
+	for _, p := range policies {
+		out = append(out, s.rules[p]...)
+	}
+	return out
+}
+
+// fallbackRules collects the plan's fallback rules.
+func fallbackRules(plan *translate.Plan) []translate.FallbackRule {
+	var out []translate.FallbackRule
+	for _, r := range plan.Rules {
+		if r.Fallback != nil {
+			out = append(out, *r.Fallback)
+		}
+	}
+	return out
+}

@@ -1,0 +1,48 @@
+package controllers
+
+import (
+	"context"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyvap/kyvap/translate"
+)
+
+// CacheOptions keeps only kyvap's own VAPs and bindings in the manager's
+// cache: a cluster may hold many others, and kyvap needs to see a foreign
+// one only to refuse to overwrite it (it reads those from the API server).
+func CacheOptions() cache.Options {
+	managed := labels.SelectorFromSet(labels.Set{translate.LabelManagedBy: translate.ManagedByValue})
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&admissionregistrationv1.ValidatingAdmissionPolicy{}:        {Label: managed},
+		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}: {Label: managed},
+	}}
+}
+
+// Setup registers the ClusterPolicy reconciler with the manager, backed by
+// discovery for kinds, and returns it. The manager must use CacheOptions.
+func Setup(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts translate.Options) (*ClusterPolicyReconciler, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	resolvers, err := NewDiscoveryResolvers(dc)
+	if err != nil {
+		return nil, err
+	}
+	r := &ClusterPolicyReconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("kyvap"),
+		Resolvers: resolvers,
+		Fallback:  NewFallbackStore(),
+		Options:   opts,
+	}
+	return r, r.SetupWithManager(ctx, mgr)
+}

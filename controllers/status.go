@@ -1,0 +1,164 @@
+package controllers
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/translate"
+)
+
+// maxConditionMessage is the API's limit on metav1.Condition.Message.
+const maxConditionMessage = 32768
+
+// statusInput is everything the status is computed from.
+type statusInput struct {
+	Generation       int64
+	Plan             *translate.Plan
+	Outcomes         []objectOutcome
+	GenerateEnabled  bool
+	FallbackEnforced bool
+	// TypeWarnings are the VAPs' status.typeChecking warnings, by VAP name.
+	TypeWarnings map[string][]string
+}
+
+// policyStatus is kyvap's part of a ClusterPolicy's status.
+type policyStatus struct {
+	VAP       kyvernov1.ValidatingAdmissionPolicyStatus
+	Condition metav1.Condition
+}
+
+// computeStatus derives the Kyverno-compatible VAP status and kyvap's
+// condition from a plan and what applying it did.
+func computeStatus(in statusInput) policyStatus {
+	var lines []string
+	failed := map[string]error{} // VAP or binding name -> error
+	var conflicts, applyErrors []string
+	for _, o := range in.Outcomes {
+		switch o.Action {
+		case actionConflict:
+			conflicts = append(conflicts, o.Err.Error())
+			failed[o.Name] = o.Err
+		case actionFailed:
+			applyErrors = append(applyErrors, o.Err.Error())
+			failed[o.Name] = o.Err
+		}
+	}
+
+	celRules, translated, invalid, fallback := 0, 0, 0, 0
+	for _, r := range in.Plan.Rules {
+		switch r.Verdict {
+		case translate.VerdictNotHandled:
+			continue
+		case translate.VerdictTranslated:
+			celRules++
+			if broken := brokenObjects(r, failed); len(broken) > 0 {
+				lines = append(lines, fmt.Sprintf("rule %q: not enforced: its generated objects could not be applied (%s)", r.Rule, strings.Join(broken, ", ")))
+				continue
+			}
+			translated++
+		case translate.VerdictFallback:
+			celRules++
+			fallback++
+			lines = append(lines, fmt.Sprintf("rule %q: %s", r.Rule, fallbackText(r, in.FallbackEnforced)))
+		case translate.VerdictInvalid:
+			celRules++
+			invalid++
+			lines = append(lines, fmt.Sprintf("rule %q: not enforced: %s (%s)", r.Rule, r.Message, r.Reason))
+		}
+	}
+	for _, vap := range sortedKeys(in.TypeWarnings) {
+		for _, w := range in.TypeWarnings[vap] {
+			lines = append(lines, fmt.Sprintf("ValidatingAdmissionPolicy %q type checking: %s", vap, w))
+		}
+	}
+
+	cond := metav1.Condition{Type: ConditionType, Status: metav1.ConditionFalse, ObservedGeneration: in.Generation}
+	switch {
+	case celRules == 0:
+		cond.Reason = ReasonNoCELRules
+		lines = append(lines, "the policy has no CEL validate rule to translate")
+	case len(conflicts) > 0:
+		cond.Reason = ReasonNameConflict
+		lines = append(lines, conflicts...)
+	case len(applyErrors) > 0:
+		cond.Reason = ReasonApplyFailed
+		lines = append(lines, applyErrors...)
+	case invalid > 0:
+		cond.Reason = ReasonInvalidRules
+	case !in.GenerateEnabled:
+		cond.Reason = ReasonGenerationDisabled
+	case fallback > 0:
+		cond.Reason = ReasonFallback
+	default:
+		cond.Reason = ReasonAllRulesTranslated
+		cond.Status = metav1.ConditionTrue
+	}
+	generated := celRules > 0 && translated == celRules
+	message := strings.Join(lines, "; ")
+	cond.Message = message
+	if cond.Message == "" {
+		cond.Message = fmt.Sprintf("all %d CEL rules are enforced by ValidatingAdmissionPolicies", celRules)
+	}
+	if len(cond.Message) > maxConditionMessage {
+		cond.Message = cond.Message[:maxConditionMessage-3] + "..."
+	}
+	return policyStatus{
+		VAP:       kyvernov1.ValidatingAdmissionPolicyStatus{Generated: generated, Message: message},
+		Condition: cond,
+	}
+}
+
+func fallbackText(r translate.RuleResult, enforced bool) string {
+	where := "enforced by kyvap's webhook"
+	if !enforced {
+		where = "NOT ENFORCED: left to kyvap's webhook, which is not serving"
+	}
+	text := fmt.Sprintf("%s (%s: %s)", where, r.Reason, r.Message)
+	if len(r.ValidatingAdmissionPolicies) > 0 {
+		text = fmt.Sprintf("partly enforced by ValidatingAdmissionPolicy %s, the rest %s", strings.Join(r.ValidatingAdmissionPolicies, ", "), text)
+	}
+	return text
+}
+
+// brokenObjects lists the rule's generated objects that failed to apply.
+func brokenObjects(r translate.RuleResult, failed map[string]error) []string {
+	var out []string
+	for name := range failed {
+		for _, vap := range r.ValidatingAdmissionPolicies {
+			// Bindings are named after their VAP.
+			if name == vap || strings.HasPrefix(name, vap+"-") {
+				out = append(out, name)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// typeWarnings extracts the type-checking warnings of generated VAPs.
+func typeWarnings(vaps []admissionregistrationv1.ValidatingAdmissionPolicy) map[string][]string {
+	out := map[string][]string{}
+	for _, vap := range vaps {
+		if vap.Status.TypeChecking == nil {
+			continue
+		}
+		for _, w := range vap.Status.TypeChecking.ExpressionWarnings {
+			out[vap.Name] = append(out[vap.Name], fmt.Sprintf("%s: %s", w.FieldRef, w.Warning))
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,381 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	kyvernov2 "github.com/kyvap/kyvap/api/v2"
+	"github.com/kyvap/kyvap/controllers"
+	"github.com/kyvap/kyvap/test/controlplane"
+	"github.com/kyvap/kyvap/translate"
+)
+
+const replicasMessage = "replicas must be at most 5"
+
+func replicasPolicy(name string, action kyvernov1.ValidationFailureAction) *kyvernov1.ClusterPolicy {
+	return clusterPolicy(name, action, celRule("max-replicas", "Deployment", "object.spec.replicas <= 5", replicasMessage))
+}
+
+func resourceVersions(t testing.TB, policy *kyvernov1.ClusterPolicy) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]string{}
+	current := &kyvernov1.ClusterPolicy{}
+	if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(policy), current); err != nil {
+		t.Fatal(err)
+	}
+	out["ClusterPolicy/"+current.Name] = current.ResourceVersion
+	vaps, bindings, err := generatedFor(ctx, current)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vaps {
+		out["VAP/"+v.Name] = v.ResourceVersion
+	}
+	for _, b := range bindings {
+		out["Binding/"+b.Name] = b.ResourceVersion
+	}
+	return out
+}
+
+func TestEnforcePolicyBecomesVAPAndDenies(t *testing.T) {
+	startOperator(t, generateOn)
+	ctx := context.Background()
+	namespace(t, "enforce", nil)
+	policy := replicasPolicy("enforce-replicas", kyvernov1.Enforce)
+	create(t, policy)
+
+	got := waitForStatus(t, policy, controllers.ReasonAllRulesTranslated)
+	if !got.Status.ValidatingAdmissionPolicy.Generated || got.Status.ValidatingAdmissionPolicy.Message != "" {
+		t.Errorf("Kyverno status = %+v, want generated with an empty message", got.Status.ValidatingAdmissionPolicy)
+	}
+	vaps, bindings, err := generatedFor(ctx, got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vaps) != 1 || len(bindings) != 1 {
+		t.Fatalf("got %d VAPs and %d bindings owned by the policy, want 1 and 1", len(vaps), len(bindings))
+	}
+	if vaps[0].Labels[translate.LabelManagedBy] != translate.ManagedByValue {
+		t.Errorf("VAP labels = %v, want managed-by kyvap", vaps[0].Labels)
+	}
+	if got := bindings[0].Spec.ValidationActions; len(got) != 1 || got[0] != admissionregistrationv1.Deny {
+		t.Errorf("binding actions = %v, want [Deny]", got)
+	}
+
+	waitForDenial(t, deployment("enforce", "too-many", 10, nil), replicasMessage)
+	mustAdmit(t, deployment("enforce", "just-right", 3, nil))
+}
+
+func TestAuditPolicyWarns(t *testing.T) {
+	startOperator(t, generateOn)
+	namespace(t, "audit", nil)
+	policy := replicasPolicy("audit-replicas", kyvernov1.Audit)
+	create(t, policy)
+	waitForStatus(t, policy, controllers.ReasonAllRulesTranslated)
+	waitForWarning(t, deployment("audit", "too-many", 10, nil), replicasMessage)
+}
+
+func TestOverridesGiveEachNamespaceItsAction(t *testing.T) {
+	startOperator(t, generateOn)
+	namespace(t, "override-prod", map[string]string{"env": "prod"})
+	namespace(t, "override-dev", nil)
+	namespace(t, "override-listed", nil)
+	policy := replicasPolicy("override-replicas", kyvernov1.Audit)
+	policy.Spec.ValidationFailureActionOverrides = []kyvernov1.ValidationFailureActionOverride{
+		{Action: kyvernov1.Enforce, NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}},
+		{Action: kyvernov1.Enforce, Namespaces: []string{"override-listed"}},
+	}
+	create(t, policy)
+	waitForStatus(t, policy, controllers.ReasonAllRulesTranslated)
+	waitForDenial(t, deployment("override-prod", "too-many", 10, nil), replicasMessage)
+	waitForDenial(t, deployment("override-listed", "too-many", 10, nil), replicasMessage)
+	waitForWarning(t, deployment("override-dev", "too-many", 10, nil), replicasMessage)
+}
+
+func TestDriftIsReverted(t *testing.T) {
+	startOperator(t, generateOn)
+	ctx := context.Background()
+	policy := replicasPolicy("drift-replicas", kyvernov1.Enforce)
+	create(t, policy)
+	got := waitForStatus(t, policy, controllers.ReasonAllRulesTranslated)
+	vaps, bindings, err := generatedFor(ctx, got)
+	if err != nil || len(vaps) != 1 || len(bindings) != 1 {
+		t.Fatalf("generated objects: %d VAPs, %d bindings, %v", len(vaps), len(bindings), err)
+	}
+	want := vaps[0].Spec.Validations[0].Expression
+
+	// Edit the spec: reverted.
+	edited := vaps[0].DeepCopy()
+	edited.Spec.Validations[0].Expression = "true"
+	if err := cp.Client.Update(ctx, edited); err != nil {
+		t.Fatal(err)
+	}
+	err = controlplane.Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		var vap admissionregistrationv1.ValidatingAdmissionPolicy
+		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(edited), &vap); err != nil {
+			return false, err
+		}
+		return vap.Spec.Validations[0].Expression == want, fmt.Errorf("expression is %q", vap.Spec.Validations[0].Expression)
+	})
+	if err != nil {
+		t.Fatalf("an edited VAP was not reverted: %v", err)
+	}
+
+	// Add a field kyvap does not set: removed too.
+	var vap admissionregistrationv1.ValidatingAdmissionPolicy
+	if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(edited), &vap); err != nil {
+		t.Fatal(err)
+	}
+	vap.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "sneaky", ValueExpression: "'x'"}}
+	if err := cp.Client.Update(ctx, &vap); err != nil {
+		t.Fatal(err)
+	}
+	err = controlplane.Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		var vap admissionregistrationv1.ValidatingAdmissionPolicy
+		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(edited), &vap); err != nil {
+			return false, err
+		}
+		return len(vap.Spec.AuditAnnotations) == 0, fmt.Errorf("audit annotations %v", vap.Spec.AuditAnnotations)
+	})
+	if err != nil {
+		t.Fatalf("a field added to a VAP was not removed: %v", err)
+	}
+
+	// Remove the owner reference and labels of the binding: restored.
+	binding := bindings[0].DeepCopy()
+	binding.OwnerReferences = nil
+	delete(binding.Labels, "kyvap.io/rule")
+	if err := cp.Client.Update(ctx, binding); err != nil {
+		t.Fatal(err)
+	}
+	err = controlplane.Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		var b admissionregistrationv1.ValidatingAdmissionPolicyBinding
+		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(binding), &b); err != nil {
+			return false, err
+		}
+		return metav1.GetControllerOf(&b) != nil && b.Labels["kyvap.io/rule"] != "", fmt.Errorf("owners %v labels %v", b.OwnerReferences, b.Labels)
+	})
+	if err != nil {
+		t.Fatalf("a binding stripped of its owner reference was not restored: %v", err)
+	}
+
+	// Delete the binding: recreated.
+	if err := cp.Client.Delete(ctx, &bindings[0]); err != nil {
+		t.Fatal(err)
+	}
+	err = controlplane.Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		var b admissionregistrationv1.ValidatingAdmissionPolicyBinding
+		err := cp.Client.Get(ctx, client.ObjectKeyFromObject(&bindings[0]), &b)
+		return err == nil && b.UID != bindings[0].UID, err
+	})
+	if err != nil {
+		t.Fatalf("a deleted binding was not recreated: %v", err)
+	}
+}
+
+func TestNoWritesWhenNothingChanges(t *testing.T) {
+	op := startOperator(t, generateOn)
+	policy := replicasPolicy("noop-replicas", kyvernov1.Enforce)
+	create(t, policy)
+	waitForStatus(t, policy, controllers.ReasonAllRulesTranslated)
+	// Let the reconciles caused by the operator's own writes settle.
+	time.Sleep(2 * time.Second)
+	before := resourceVersions(t, policy)
+	if len(before) != 3 {
+		t.Fatalf("resource versions %v: want the policy, a VAP and a binding", before)
+	}
+
+	// Forced resync 1: an exception naming the policy but another rule.
+	create(t, &kyvernov2.PolicyException{
+		ObjectMeta: metav1.ObjectMeta{Name: "noop-unrelated", Namespace: "default"},
+		Spec: kyvernov2.PolicyExceptionSpec{
+			Match:      kyvernov2.MatchResources{Any: kyvernov1.ResourceFilters{{Resources: kyvernov1.ResourceDescription{Kinds: []string{"ConfigMap"}, Names: []string{"nothing"}}}}},
+			Exceptions: []kyvernov2.Exception{{PolicyName: "noop-replicas", RuleNames: []string{"no-such-rule"}}},
+		},
+	})
+	// Forced resync 2: a restart; the new manager reconciles every policy.
+	time.Sleep(2 * time.Second)
+	op.stop()
+	startOperator(t, generateOn)
+	time.Sleep(3 * time.Second)
+	after := resourceVersions(t, policy)
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("%s was written: resourceVersion %s -> %s", k, v, after[k])
+		}
+	}
+}
+
+func TestPolicyDeletionGarbageCollects(t *testing.T) {
+	startOperator(t, generateOn)
+	ctx := context.Background()
+	policy := replicasPolicy("gc-replicas", kyvernov1.Enforce)
+	create(t, policy)
+	got := waitForStatus(t, policy, controllers.ReasonAllRulesTranslated)
+	vaps, bindings, _ := generatedFor(ctx, got)
+	if len(vaps) == 0 || len(bindings) == 0 {
+		t.Fatal("nothing generated")
+	}
+	if err := cp.Client.Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	err := controlplane.Eventually(ctx, 60*time.Second, func(ctx context.Context) (bool, error) {
+		err1 := cp.Client.Get(ctx, client.ObjectKeyFromObject(&vaps[0]), &admissionregistrationv1.ValidatingAdmissionPolicy{})
+		err2 := cp.Client.Get(ctx, client.ObjectKeyFromObject(&bindings[0]), &admissionregistrationv1.ValidatingAdmissionPolicyBinding{})
+		return apierrors.IsNotFound(err1) && apierrors.IsNotFound(err2), nil
+	})
+	if err != nil {
+		t.Fatalf("the generated objects outlived their policy: %v", err)
+	}
+}
+
+func TestRemovedRuleObjectsAreDeleted(t *testing.T) {
+	startOperator(t, generateOn)
+	ctx := context.Background()
+	policy := clusterPolicy("two-rules", kyvernov1.Enforce,
+		celRule("max-replicas", "Deployment", "object.spec.replicas <= 5", replicasMessage),
+		celRule("named", "ConfigMap", "object.metadata.name != 'forbidden'", "forbidden name"))
+	create(t, policy)
+	got := waitForStatus(t, policy, controllers.ReasonAllRulesTranslated)
+	vaps, _, _ := generatedFor(ctx, got)
+	if len(vaps) != 2 {
+		t.Fatalf("got %d VAPs for two CEL rules, want 2", len(vaps))
+	}
+	got.Spec.Rules = got.Spec.Rules[:1]
+	if err := cp.Client.Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	got = waitForStatus(t, got, controllers.ReasonAllRulesTranslated)
+	err := controlplane.Eventually(ctx, 10*time.Second, func(ctx context.Context) (bool, error) {
+		vaps, bindings, err := generatedFor(ctx, got)
+		return err == nil && len(vaps) == 1 && len(bindings) == 1, fmt.Errorf("%d VAPs, %d bindings", len(vaps), len(bindings))
+	})
+	if err != nil {
+		t.Fatalf("the removed rule's objects remain: %v", err)
+	}
+}
+
+func TestInvalidCELIsReportedAndNotApplied(t *testing.T) {
+	startOperator(t, generateOn)
+	ctx := context.Background()
+	policy := clusterPolicy("invalid-cel", kyvernov1.Enforce,
+		celRule("broken", "Deployment", "object.spec.replicas <= ", "broken"))
+	create(t, policy)
+	got := waitForStatus(t, policy, controllers.ReasonInvalidRules)
+	if got.Status.ValidatingAdmissionPolicy.Generated {
+		t.Error("generated = true for a rule that does not compile")
+	}
+	if !strings.Contains(got.Status.ValidatingAdmissionPolicy.Message, "broken") {
+		t.Errorf("status message %q does not name the rule", got.Status.ValidatingAdmissionPolicy.Message)
+	}
+	vaps, _, _ := generatedFor(ctx, got)
+	if len(vaps) != 0 {
+		t.Errorf("a VAP was generated for CEL that does not compile")
+	}
+	// The operator keeps working for other policies.
+	good := replicasPolicy("after-invalid", kyvernov1.Enforce)
+	create(t, good)
+	waitForStatus(t, good, controllers.ReasonAllRulesTranslated)
+}
+
+func TestForeignVAPIsNotAdopted(t *testing.T) {
+	startOperator(t, generateOn)
+	ctx := context.Background()
+	policy := replicasPolicy("clash", kyvernov1.Enforce)
+	plan, err := translate.Translate(translate.Input{Policy: policy}, translate.NewStaticResolver(), generateOn)
+	if err != nil || len(plan.ValidatingAdmissionPolicies) != 1 {
+		t.Fatalf("planning the clash: %v, %d VAPs", err, len(plan.ValidatingAdmissionPolicies))
+	}
+	foreign := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: plan.ValidatingAdmissionPolicies[0].Name, Labels: map[string]string{"owner": "someone-else"}},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "true"}},
+		},
+	}
+	create(t, foreign)
+	create(t, policy)
+	got := waitForStatus(t, policy, controllers.ReasonNameConflict)
+	if !strings.Contains(got.Status.ValidatingAdmissionPolicy.Message, foreign.Name) {
+		t.Errorf("status message %q does not name the clashing object", got.Status.ValidatingAdmissionPolicy.Message)
+	}
+	var after admissionregistrationv1.ValidatingAdmissionPolicy
+	if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(foreign), &after); err != nil {
+		t.Fatal(err)
+	}
+	if after.ResourceVersion != foreign.ResourceVersion || metav1.GetControllerOf(&after) != nil {
+		t.Errorf("the foreign VAP was modified: %+v", after.ObjectMeta)
+	}
+}
+
+func TestGenerationToggle(t *testing.T) {
+	op := startOperator(t, generateOn)
+	ctx := context.Background()
+	policy := replicasPolicy("toggle-replicas", kyvernov1.Enforce)
+	create(t, policy)
+	got := waitForStatus(t, policy, controllers.ReasonAllRulesTranslated)
+
+	op.stop()
+	off := startOperator(t, translate.Options{GenerateValidatingAdmissionPolicy: false})
+	got = waitForStatus(t, got, controllers.ReasonGenerationDisabled)
+	if got.Status.ValidatingAdmissionPolicy.Generated {
+		t.Error("generated = true with generation off")
+	}
+	if msg := got.Status.ValidatingAdmissionPolicy.Message; !strings.Contains(msg, "NOT ENFORCED") {
+		t.Errorf("status message %q does not say the rule is not enforced", msg)
+	}
+	err := controlplane.Eventually(ctx, 10*time.Second, func(ctx context.Context) (bool, error) {
+		vaps, bindings, err := generatedFor(ctx, got)
+		return err == nil && len(vaps) == 0 && len(bindings) == 0, fmt.Errorf("%d VAPs, %d bindings", len(vaps), len(bindings))
+	})
+	if err != nil {
+		t.Fatalf("VAPs remain with generation off: %v", err)
+	}
+
+	off.stop()
+	startOperator(t, generateOn)
+	got = waitForStatus(t, got, controllers.ReasonAllRulesTranslated)
+	if !got.Status.ValidatingAdmissionPolicy.Generated {
+		t.Error("generated = false after switching generation back on")
+	}
+}
+
+func TestDefaultingMatchesTheAPIServer(t *testing.T) {
+	startOperator(t, generateOn)
+	ctx := context.Background()
+	policy := replicasPolicy("defaults", kyvernov1.Enforce)
+	policy.Spec.Rules[0].MatchResources.Any[0].Resources.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
+	policy.Spec.Rules[0].MatchResources.Any[0].Resources.Namespaces = []string{"x"}
+	policy.Spec.FailurePolicy = ptr.To(kyvernov1.Ignore)
+	create(t, policy)
+	got := waitForStatus(t, policy, controllers.ReasonAllRulesTranslated)
+	// A second reconcile after defaulting must not write: the VAP's generation stays 1.
+	time.Sleep(2 * time.Second)
+	vaps, bindings, _ := generatedFor(ctx, got)
+	for _, v := range vaps {
+		if v.Generation != 1 {
+			t.Errorf("VAP %s was rewritten (generation %d): kyvap's defaulting differs from the API server's", v.Name, v.Generation)
+		}
+	}
+	for _, b := range bindings {
+		if b.Generation != 1 {
+			t.Errorf("binding %s was rewritten (generation %d)", b.Name, b.Generation)
+		}
+	}
+}

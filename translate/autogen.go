@@ -1,0 +1,301 @@
+package translate
+
+import (
+	"bytes"
+	"encoding/json"
+	"sort"
+	"strings"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+)
+
+// This file mirrors Kyverno's pod-controller autogen (pkg/autogen/v1, the
+// engine's default): which policies get controller variants, for which
+// controllers, and how the variants are rewritten.
+
+// podControllerGVK maps a controller kind to the spelling autogen writes.
+var podControllerGVK = map[string]string{
+	"DaemonSet":             "apps/v1/DaemonSet",
+	"Deployment":            "apps/v1/Deployment",
+	"Job":                   "batch/v1/Job",
+	"StatefulSet":           "apps/v1/StatefulSet",
+	"ReplicaSet":            "apps/v1/ReplicaSet",
+	"ReplicationController": "v1/ReplicationController",
+	"CronJob":               "batch/v1/CronJob",
+	"Pod":                   "v1/Pod",
+}
+
+// nonCronJobControllers are the controllers whose pod template is at spec.template.
+var nonCronJobControllers = []string{"DaemonSet", "Deployment", "Job", "ReplicaSet", "ReplicationController", "StatefulSet"}
+
+// podCELRewrites and cronJobCELRewrites are Kyverno's byte replacements on
+// the JSON of a CEL rule.
+var (
+	podCELRewrites = [][2]string{
+		{"object.spec", "object.spec.template.spec"},
+		{"oldObject.spec", "oldObject.spec.template.spec"},
+		{"object.metadata", "object.spec.template.metadata"},
+		{"oldObject.metadata", "oldObject.spec.template.metadata"},
+	}
+	cronJobCELRewrites = [][2]string{
+		{"object.spec", "object.spec.jobTemplate.spec.template.spec"},
+		{"oldObject.spec", "oldObject.spec.jobTemplate.spec.template.spec"},
+		{"object.metadata", "object.spec.jobTemplate.spec.template.metadata"},
+		{"oldObject.metadata", "oldObject.spec.jobTemplate.spec.template.metadata"},
+	}
+)
+
+// kindName is the kind part of a Kyverno kind spelling without group,
+// version or subresource, as Kyverno's ContainsKind compares it.
+func kindName(spelling string) string {
+	parts := strings.Split(spelling, "/")
+	var kind string
+	switch len(parts) {
+	case 1:
+		kind = parts[0]
+	case 2:
+		if kyvernoVersionPattern.MatchString(parts[0]) || (parts[0] == "*" && parts[1] == "*") {
+			kind = parts[1]
+		} else {
+			kind = parts[0]
+		}
+	case 3:
+		if kyvernoVersionPattern.MatchString(parts[0]) {
+			kind = parts[1]
+		} else {
+			kind = parts[2]
+		}
+	case 4:
+		kind = parts[2]
+	}
+	if i := strings.Index(kind, "."); i >= 0 {
+		kind = kind[:i]
+	}
+	return kind
+}
+
+func containsKind(kinds []string, kind string) bool {
+	for _, k := range kinds {
+		if kindName(k) == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// descriptionsOf lists every resource description of a match block.
+func descriptionsOf(m *kyvernov1.MatchResources) []kyvernov1.ResourceDescription {
+	if m == nil {
+		return nil
+	}
+	out := []kyvernov1.ResourceDescription{m.Resources}
+	for _, f := range m.Any {
+		out = append(out, f.Resources)
+	}
+	for _, f := range m.All {
+		out = append(out, f.Resources)
+	}
+	return out
+}
+
+// rawHasKey reports whether raw JSON (an object, or objects in a list
+// under "foreach") contains the key at top level.
+func rawHasKey(raw []byte, key string) bool {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return false
+	}
+	if _, ok := obj[key]; ok {
+		return true
+	}
+	var foreach []map[string]json.RawMessage
+	if json.Unmarshal(obj["foreach"], &foreach) == nil {
+		for _, f := range foreach {
+			if _, ok := f[key]; ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// autogenControllers returns the controllers Kyverno generates variants
+// for (nil when none), following CanAutoGen and the annotation.
+func autogenControllers(policy *kyvernov1.ClusterPolicy) []string {
+	podKinds := map[string]bool{"Pod": true}
+	for k := range podControllerGVK {
+		podKinds[k] = true
+	}
+	needed := false
+	for i := range policy.Spec.Rules {
+		rule := &policy.Spec.Rules[i]
+		if rule.Generation != nil {
+			return nil
+		}
+		if rule.Mutation != nil && rawHasKey(rule.Mutation.Raw, "patchesJson6902") {
+			return nil
+		}
+		for _, d := range append(descriptionsOf(&rule.MatchResources), descriptionsOf(rule.ExcludeResources)...) {
+			if d.Name != "" || len(d.Names) > 0 || d.Selector != nil || d.Annotations != nil || (len(d.Kinds) > 1 && containsKind(d.Kinds, "Pod")) {
+				return nil
+			}
+			for _, k := range d.Kinds {
+				if podKinds[k] {
+					needed = true
+				}
+			}
+		}
+	}
+	if !needed {
+		return nil
+	}
+	value, ok := policy.Annotations[kyvernov1.AutogenControllersAnnotation]
+	if !ok {
+		return append(append([]string(nil), nonCronJobControllers...), "CronJob")
+	}
+	controllers := strings.Split(value, ",")
+	sort.Strings(controllers)
+	if len(controllers) == 1 && controllers[0] == "none" {
+		return nil
+	}
+	return controllers
+}
+
+// autogenRuleName is Kyverno's getAutogenRuleName.
+func autogenRuleName(prefix, name string) string {
+	name = prefix + "-" + name
+	if len(name) > 63 {
+		name = name[:63]
+	}
+	return name
+}
+
+// toGVKs is Kyverno's ConvertKindsToGVK.
+func toGVKs(kinds []string) []string {
+	out := make([]string, len(kinds))
+	for i, k := range kinds {
+		if gvk, ok := podControllerGVK[k]; ok {
+			out[i] = gvk
+		} else {
+			out[i] = k
+		}
+	}
+	return out
+}
+
+// retarget replaces kinds in a rule copy the way generateRule does: in any
+// (else all) filters selected by pick, or the legacy kinds.
+func retarget(rule *kyvernov1.Rule, name string, kinds []string, pick func([]string) bool) *kyvernov1.Rule {
+	out := rule.DeepCopy()
+	out.Name = name
+	gvks := toGVKs(kinds)
+	replace := func(filters kyvernov1.ResourceFilters) {
+		for i := range filters {
+			if pick(filters[i].Resources.Kinds) {
+				filters[i].Resources.Kinds = append([]string(nil), gvks...)
+			}
+		}
+	}
+	switch {
+	case len(out.MatchResources.Any) > 0:
+		replace(out.MatchResources.Any)
+	case len(out.MatchResources.All) > 0:
+		replace(out.MatchResources.All)
+	default:
+		out.MatchResources.Resources.Kinds = append([]string(nil), gvks...)
+	}
+	if ex := out.ExcludeResources; ex != nil {
+		switch {
+		case len(ex.Any) > 0:
+			replace(ex.Any)
+		case len(ex.All) > 0:
+			replace(ex.All)
+		case len(ex.Resources.Kinds) != 0:
+			ex.Resources.Kinds = append([]string(nil), gvks...)
+		}
+	}
+	return out
+}
+
+// controllersRule is Kyverno's generateRuleForControllers for a CEL rule
+// (before the expression rewrite).
+func controllersRule(rule *kyvernov1.Rule, controllers []string) *kyvernov1.Rule {
+	if strings.HasPrefix(rule.Name, "autogen-") || len(controllers) == 0 {
+		return nil
+	}
+	var matchKinds, excludeKinds []string
+	for _, d := range descriptionsOf(&rule.MatchResources) {
+		matchKinds = append(matchKinds, d.Kinds...)
+	}
+	for _, d := range descriptionsOf(rule.ExcludeResources) {
+		excludeKinds = append(excludeKinds, d.Kinds...)
+	}
+	if !containsKind(matchKinds, "Pod") || (len(excludeKinds) != 0 && !containsKind(excludeKinds, "Pod")) {
+		return nil
+	}
+	kinds := controllers
+	var valid []string
+	for _, c := range controllers {
+		for _, known := range nonCronJobControllers {
+			if c == known {
+				valid = append(valid, c)
+			}
+		}
+	}
+	if len(controllers) == 1 && controllers[0] == "all" {
+		valid = append([]string(nil), nonCronJobControllers...)
+	}
+	if len(valid) > 0 {
+		kinds = valid
+	}
+	sort.Strings(kinds)
+	return retarget(rule, autogenRuleName("autogen", rule.Name), kinds, func(k []string) bool { return containsKind(k, "Pod") })
+}
+
+// rewriteCEL applies Kyverno's byte replacements to the rule's JSON.
+func rewriteCEL(rule *kyvernov1.Rule, rewrites [][2]string) *kyvernov1.Rule {
+	data, err := json.Marshal(rule)
+	if err != nil {
+		return nil
+	}
+	for _, r := range rewrites {
+		data = bytes.ReplaceAll(data, []byte(r[0]), []byte(r[1]))
+	}
+	var out kyvernov1.Rule
+	if json.Unmarshal(data, &out) != nil {
+		return nil
+	}
+	return &out
+}
+
+// autogenRules returns Kyverno's autogen variants of a rule: the pod
+// controllers one and the CronJob one, in that order, each when generated.
+func autogenRules(rule *kyvernov1.Rule, controllers []string) []kyvernov1.Rule {
+	var withoutCronJob []string
+	hasCronJob := false
+	for _, c := range controllers {
+		if c == "CronJob" {
+			hasCronJob = true
+			continue
+		}
+		if c == "all" {
+			hasCronJob = true
+		}
+		withoutCronJob = append(withoutCronJob, c)
+	}
+	var out []kyvernov1.Rule
+	if gen := controllersRule(rule, withoutCronJob); gen != nil {
+		if r := rewriteCEL(gen, podCELRewrites); r != nil {
+			out = append(out, *r)
+		}
+	}
+	if hasCronJob {
+		if base := controllersRule(rule, controllers); base != nil {
+			gen := retarget(base, autogenRuleName("autogen-cronjob", rule.Name), []string{"CronJob"}, func([]string) bool { return true })
+			if r := rewriteCEL(gen, cronJobCELRewrites); r != nil {
+				out = append(out, *r)
+			}
+		}
+	}
+	return out
+}

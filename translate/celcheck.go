@@ -1,0 +1,138 @@
+package translate
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/google/cel-go/cel"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/util/version"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/cel/environment"
+	baseversion "k8s.io/component-base/version"
+)
+
+// newestCompatibilityVersion is the newest CEL environment this build knows.
+var newestCompatibilityVersion = version.MustParseGeneric(baseversion.DefaultKubeBinaryVersion)
+
+// compatibilityVersion parses Options.CompatibilityVersion ("1.37").
+func compatibilityVersion(s string) (*version.Version, error) {
+	if s == "" {
+		return newestCompatibilityVersion, nil
+	}
+	v, err := version.ParseMajorMinor(strings.TrimPrefix(s, "v"))
+	if err != nil {
+		return nil, fmt.Errorf("compatibility version %q: %v", s, err)
+	}
+	if v.GreaterThan(newestCompatibilityVersion) {
+		return newestCompatibilityVersion, nil
+	}
+	return v, nil
+}
+
+// envSets caches the base environment per compatibility version.
+var envSets sync.Map // "major.minor" -> *environment.EnvSet
+
+func baseEnvSet(v *version.Version) *environment.EnvSet {
+	key := v.String()
+	if e, ok := envSets.Load(key); ok {
+		return e.(*environment.EnvSet)
+	}
+	e, _ := envSets.LoadOrStore(key, environment.MustBaseEnvSet(version.MajorMinor(v.Major(), v.Minor())))
+	return e.(*environment.EnvSet)
+}
+
+// sharedCompilers caches, per compatibility version, a compiler for VAPs
+// without variables: building one prepares eight CEL environments, and
+// only storing variables changes its state.
+var sharedCompilers sync.Map // "major.minor" -> *plugincel.CompositedCompiler
+
+// compilerFor returns the apiserver's composited compiler for a VAP; a
+// fresh one when the VAP has variables (they are stored in the compiler).
+func compilerFor(v *version.Version, hasVariables bool) (*plugincel.CompositedCompiler, error) {
+	if hasVariables {
+		return plugincel.NewCompositedCompiler(baseEnvSet(v))
+	}
+	if c, ok := sharedCompilers.Load(v.String()); ok {
+		return c.(*plugincel.CompositedCompiler), nil
+	}
+	c, err := plugincel.NewCompositedCompiler(baseEnvSet(v))
+	if err != nil {
+		return nil, err
+	}
+	actual, _ := sharedCompilers.LoadOrStore(v.String(), c)
+	return actual.(*plugincel.CompositedCompiler), nil
+}
+
+// accessor is an expression with the result types the API server requires.
+type accessor struct {
+	name       string
+	expression string
+	returns    []*cel.Type
+}
+
+func (a accessor) GetExpression() string    { return a.expression }
+func (a accessor) ReturnTypes() []*cel.Type { return a.returns }
+func (a accessor) GetName() string          { return a.name }
+
+// celProblem is one expression that does not compile.
+type celProblem struct {
+	field   string
+	message string
+}
+
+// checkVAPExpressions compiles every expression of a VAP spec the way the
+// API server does when the VAP is created (NewExpressions environment at
+// the compatibility version, with the variables of a VAP), and returns the
+// problems of the user expressions and of the generated ones separately.
+// generated names the match conditions kyvap added.
+func checkVAPExpressions(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec, v *version.Version, generated map[string]bool) (user, ours []celProblem) {
+	compiler, err := compilerFor(v, len(spec.Variables) > 0)
+	if err != nil {
+		return []celProblem{{field: "spec", message: err.Error()}}, nil
+	}
+	hasParams := spec.ParamKind != nil
+	withAuthz := plugincel.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: true}
+	withoutAuthz := plugincel.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: false}
+	mode := environment.NewExpressions
+	report := func(list *[]celProblem, field string, res plugincel.CompilationResult) {
+		if res.Error != nil {
+			*list = append(*list, celProblem{field: field, message: res.Error.Detail})
+		}
+	}
+	for i, variable := range spec.Variables {
+		res := compiler.CompileAndStoreVariable(accessor{name: variable.Name, expression: variable.Expression, returns: []*cel.Type{cel.AnyType}}, withAuthz, mode)
+		report(&user, fmt.Sprintf("variables[%d]", i), res)
+	}
+	for i, mc := range spec.MatchConditions {
+		res := compiler.CompileCELExpression(accessor{expression: mc.Expression, returns: []*cel.Type{cel.BoolType}}, withAuthz, mode)
+		if generated[mc.Name] {
+			report(&ours, fmt.Sprintf("matchConditions[%d]", i), res)
+		} else {
+			report(&user, fmt.Sprintf("matchConditions[%d]", i), res)
+		}
+	}
+	for i, val := range spec.Validations {
+		res := compiler.CompileCELExpression(accessor{expression: val.Expression, returns: []*cel.Type{cel.BoolType}}, withAuthz, mode)
+		report(&user, fmt.Sprintf("validations[%d].expression", i), res)
+		if val.MessageExpression != "" {
+			res := compiler.CompileCELExpression(accessor{expression: val.MessageExpression, returns: []*cel.Type{cel.StringType}}, withoutAuthz, mode)
+			report(&user, fmt.Sprintf("validations[%d].messageExpression", i), res)
+		}
+	}
+	for i, aa := range spec.AuditAnnotations {
+		res := compiler.CompileCELExpression(accessor{expression: aa.ValueExpression, returns: []*cel.Type{cel.StringType, cel.NullType}}, withAuthz, mode)
+		report(&user, fmt.Sprintf("auditAnnotations[%d].valueExpression", i), res)
+	}
+	return user, ours
+}
+
+// problemsMessage joins problems into one line.
+func problemsMessage(problems []celProblem) string {
+	parts := make([]string, len(problems))
+	for i, p := range problems {
+		parts[i] = p.field + ": " + strings.Join(strings.Fields(p.message), " ")
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,225 @@
+package translate
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// CEL fragments for what Kyverno's engine looks at. Kyverno evaluates match
+// and exclude against "the resource": the new object, or the old one on
+// DELETE. Every fragment guards against absent fields so that a predicate
+// never errors (an erroring match condition would hit failurePolicy where
+// Kyverno's Go matcher cannot fail).
+const (
+	celResource = `(request.operation == 'DELETE' ? oldObject : object)`
+	// celResourceName is Kyverno's resource name: metadata.name, or
+	// metadata.generateName when the name is empty.
+	celResourceName    = `(` + celResource + ` != null && has(` + celResource + `.metadata) && has(` + celResource + `.metadata.name) && ` + celResource + `.metadata.name != '' ? ` + celResource + `.metadata.name : (` + celResource + ` != null && has(` + celResource + `.metadata) && has(` + celResource + `.metadata.generateName) ? ` + celResource + `.metadata.generateName : ''))`
+	celIsNamespaceKind = `(request.kind.group == '' && request.kind.kind == 'Namespace')`
+	// celResourceNamespace is Kyverno's resource namespace: the namespace of
+	// the request, or the object's own name for a Namespace.
+	celResourceNamespace = `(` + celIsNamespaceKind + ` ? ` + celResourceName + ` : request.namespace)`
+	celResourceLabels    = `(` + celResource + ` != null && has(` + celResource + `.metadata) && has(` + celResource + `.metadata.labels) ? ` + celResource + `.metadata.labels : {})`
+	celResourceAnnots    = `(` + celResource + ` != null && has(` + celResource + `.metadata) && has(` + celResource + `.metadata.annotations) ? ` + celResource + `.metadata.annotations : {})`
+	celNamespaceLabels   = `(has(namespaceObject.metadata) && has(namespaceObject.metadata.labels) ? namespaceObject.metadata.labels : {})`
+	celUsername          = `(has(request.userInfo.username) ? request.userInfo.username : '')`
+)
+
+// celString quotes s as a CEL string literal.
+func celString(s string) string { return strconv.Quote(s) }
+
+// celStringList renders a CEL list of string literals.
+func celStringList(values []string) string {
+	quoted := make([]string, len(values))
+	for i, v := range values {
+		quoted[i] = celString(v)
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
+}
+
+// wildcardRegex turns a Kyverno wildcard pattern into an anchored RE2.
+func wildcardRegex(pattern string) string {
+	quoted := regexp.QuoteMeta(pattern)
+	quoted = strings.ReplaceAll(quoted, `\*`, `.*`)
+	quoted = strings.ReplaceAll(quoted, `\?`, `.`)
+	return `^(?s:` + quoted + `)$`
+}
+
+// celPatternMatch is a predicate "value matches one of the Kyverno
+// wildcard patterns": exact patterns become a list membership test,
+// wildcard ones an RE2 match.
+func celPatternMatch(value string, patterns []string) string {
+	var exact, wild []string
+	for _, p := range patterns {
+		if hasWildcard(p) {
+			wild = append(wild, p)
+		} else {
+			exact = append(exact, p)
+		}
+	}
+	var terms []string
+	if len(exact) > 0 {
+		terms = append(terms, value+" in "+celStringList(uniqueSorted(exact)))
+	}
+	for _, p := range uniqueSorted(wild) {
+		terms = append(terms, value+".matches("+celString(wildcardRegex(p))+")")
+	}
+	return celOr(terms)
+}
+
+// celAnd joins terms with &&; no terms is true.
+func celAnd(terms []string) string {
+	switch len(terms) {
+	case 0:
+		return "true"
+	case 1:
+		return terms[0]
+	}
+	return "(" + strings.Join(terms, " && ") + ")"
+}
+
+// celOr joins terms with ||; no terms is false.
+func celOr(terms []string) string {
+	switch len(terms) {
+	case 0:
+		return "false"
+	case 1:
+		return terms[0]
+	}
+	return "(" + strings.Join(terms, " || ") + ")"
+}
+
+// uniqueSorted returns the sorted distinct values.
+func uniqueSorted(values []string) []string {
+	out := append([]string(nil), values...)
+	sort.Strings(out)
+	n := 0
+	for i, v := range out {
+		if i == 0 || v != out[n-1] {
+			out[n] = v
+			n++
+		}
+	}
+	return out[:n]
+}
+
+// parsedSelector is a label selector checked for what VAPs can carry.
+type parsedSelector struct {
+	source   *metav1.LabelSelector
+	selector labels.Selector
+}
+
+// parseSelector validates a Kyverno label selector. Kyverno substitutes
+// wildcards in selectors against the actual labels; that has no CEL or
+// VAP form, so such selectors are refused.
+func parseSelector(sel *metav1.LabelSelector) (parsedSelector, error) {
+	for k, v := range sel.MatchLabels {
+		if hasWildcard(k) || hasWildcard(v) {
+			return parsedSelector{}, fmt.Errorf("label selector %q uses Kyverno wildcards", metav1.FormatLabelSelector(sel))
+		}
+	}
+	for _, req := range sel.MatchExpressions {
+		if hasWildcard(req.Key) {
+			return parsedSelector{}, fmt.Errorf("label selector %q uses Kyverno wildcards", metav1.FormatLabelSelector(sel))
+		}
+		for _, v := range req.Values {
+			if hasWildcard(v) {
+				return parsedSelector{}, fmt.Errorf("label selector %q uses Kyverno wildcards", metav1.FormatLabelSelector(sel))
+			}
+		}
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return parsedSelector{}, fmt.Errorf("invalid label selector: %v", err)
+	}
+	return parsedSelector{source: sel, selector: s}, nil
+}
+
+// matchesEmpty reports whether the selector matches an empty label set,
+// which is what Kyverno checks namespace selectors against for
+// cluster-scoped resources.
+func (p parsedSelector) matchesEmpty() bool { return p.selector.Matches(labels.Set{}) }
+
+// cel renders the selector as a predicate over the label map expression.
+func (p parsedSelector) cel(labelMap string) string {
+	var terms []string
+	keys := make([]string, 0, len(p.source.MatchLabels))
+	for k := range p.source.MatchLabels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		terms = append(terms, fmt.Sprintf("(%s in %s && %s[%s] == %s)", celString(k), labelMap, labelMap, celString(k), celString(p.source.MatchLabels[k])))
+	}
+	for _, req := range p.source.MatchExpressions {
+		key := celString(req.Key)
+		switch req.Operator {
+		case metav1.LabelSelectorOpIn:
+			terms = append(terms, fmt.Sprintf("(%s in %s && %s[%s] in %s)", key, labelMap, labelMap, key, celStringList(uniqueSorted(req.Values))))
+		case metav1.LabelSelectorOpNotIn:
+			terms = append(terms, fmt.Sprintf("(!(%s in %s) || !(%s[%s] in %s))", key, labelMap, labelMap, key, celStringList(uniqueSorted(req.Values))))
+		case metav1.LabelSelectorOpExists:
+			terms = append(terms, fmt.Sprintf("(%s in %s)", key, labelMap))
+		case metav1.LabelSelectorOpDoesNotExist:
+			terms = append(terms, fmt.Sprintf("!(%s in %s)", key, labelMap))
+		}
+	}
+	return celAnd(terms)
+}
+
+// celSubjects is Kyverno's subject check: a ServiceAccount by its user
+// name, a User by name, a Group by membership; names are wildcard patterns.
+// Subjects of other kinds never match.
+func celSubjects(subjects []rbacv1.Subject) string {
+	var userPatterns, groupPatterns []string
+	for _, s := range subjects {
+		switch s.Kind {
+		case rbacv1.ServiceAccountKind:
+			userPatterns = append(userPatterns, "system:serviceaccount:"+s.Namespace+":"+s.Name)
+		case rbacv1.UserKind:
+			userPatterns = append(userPatterns, s.Name)
+		case rbacv1.GroupKind:
+			groupPatterns = append(groupPatterns, s.Name)
+		}
+	}
+	var terms []string
+	if len(userPatterns) > 0 {
+		terms = append(terms, celPatternMatch(celUsername, userPatterns))
+	}
+	if len(groupPatterns) > 0 {
+		terms = append(terms, "(has(request.userInfo.groups) && request.userInfo.groups.exists(g, "+celPatternMatch("g", groupPatterns)+"))")
+	}
+	return celOr(terms)
+}
+
+// celAnnotations is Kyverno's annotation check: every expected key/value
+// pair (both wildcard patterns) matches some annotation of the resource.
+func celAnnotations(expected map[string]string) string {
+	keys := make([]string, 0, len(expected))
+	for k := range expected {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var terms []string
+	for _, k := range keys {
+		v := expected[k]
+		if !hasWildcard(k) {
+			terms = append(terms, fmt.Sprintf("(%s in %s && %s)", celString(k), celResourceAnnots, celPatternMatch(celResourceAnnots+"["+celString(k)+"]", []string{v})))
+			continue
+		}
+		terms = append(terms, fmt.Sprintf("%s.exists(k, %s && %s)", celResourceAnnots, celPatternMatch("k", []string{k}), celPatternMatch(celResourceAnnots+"[k]", []string{v})))
+	}
+	return celAnd(terms)
+}
+
+// celOperations is "the request's operation is one of ops".
+func celOperations(ops []string) string {
+	return "request.operation in " + celStringList(uniqueSorted(ops))
+}

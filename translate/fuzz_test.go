@@ -1,0 +1,79 @@
+package translate
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+)
+
+// FuzzTranslate feeds arbitrary policies (YAML or JSON) to Translate: it
+// must not panic, must be deterministic, must not mutate its input, and
+// everything it emits must compile and carry valid names and labels.
+func FuzzTranslate(f *testing.F) {
+	for _, c := range loadGoldenCases(f) {
+		if data, err := os.ReadFile(filepath.Join(c.dir, "policy.yaml")); err == nil {
+			f.Add(data)
+		}
+	}
+	resolver := NewStaticResolver(testCRDs()...)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var policy kyvernov1.ClusterPolicy
+		if err := yaml.Unmarshal(data, &policy); err != nil {
+			return
+		}
+		before := policy.DeepCopy()
+		in := Input{Policy: &policy}
+		opts := Options{GenerateValidatingAdmissionPolicy: true}
+		first, err := Translate(in, resolver, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		second, _ := Translate(in, resolver, opts)
+		if !bytes.Equal(marshalPlan(t, first), marshalPlan(t, second)) {
+			t.Fatal("translation is not deterministic")
+		}
+		if !equalJSON(t, before, &policy) {
+			t.Fatal("input mutated")
+		}
+		if len(first.Rules) != len(policy.Spec.Rules) {
+			t.Fatalf("%d results for %d rules", len(first.Rules), len(policy.Spec.Rules))
+		}
+		assertCompiles(t, first)
+		for _, vap := range first.ValidatingAdmissionPolicies {
+			assertMeta(t, vap.Name, vap.Labels)
+		}
+		for _, b := range first.Bindings {
+			assertMeta(t, b.Name, b.Labels)
+		}
+	})
+}
+
+func equalJSON(t *testing.T, a, b any) bool {
+	x, err1 := yaml.Marshal(a)
+	y, err2 := yaml.Marshal(b)
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	return bytes.Equal(x, y)
+}
+
+func assertMeta(t *testing.T, name string, labels map[string]string) {
+	t.Helper()
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		t.Fatalf("invalid name %q: %v", name, errs)
+	}
+	if name == "cpol-"+labels[LabelPolicy] || name == "cpol-"+labels[LabelPolicy]+"-binding" {
+		t.Fatalf("name %q collides with Kyverno's generator", name)
+	}
+	for k, v := range labels {
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			t.Fatalf("invalid label %s=%q: %v", k, v, errs)
+		}
+	}
+}

@@ -1,0 +1,178 @@
+package translate
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+)
+
+func TestWildcardMatch(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, name string
+		want          bool
+	}{
+		{"*", "", true}, {"*", "abc", true}, {"", "", true}, {"", "a", false},
+		{"a?c", "abc", true}, {"a?c", "ac", false}, {"web-*", "web-1", true}, {"web-*", "web", false},
+		{"*-prod", "eu-prod", true}, {"a*b*c", "aXbYc", true}, {"a*b*c", "aXbY", false},
+	} {
+		if got := wildcardMatch(tc.pattern, tc.name); got != tc.want {
+			t.Errorf("wildcardMatch(%q, %q) = %v", tc.pattern, tc.name, got)
+		}
+	}
+}
+
+func TestParseKindSelector(t *testing.T) {
+	for in, want := range map[string]kindSelector{
+		"Pod":                      {"*", "*", "Pod", ""},
+		"v1/Pod":                   {"*", "v1", "Pod", ""},
+		"Pod/exec":                 {"*", "*", "Pod", "exec"},
+		"Pod.exec":                 {"*", "*", "Pod", "exec"},
+		"apps/v1/Deployment":       {"apps", "v1", "Deployment", ""},
+		"v1/Pod/exec":              {"*", "v1", "Pod", "exec"},
+		"apps/v1/Deployment/scale": {"apps", "v1", "Deployment", "scale"},
+		"*/*":                      {"*", "*", "*", "*"},
+		"*/status":                 {"*", "*", "*", "status"},
+	} {
+		got, ok := parseKindSelector(in)
+		if !ok || got != want {
+			t.Errorf("parseKindSelector(%q) = %+v, %v; want %+v", in, got, ok, want)
+		}
+	}
+}
+
+func TestStaticResolver(t *testing.T) {
+	r := NewStaticResolver(testCRDs()...)
+	for kind, want := range map[string]int{"Pod": 1, "Pod/exec": 1, "Event": 2, "HorizontalPodAutoscaler": 2, "Widget": 1, "Gadget": 2, "Nope": 0, "Deployment/*": 3} {
+		got, err := r.Resolve(kind)
+		if err != nil || len(got) != want {
+			t.Errorf("Resolve(%q) = %v, %v; want %d resources", kind, got, err, want)
+		}
+	}
+}
+
+func TestVAPName(t *testing.T) {
+	long := strings.Repeat("p", 250)
+	for _, tc := range [][2]string{{"pol", "rule"}, {long, "rule"}, {"pol", "Rule With Spaces"}, {"pol", "---"}} {
+		name := vapName(tc[0], tc[1])
+		if errs := validation.IsDNS1123Subdomain(name + "-99"); len(errs) > 0 {
+			t.Errorf("vapName(%q, %q) = %q: %v", tc[0], tc[1], name, errs)
+		}
+		if strings.HasPrefix(name, "cpol-") {
+			t.Errorf("vapName uses Kyverno's prefix: %q", name)
+		}
+	}
+	if vapName("pol", "rule") != "kyvap-pol-rule" {
+		t.Errorf("plain names must stay readable, got %q", vapName("pol", "rule"))
+	}
+	if vapName("a-b", "c") == vapName("a", "b-c") {
+		// Both are valid unchanged names, distinct by construction only if
+		// the plain forms differ; document the collision the hash cannot fix.
+		t.Log("kyvap-a-b-c is shared by (a-b, c) and (a, b-c): plain names are kept readable")
+	}
+	if vapName("pol", "R") == vapName("pol", "r") {
+		t.Error("rules differing only in case must get distinct names")
+	}
+}
+
+func TestLabelValue(t *testing.T) {
+	for _, v := range []string{"ok", strings.Repeat("x", 100), "has spaces", "-lead", "ü"} {
+		if errs := validation.IsValidLabelValue(labelValue(v)); len(errs) > 0 {
+			t.Errorf("labelValue(%q) = %q: %v", v, labelValue(v), errs)
+		}
+	}
+	if labelValue("ok") != "ok" {
+		t.Error("valid values must be kept")
+	}
+}
+
+// TestBindingPiecesPartition checks, on a grid of namespaces, that the
+// binding pieces give every namespace exactly the action Kyverno's
+// first-match override evaluation gives it.
+func TestBindingPiecesPartition(t *testing.T) {
+	enforce, audit := kyvernov1.Enforce, kyvernov1.Audit
+	spec := &kyvernov1.Spec{
+		ValidationFailureAction: audit,
+		ValidationFailureActionOverrides: []kyvernov1.ValidationFailureActionOverride{
+			{Action: enforce, Namespaces: []string{"prod", "payments"}},
+			{Action: audit, NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"sandbox": "true"}}},
+			{Action: enforce, NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: "tier", Operator: metav1.LabelSelectorOpExists}, {Key: "env", Operator: metav1.LabelSelectorOpIn, Values: []string{"staging"}}}}},
+		},
+	}
+	rule := &kyvernov1.Rule{Validation: &kyvernov1.Validation{}}
+	pieces, fl := bindingPieces(actionSteps(spec, rule), false)
+	if fl != nil {
+		t.Fatal(fl.message)
+	}
+	kyverno := func(ns string, l map[string]string) kyvernov1.ValidationFailureAction {
+		for _, o := range spec.ValidationFailureActionOverrides {
+			if o.Namespaces != nil {
+				found := false
+				for _, n := range o.Namespaces {
+					found = found || n == ns
+				}
+				if !found {
+					continue
+				}
+			}
+			if o.NamespaceSelector != nil {
+				s, _ := metav1.LabelSelectorAsSelector(o.NamespaceSelector)
+				if !s.Matches(labels.Set(l)) {
+					continue
+				}
+			}
+			return o.Action
+		}
+		return spec.ValidationFailureAction
+	}
+	for _, ns := range []string{"prod", "payments", "dev", "other"} {
+		for _, l := range []map[string]string{{}, {"sandbox": "true"}, {"tier": "1", "env": "staging"}, {"tier": "1", "env": "staging", "sandbox": "true"}, {"env": "staging"}, {"tier": "x"}} {
+			all := map[string]string{namespaceNameLabel: ns}
+			for k, v := range l {
+				all[k] = v
+			}
+			var got []string
+			for _, p := range pieces {
+				s, err := metav1.LabelSelectorAsSelector(p.scope.NamespaceSelector)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s.Matches(labels.Set(all)) {
+					got = append(got, actionSuffix(p.action))
+				}
+			}
+			want := []string{actionSuffix(kyverno(ns, l))}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("namespace %s labels %v (-want +got):\n%s", ns, l, diff)
+			}
+		}
+	}
+}
+
+func TestParamRefFor(t *testing.T) {
+	kind := &kyvernov1.CEL{}
+	if ref, fl := paramRefFor(kind); ref != nil || fl != nil {
+		t.Fatal("no paramKind: no paramRef")
+	}
+	c := &kyvernov1.CEL{}
+	c.ParamKind = &admissionParamKind
+	c.ParamRef = &admissionParamRefByName
+	ref, fl := paramRefFor(c)
+	if fl != nil || ref.ParameterNotFoundAction == nil || *ref.ParameterNotFoundAction != "Deny" {
+		t.Fatalf("a missing named parameter is an error in Kyverno: want Deny, got %+v %v", ref, fl)
+	}
+	if c.ParamRef.ParameterNotFoundAction != nil {
+		t.Fatal("input mutated")
+	}
+}
+
+var (
+	admissionParamKind      = admissionregistrationv1ParamKind()
+	admissionParamRefByName = admissionregistrationv1ParamRef()
+)

@@ -1,0 +1,707 @@
+package translate
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+)
+
+// namespaceNameLabel is the label the API server sets on every Namespace
+// to its name; selecting on it selects namespaces by name.
+const namespaceNameLabel = "kubernetes.io/metadata.name"
+
+// Names of the match conditions kyvap adds; user celPreconditions keep
+// their own names.
+const (
+	conditionMatch     = "kyvap-match"
+	conditionExclude   = "kyvap-exclude"
+	conditionException = "kyvap-exception"
+)
+
+// allOperations are the operations Kyverno's engine evaluates when a filter
+// names none: it does not filter on the operation at all, so every
+// operation a VAP can see applies.
+var allOperations = []admissionregistrationv1.OperationType{
+	admissionregistrationv1.Create, admissionregistrationv1.Update,
+	admissionregistrationv1.Delete, admissionregistrationv1.Connect,
+}
+
+// failure is why (part of) a rule cannot be translated.
+type failure struct {
+	reason  Reason
+	message string
+}
+
+func fail(reason Reason, format string, args ...any) *failure {
+	return &failure{reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
+// kindSet is what a filter's kinds select.
+type kindSet struct {
+	// everything: no kinds, or "*/*": every resource and subresource.
+	everything bool
+	// topLevel: "*": every resource without subresource, plus
+	// pods/ephemeralcontainers (Kyverno matches Pod rules on it).
+	topLevel bool
+	// resources are the explicitly resolved resources, sorted.
+	resources []Resource
+}
+
+// resolvedFilter is a Kyverno resource filter with its kinds resolved.
+type resolvedFilter struct {
+	filter kyvernov1.ResourceFilter
+	kinds  kindSet
+	// operations are the filter's operations; empty means all.
+	operations []string
+}
+
+// onlyNamespacedOrNamespace reports whether every selected resource is
+// namespaced or is a Namespace itself (top level), the resources for
+// which a namespace selector on kubernetes.io/metadata.name is exact.
+func (k kindSet) onlyNamespacedOrNamespace() bool {
+	if k.everything || k.topLevel {
+		return false
+	}
+	for _, r := range k.resources {
+		if !r.Namespaced && !(r.Group == "" && r.Resource == "namespaces" && r.Subresource == "") {
+			return false
+		}
+	}
+	return true
+}
+
+// onlyNamespaced reports whether every selected resource is namespaced.
+func (k kindSet) onlyNamespaced() bool {
+	if k.everything || k.topLevel {
+		return false
+	}
+	for _, r := range k.resources {
+		if !r.Namespaced {
+			return false
+		}
+	}
+	return true
+}
+
+// resolveKinds resolves Kyverno kind spellings. A kind resolving to
+// nothing, or to several versions of one group/resource, is a failure:
+// silently dropping it would narrow the rule.
+func resolveKinds(resolver KindResolver, kinds []string) (kindSet, *failure) {
+	var set kindSet
+	if len(kinds) == 0 {
+		set.everything = true
+		return set, nil
+	}
+	seen := map[Resource]bool{}
+	for _, kind := range kinds {
+		if kind == "*" {
+			set.topLevel = true
+			continue
+		}
+		if sel, ok := parseKindSelector(kind); ok && sel == (kindSelector{"*", "*", "*", "*"}) {
+			set.everything = true
+			continue
+		}
+		resolved, err := resolver.Resolve(kind)
+		if err != nil {
+			return kindSet{}, fail(ReasonKindResolutionError, "kind %q: %v", kind, err)
+		}
+		if len(resolved) == 0 {
+			return kindSet{}, fail(ReasonKindUnresolved, "kind %q matches no served resource", kind)
+		}
+		versions := map[string][]string{}
+		for _, r := range resolved {
+			key := r.Group + "/" + r.Resource + "/" + r.Subresource
+			versions[key] = append(versions[key], r.Version)
+		}
+		keys := make([]string, 0, len(versions))
+		for k := range versions {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if vs := uniqueSorted(versions[k]); len(vs) > 1 {
+				return kindSet{}, fail(ReasonKindAmbiguous, "kind %q is served in several versions (%s of %s)", kind, strings.Join(vs, ", "), strings.TrimRight(k, "/"))
+			}
+		}
+		for _, r := range resolved {
+			seen[r] = true
+			if r.Group == "" && r.Resource == "pods" && r.Subresource == "" {
+				eph := r
+				eph.Subresource = "ephemeralcontainers"
+				seen[eph] = true
+			}
+		}
+	}
+	for r := range seen {
+		set.resources = append(set.resources, r)
+	}
+	sortResources(set.resources)
+	return set, nil
+}
+
+// resolveFilter resolves one filter and refuses what needs RBAC look-ups.
+func resolveFilter(resolver KindResolver, f kyvernov1.ResourceFilter) (resolvedFilter, *failure) {
+	if len(f.Roles) > 0 || len(f.ClusterRoles) > 0 {
+		return resolvedFilter{}, fail(ReasonRolesOrClusterRoles, "roles/clusterRoles need RBAC look-ups at admission")
+	}
+	kinds, fl := resolveKinds(resolver, f.Resources.Kinds)
+	if fl != nil {
+		return resolvedFilter{}, fl
+	}
+	ops := make([]string, 0, len(f.Resources.Operations))
+	for _, op := range f.Resources.Operations {
+		ops = append(ops, string(op))
+	}
+	return resolvedFilter{filter: f, kinds: kinds, operations: uniqueSorted(ops)}, nil
+}
+
+// vapOperations converts a filter's operations; none means all.
+func vapOperations(ops []string) []admissionregistrationv1.OperationType {
+	if len(ops) == 0 {
+		return append([]admissionregistrationv1.OperationType(nil), allOperations...)
+	}
+	var out []admissionregistrationv1.OperationType
+	for _, known := range allOperations {
+		for _, op := range ops {
+			if op == string(known) {
+				out = append(out, known)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// resourceRules renders a kind set and operations as VAP resource rules,
+// one per group/version.
+func resourceRules(kinds kindSet, ops []string) []admissionregistrationv1.NamedRuleWithOperations {
+	operations := vapOperations(ops)
+	if len(operations) == 0 {
+		// Only operations a VAP never sees (e.g. a typo): the filter cannot match.
+		return nil
+	}
+	rule := func(group, version string, resources ...string) admissionregistrationv1.NamedRuleWithOperations {
+		return admissionregistrationv1.NamedRuleWithOperations{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+			Operations: operations,
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{group}, APIVersions: []string{version}, Resources: resources},
+		}}
+	}
+	var out []admissionregistrationv1.NamedRuleWithOperations
+	if kinds.everything {
+		return append(out, rule("*", "*", "*", "*/*"))
+	}
+	if kinds.topLevel {
+		out = append(out, rule("*", "*", "*"), rule("", "v1", "pods/ephemeralcontainers"))
+	}
+	byGV := map[[2]string][]string{}
+	for _, r := range kinds.resources {
+		name := r.Resource
+		if r.Subresource != "" {
+			name += "/" + r.Subresource
+		}
+		key := [2]string{r.Group, r.Version}
+		byGV[key] = append(byGV[key], name)
+	}
+	for gv, resources := range byGV {
+		out = append(out, rule(gv[0], gv[1], uniqueSorted(resources)...))
+	}
+	return out
+}
+
+// mergeRules merges rules that differ only in resources and sorts them.
+func mergeRules(rules []admissionregistrationv1.NamedRuleWithOperations) []admissionregistrationv1.NamedRuleWithOperations {
+	type key struct{ groups, versions, ops, scope string }
+	merged := map[key]*admissionregistrationv1.NamedRuleWithOperations{}
+	var order []key
+	for _, r := range rules {
+		ops := make([]string, len(r.Operations))
+		for i, op := range r.Operations {
+			ops[i] = string(op)
+		}
+		scope := ""
+		if r.Scope != nil {
+			scope = string(*r.Scope)
+		}
+		k := key{strings.Join(r.APIGroups, ","), strings.Join(r.APIVersions, ","), strings.Join(ops, ","), scope}
+		if m, ok := merged[k]; ok {
+			m.Resources = uniqueSorted(append(m.Resources, r.Resources...))
+			continue
+		}
+		c := *r.DeepCopy()
+		merged[k] = &c
+		order = append(order, k)
+	}
+	sort.Slice(order, func(i, j int) bool {
+		a, b := order[i], order[j]
+		if a.groups != b.groups {
+			return a.groups < b.groups
+		}
+		if a.versions != b.versions {
+			return a.versions < b.versions
+		}
+		if a.ops != b.ops {
+			return a.ops < b.ops
+		}
+		return a.scope < b.scope
+	})
+	out := make([]admissionregistrationv1.NamedRuleWithOperations, 0, len(order))
+	for _, k := range order {
+		out = append(out, *merged[k])
+	}
+	return out
+}
+
+// celKinds is the predicate "the request is about one of the kinds".
+// Versions are not compared: Kyverno matches a kind in any version unless
+// spelled with one, and resolution already pinned a single version.
+func celKinds(kinds kindSet) string {
+	if kinds.everything {
+		return "true"
+	}
+	var terms []string
+	if kinds.topLevel {
+		terms = append(terms, `(request.subResource == '' || (request.resource.group == '' && request.resource.resource == 'pods' && request.subResource == 'ephemeralcontainers'))`)
+	}
+	type key struct{ group, sub string }
+	byKey := map[key][]string{}
+	var keys []key
+	for _, r := range kinds.resources {
+		k := key{r.Group, r.Subresource}
+		if _, ok := byKey[k]; !ok {
+			keys = append(keys, k)
+		}
+		byKey[k] = append(byKey[k], r.Resource)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].group != keys[j].group {
+			return keys[i].group < keys[j].group
+		}
+		return keys[i].sub < keys[j].sub
+	})
+	for _, k := range keys {
+		terms = append(terms, fmt.Sprintf("(request.resource.group == %s && request.subResource == %s && request.resource.resource in %s)",
+			celString(k.group), celString(k.sub), celStringList(uniqueSorted(byKey[k]))))
+	}
+	return celOr(terms)
+}
+
+// filterPurpose says which of Kyverno's two matchers a filter belongs to.
+type filterPurpose int
+
+const (
+	// forRule: a rule's match or exclude (pkg/engine/utils): operations
+	// count; a namespace selector never matches a Namespace.
+	forRule filterPurpose = iota
+	// forException: a PolicyException's match: operations are ignored and a
+	// namespace selector is not checked for a Namespace.
+	forException
+)
+
+// filterParts are the CEL predicates of one filter's attributes; empty
+// strings are absent attributes.
+type filterParts struct {
+	kinds, operations, names, namespaces, annotations, selector, namespaceSelector, subjects string
+}
+
+// residual is the conjunction of everything but kinds and operations.
+func (p filterParts) residual() []string {
+	var out []string
+	for _, t := range []string{p.names, p.namespaces, p.annotations, p.selector, p.namespaceSelector, p.subjects} {
+		if t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// all is the whole filter as one predicate.
+func (p filterParts) all() string {
+	var terms []string
+	for _, t := range []string{p.kinds, p.operations} {
+		if t != "" && t != "true" {
+			terms = append(terms, t)
+		}
+	}
+	return celAnd(append(terms, p.residual()...))
+}
+
+// celFilterParts renders a resolved filter's attributes as CEL.
+func celFilterParts(f resolvedFilter, purpose filterPurpose) (filterParts, *failure) {
+	var p filterParts
+	d := f.filter.Resources
+	p.kinds = celKinds(f.kinds)
+	if purpose == forRule && len(f.operations) > 0 {
+		p.operations = celOperations(f.operations)
+	}
+	if d.Name != "" {
+		p.names = celPatternMatch(celResourceName, []string{d.Name})
+	}
+	if len(d.Names) > 0 {
+		names := celPatternMatch(celResourceName, d.Names)
+		if p.names != "" {
+			names = celAnd([]string{p.names, names})
+		}
+		p.names = names
+	}
+	if len(d.Namespaces) > 0 {
+		p.namespaces = celPatternMatch(celResourceNamespace, d.Namespaces)
+	}
+	if len(d.Annotations) > 0 {
+		p.annotations = celAnnotations(d.Annotations)
+	}
+	if d.Selector != nil {
+		sel, err := parseSelector(d.Selector)
+		if err != nil {
+			return filterParts{}, fail(ReasonSelectorNotExpressible, "selector: %v", err)
+		}
+		p.selector = sel.cel(celResourceLabels)
+	}
+	if d.NamespaceSelector != nil {
+		sel, err := parseSelector(d.NamespaceSelector)
+		if err != nil {
+			return filterParts{}, fail(ReasonSelectorNotExpressible, "namespaceSelector: %v", err)
+		}
+		// Cluster-scoped resources have no namespace object; Kyverno checks
+		// the selector against empty labels, a constant.
+		inNamespace := fmt.Sprintf("(namespaceObject == null ? %t : %s)", sel.matchesEmpty(), sel.cel(celNamespaceLabels))
+		if purpose == forRule {
+			p.namespaceSelector = fmt.Sprintf("(!%s && %s)", celIsNamespaceKind, inNamespace)
+		} else {
+			p.namespaceSelector = fmt.Sprintf("(%s || %s)", celIsNamespaceKind, inNamespace)
+		}
+	}
+	if len(f.filter.Subjects) > 0 {
+		p.subjects = celSubjects(f.filter.Subjects)
+	}
+	return p, nil
+}
+
+// filtersOf returns a match block's filters the way Kyverno's engine picks
+// them: any, else all, else the legacy inline filter.
+func filtersOf(m kyvernov1.MatchResources) (filters []kyvernov1.ResourceFilter, all bool) {
+	switch {
+	case len(m.Any) > 0:
+		return m.Any, false
+	case len(m.All) > 0:
+		return m.All, true
+	}
+	legacy := kyvernov1.ResourceFilter{UserInfo: m.UserInfo, Resources: m.Resources}
+	if isEmptyFilter(legacy) {
+		return nil, false
+	}
+	return []kyvernov1.ResourceFilter{legacy}, false
+}
+
+// isEmptyFilter reports a filter Kyverno treats as empty (never matches in
+// match, never excludes in exclude).
+func isEmptyFilter(f kyvernov1.ResourceFilter) bool {
+	return f.Resources.IsEmpty() && f.UserInfo.IsEmpty()
+}
+
+// matchTranslation is what match, exclude and exceptions become.
+type matchTranslation struct {
+	constraints admissionregistrationv1.MatchResources
+	conditions  []admissionregistrationv1.MatchCondition
+	// kinds are the match filters' kinds, for autogen and override checks.
+	kinds []kindSet
+}
+
+// structuralNamespaces returns the namespace selector that carries a
+// filter's namespaces and namespaceSelector exactly, when its kinds allow.
+func structuralNamespaces(f resolvedFilter) (*metav1.LabelSelector, bool) {
+	d := f.filter.Resources
+	if len(d.Namespaces) == 0 && d.NamespaceSelector == nil {
+		return nil, false
+	}
+	for _, ns := range d.Namespaces {
+		if hasWildcard(ns) || ns == "" {
+			return nil, false
+		}
+	}
+	if len(d.Namespaces) > 0 && !f.kinds.onlyNamespacedOrNamespace() {
+		return nil, false
+	}
+	sel := &metav1.LabelSelector{}
+	if d.NamespaceSelector != nil {
+		// A VAP namespace selector applies to a Namespace's own labels;
+		// Kyverno's never matches a Namespace: exact only for namespaced kinds.
+		if !f.kinds.onlyNamespaced() {
+			return nil, false
+		}
+		if _, err := parseSelector(d.NamespaceSelector); err != nil {
+			return nil, false
+		}
+		sel = d.NamespaceSelector.DeepCopy()
+	}
+	if len(d.Namespaces) > 0 {
+		sel.MatchExpressions = append(sel.MatchExpressions, metav1.LabelSelectorRequirement{
+			Key: namespaceNameLabel, Operator: metav1.LabelSelectorOpIn, Values: uniqueSorted(d.Namespaces),
+		})
+	}
+	return sel, true
+}
+
+// withoutNamespaces drops the namespace attributes a structural selector took over.
+func withoutNamespaces(f resolvedFilter) resolvedFilter {
+	c := f
+	c.filter = *f.filter.DeepCopy()
+	c.filter.Resources.Namespaces = nil
+	c.filter.Resources.NamespaceSelector = nil
+	return c
+}
+
+// translateMatch turns the rule's match block into matchConstraints and,
+// where resource rules and selectors cannot say it exactly, a match condition.
+func translateMatch(resolver KindResolver, m kyvernov1.MatchResources) (matchTranslation, *failure) {
+	var out matchTranslation
+	raw, conjunctive := filtersOf(m)
+	var filters []resolvedFilter
+	for _, f := range raw {
+		if isEmptyFilter(f) {
+			// Kyverno: "match cannot be empty"; this filter never matches.
+			if conjunctive {
+				return out, fail(ReasonMatchNotExpressible, "an empty match filter makes the rule never apply")
+			}
+			continue
+		}
+		rf, fl := resolveFilter(resolver, f)
+		if fl != nil {
+			return out, fl
+		}
+		filters = append(filters, rf)
+		out.kinds = append(out.kinds, rf.kinds)
+	}
+	if len(filters) == 0 {
+		return out, fail(ReasonMatchNotExpressible, "the match block selects nothing; Kyverno never applies the rule")
+	}
+
+	if conjunctive && len(filters) > 1 {
+		// Envelope: the first filter with kinds (every request must match it);
+		// the condition checks all filters entirely.
+		envelope := filters[0]
+		for _, f := range filters {
+			if !f.kinds.everything {
+				envelope = f
+				break
+			}
+		}
+		out.constraints.ResourceRules = mergeRules(resourceRules(envelope.kinds, envelope.operations))
+		var terms []string
+		for _, f := range filters {
+			parts, fl := celFilterParts(f, forRule)
+			if fl != nil {
+				return out, fl
+			}
+			terms = append(terms, parts.all())
+		}
+		out.conditions = append(out.conditions, admissionregistrationv1.MatchCondition{Name: conditionMatch, Expression: celAnd(terms)})
+		return out, nil
+	}
+
+	// Disjunction (any, or a single filter). Namespaces and namespace
+	// selectors shared by every filter go to the VAP's namespace selector
+	// when that is exact for all of them.
+	var shared *metav1.LabelSelector
+	sharedOK := true
+	for i, f := range filters {
+		sel, ok := structuralNamespaces(f)
+		if !ok || (i > 0 && !sameNamespaceAttributes(filters[0], f)) {
+			sharedOK = false
+			break
+		}
+		shared = sel
+	}
+	var rules []admissionregistrationv1.NamedRuleWithOperations
+	var parts []filterParts
+	for _, f := range filters {
+		if sharedOK {
+			f = withoutNamespaces(f)
+		}
+		p, fl := celFilterParts(f, forRule)
+		if fl != nil {
+			return out, fl
+		}
+		parts = append(parts, p)
+		rules = append(rules, resourceRules(f.kinds, f.operations)...)
+	}
+	out.constraints.ResourceRules = mergeRules(rules)
+	if sharedOK {
+		out.constraints.NamespaceSelector = shared
+	}
+	if cond := disjunctionCondition(parts); cond != "" {
+		out.conditions = append(out.conditions, admissionregistrationv1.MatchCondition{Name: conditionMatch, Expression: cond})
+	}
+	return out, nil
+}
+
+// sameNamespaceAttributes reports whether two filters select namespaces alike.
+func sameNamespaceAttributes(a, b resolvedFilter) bool {
+	return reflect.DeepEqual(uniqueSorted(a.filter.Resources.Namespaces), uniqueSorted(b.filter.Resources.Namespaces)) &&
+		reflect.DeepEqual(a.filter.Resources.NamespaceSelector, b.filter.Resources.NamespaceSelector)
+}
+
+// disjunctionCondition is the condition for "any" filters whose kinds and
+// operations the resource rules already carry: nothing when no filter has
+// other attributes, the shared residual when all filters have the same, or
+// the full disjunction.
+func disjunctionCondition(parts []filterParts) string {
+	anyResidual := false
+	same := true
+	for _, p := range parts {
+		if len(p.residual()) > 0 {
+			anyResidual = true
+		}
+		if celAnd(p.residual()) != celAnd(parts[0].residual()) {
+			same = false
+		}
+	}
+	switch {
+	case !anyResidual:
+		return ""
+	case same:
+		return celAnd(parts[0].residual())
+	}
+	terms := make([]string, len(parts))
+	for i, p := range parts {
+		terms[i] = p.all()
+	}
+	return celOr(terms)
+}
+
+// exclusionKind classifies an exclude filter by its exact VAP form.
+type exclusionKind int
+
+const (
+	// excludeByRules: kinds (and operations) only → excludeResourceRules.
+	excludeByRules exclusionKind = iota
+	// excludeByNamespaceNames: plain namespace names only → NotIn on the
+	// VAP namespace selector (excludes resources in those namespaces).
+	excludeByNamespaceNames
+	// excludeByCondition: anything else → a negated match condition.
+	excludeByCondition
+)
+
+// classifyExclusion picks the exact form of one exclusion filter. coveredOps
+// are the operations the match envelope admits: a namespace exclusion is
+// structural only if it applies to all of them.
+func classifyExclusion(f resolvedFilter, purpose filterPurpose, coveredOps []string) exclusionKind {
+	d := f.filter.Resources
+	other := d.Name != "" || len(d.Names) > 0 || len(d.Annotations) > 0 || d.Selector != nil || d.NamespaceSelector != nil || len(f.filter.Subjects) > 0
+	if other {
+		return excludeByCondition
+	}
+	if len(d.Kinds) > 0 && len(d.Namespaces) == 0 {
+		return excludeByRules
+	}
+	if len(d.Kinds) == 0 && len(d.Namespaces) > 0 {
+		for _, ns := range d.Namespaces {
+			if hasWildcard(ns) || ns == "" {
+				return excludeByCondition
+			}
+		}
+		if purpose == forException || len(f.operations) == 0 || containsAll(f.operations, coveredOps) {
+			return excludeByNamespaceNames
+		}
+	}
+	return excludeByCondition
+}
+
+// containsAll reports whether every element of want is in have.
+func containsAll(have, want []string) bool {
+	for _, w := range want {
+		found := false
+		for _, h := range have {
+			if h == w {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// envelopeOperations are the operations the match resource rules admit.
+func envelopeOperations(rules []admissionregistrationv1.NamedRuleWithOperations) []string {
+	var ops []string
+	for _, r := range rules {
+		for _, op := range r.Operations {
+			ops = append(ops, string(op))
+		}
+	}
+	return uniqueSorted(ops)
+}
+
+// addExclusions adds exclusion filters (a rule's exclude block or a
+// PolicyException's match) to the translation. conjunctive filters
+// exclude only together; otherwise each excludes on its own.
+func addExclusions(out *matchTranslation, resolver KindResolver, raw []kyvernov1.ResourceFilter, conjunctive bool, purpose filterPurpose, conditionName string) *failure {
+	var filters []resolvedFilter
+	for _, f := range raw {
+		if isEmptyFilter(f) {
+			if conjunctive {
+				// An empty filter never matches, so the conjunction never excludes.
+				return nil
+			}
+			continue
+		}
+		rf, fl := resolveFilter(resolver, f)
+		if fl != nil {
+			return fl
+		}
+		filters = append(filters, rf)
+	}
+	if len(filters) == 0 {
+		return nil
+	}
+	if conjunctive && len(filters) > 1 {
+		var terms []string
+		for _, f := range filters {
+			parts, fl := celFilterParts(f, purpose)
+			if fl != nil {
+				return fl
+			}
+			terms = append(terms, parts.all())
+		}
+		out.conditions = append(out.conditions, admissionregistrationv1.MatchCondition{Name: conditionName, Expression: "!" + celAnd(terms)})
+		return nil
+	}
+	covered := envelopeOperations(out.constraints.ResourceRules)
+	var negated []string
+	for _, f := range filters {
+		switch classifyExclusion(f, purpose, covered) {
+		case excludeByRules:
+			ops := f.operations
+			if purpose == forException {
+				ops = nil // exceptions ignore operations
+			}
+			out.constraints.ExcludeResourceRules = mergeRules(append(out.constraints.ExcludeResourceRules, resourceRules(f.kinds, ops)...))
+		case excludeByNamespaceNames:
+			if out.constraints.NamespaceSelector == nil {
+				out.constraints.NamespaceSelector = &metav1.LabelSelector{}
+			}
+			out.constraints.NamespaceSelector.MatchExpressions = append(out.constraints.NamespaceSelector.MatchExpressions, metav1.LabelSelectorRequirement{
+				Key: namespaceNameLabel, Operator: metav1.LabelSelectorOpNotIn, Values: uniqueSorted(f.filter.Resources.Namespaces),
+			})
+		default:
+			parts, fl := celFilterParts(f, purpose)
+			if fl != nil {
+				return fl
+			}
+			negated = append(negated, parts.all())
+		}
+	}
+	if len(negated) > 0 {
+		out.conditions = append(out.conditions, admissionregistrationv1.MatchCondition{Name: conditionName, Expression: "!" + celOr(negated)})
+	}
+	return nil
+}

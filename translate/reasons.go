@@ -1,0 +1,75 @@
+package translate
+
+// The reason codes. They are stable: the operator writes them to the
+// policy's status and users match on them; never rename one.
+const (
+	// ReasonNonCELRule: the rule is not a validate.cel rule; Kyverno keeps
+	// enforcing it (verdict NotHandled).
+	ReasonNonCELRule Reason = "NonCELRule"
+	// ReasonAdmissionDisabled: spec.admission is false, so Kyverno never
+	// applies the policy at admission; nothing to enforce (NotHandled).
+	ReasonAdmissionDisabled Reason = "AdmissionDisabled"
+	// ReasonGenerationDisabled: VAP generation is switched off for the
+	// operator (Options.GenerateValidatingAdmissionPolicy false).
+	ReasonGenerationDisabled Reason = "GenerationDisabled"
+	// ReasonGenerateOptOut: the rule sets validate.cel.generate: false.
+	ReasonGenerateOptOut Reason = "GenerateOptOut"
+	// ReasonApplyRulesOne: spec.applyRules is One; which rule applies depends
+	// on the other rules' outcomes, which independent VAPs cannot see.
+	ReasonApplyRulesOne Reason = "ApplyRulesOne"
+	// ReasonJMESPathPreconditions: the rule has JMESPath preconditions.
+	ReasonJMESPathPreconditions Reason = "JMESPathPreconditions"
+	// ReasonContextEntries: the rule declares context entries (API calls,
+	// ConfigMaps, JMESPath variables).
+	ReasonContextEntries Reason = "ContextEntries"
+	// ReasonRolesOrClusterRoles: a match/exclude filter names roles or
+	// clusterRoles, which need RBAC look-ups at admission time.
+	ReasonRolesOrClusterRoles Reason = "RolesOrClusterRoles"
+	// ReasonKindUnresolved: a kind resolves to no served resource (retried
+	// when discovery changes).
+	ReasonKindUnresolved Reason = "KindUnresolved"
+	// ReasonKindAmbiguous: a kind resolves to several versions of the same
+	// group/resource.
+	ReasonKindAmbiguous Reason = "KindAmbiguous"
+	// ReasonKindResolutionError: the kind resolver returned an error.
+	ReasonKindResolutionError Reason = "KindResolutionError"
+	// ReasonSelectorNotExpressible: a label selector uses Kyverno's wildcard
+	// extension or is malformed.
+	ReasonSelectorNotExpressible Reason = "SelectorNotExpressible"
+	// ReasonMatchNotExpressible: a match/exclude shape has no exact VAP
+	// equivalent (e.g. an empty match, or `all` filters without kinds).
+	ReasonMatchNotExpressible Reason = "MatchNotExpressible"
+	// ReasonPodControllers: the rule is a VAP for Pods, but Kyverno's autogen
+	// also applies it to pod controllers; that part goes to the fallback engine.
+	ReasonPodControllers Reason = "PodControllers"
+	// ReasonOverrideNotExpressible: failure-action overrides that no set of
+	// bindings can reproduce exactly (wildcard namespaces, too many pieces,
+	// overrides that may apply to cluster-scoped or Namespace objects).
+	ReasonOverrideNotExpressible Reason = "OverrideNotExpressible"
+	// ReasonExceptionNotExpressible: a PolicyException naming the rule has
+	// JMESPath conditions or a shape with no exact VAP equivalent.
+	ReasonExceptionNotExpressible Reason = "ExceptionNotExpressible"
+	// ReasonParamsNotExpressible: paramKind/paramRef that a VAP binding cannot
+	// carry with Kyverno's semantics (e.g. paramKind without paramRef).
+	ReasonParamsNotExpressible Reason = "ParamsNotExpressible"
+	// ReasonCELCompileError: an expression of the rule does not compile at
+	// any CEL version this build knows (verdict Invalid).
+	ReasonCELCompileError Reason = "CELCompileError"
+	// ReasonCELNotAtCompatibilityVersion: an expression compiles with the
+	// newest CEL environment but not at the target cluster's compatibility
+	// version; the fallback engine runs it.
+	ReasonCELNotAtCompatibilityVersion Reason = "CELNotAtCompatibilityVersion"
+	// ReasonCELCostExceeded: an expression's minimum estimated cost exceeds
+	// the API server's per-expression limit, so the API server would reject it.
+	ReasonCELCostExceeded Reason = "CELCostExceeded"
+	// ReasonVAPFieldInvalid: a field the API server validates (message with
+	// line breaks, reason, variable or annotation key syntax...) would be
+	// rejected in a VAP although Kyverno accepts it.
+	ReasonVAPFieldInvalid Reason = "VAPFieldInvalid"
+	// ReasonGeneratedCELError: an expression kyvap generated did not compile;
+	// a kyvap bug, reported rather than emitted.
+	ReasonGeneratedCELError Reason = "GeneratedCELError"
+	// ReasonEmptyRule: the rule has no expressions; Kyverno passes every
+	// request, so there is nothing to enforce.
+	ReasonEmptyRule Reason = "EmptyRule"
+)

@@ -1,0 +1,396 @@
+package translate
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/version"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	kyvernov2 "github.com/kyvap/kyvap/api/v2"
+)
+
+// maxMatchConditions is the API server's limit on matchConditions.
+const maxMatchConditions = 64
+
+// ErrNilPolicy is returned for an Input without a policy.
+var ErrNilPolicy = errors.New("translate: input has no policy")
+
+// Translate translates every CEL validate rule of the policy into a VAP and
+// its bindings, and says for every rule where it is enforced. It never
+// mutates its input and is deterministic. The only error is a nil policy;
+// everything else is reported per rule in the Plan.
+func Translate(in Input, resolver KindResolver, opts Options) (Plan, error) {
+	if in.Policy == nil {
+		return Plan{}, ErrNilPolicy
+	}
+	t := &translation{
+		policy:   in.Policy.DeepCopy(),
+		resolver: resolver,
+		opts:     opts,
+	}
+	for i := range in.Exceptions {
+		t.exceptions = append(t.exceptions, *in.Exceptions[i].DeepCopy())
+	}
+	sort.SliceStable(t.exceptions, func(i, j int) bool {
+		a, b := t.exceptions[i], t.exceptions[j]
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+	return t.run(), nil
+}
+
+// translation is the state of one Translate call.
+type translation struct {
+	policy      *kyvernov1.ClusterPolicy
+	exceptions  []kyvernov2.PolicyException
+	resolver    KindResolver
+	opts        Options
+	version     *version.Version
+	controllers []string
+	plan        Plan
+}
+
+func (t *translation) run() Plan {
+	t.plan.Policy = t.policy.Name
+	v, err := compatibilityVersion(t.opts.CompatibilityVersion)
+	if err != nil {
+		t.plan.Warnings = append(t.plan.Warnings, err.Error()+"; using "+newestCompatibilityVersion.String())
+		v = newestCompatibilityVersion
+	}
+	t.version = v
+	if t.resolver == nil {
+		t.resolver = NewStaticResolver()
+	}
+	t.controllers = autogenControllers(t.policy)
+	names := map[string]int{}
+	for i := range t.policy.Spec.Rules {
+		rule := &t.policy.Spec.Rules[i]
+		names[rule.Name]++
+		if names[rule.Name] == 2 {
+			t.plan.Warnings = append(t.plan.Warnings, fmt.Sprintf("rule name %q is used more than once; Kyverno rejects such policies", rule.Name))
+		}
+		t.plan.Rules = append(t.plan.Rules, t.rule(rule))
+	}
+	sort.Slice(t.plan.ValidatingAdmissionPolicies, func(i, j int) bool {
+		return t.plan.ValidatingAdmissionPolicies[i].Name < t.plan.ValidatingAdmissionPolicies[j].Name
+	})
+	sort.Slice(t.plan.Bindings, func(i, j int) bool { return t.plan.Bindings[i].Name < t.plan.Bindings[j].Name })
+	return t.plan
+}
+
+// exceptionsFor returns the exceptions naming any of the rule names (Kyverno
+// matches ruleNames as wildcard patterns and policyName exactly).
+func (t *translation) exceptionsFor(ruleNames ...string) []kyvernov2.PolicyException {
+	var out []kyvernov2.PolicyException
+	for _, ex := range t.exceptions {
+		if exceptionNames(ex, t.policy.Name, ruleNames...) {
+			out = append(out, ex)
+		}
+	}
+	return out
+}
+
+func exceptionNames(ex kyvernov2.PolicyException, policy string, ruleNames ...string) bool {
+	for _, e := range ex.Spec.Exceptions {
+		if e.PolicyName != policy {
+			continue
+		}
+		for _, pattern := range e.RuleNames {
+			for _, name := range ruleNames {
+				if wildcardMatch(pattern, name) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// fallbackSpec is the policy spec without rules, for the fallback engine.
+func (t *translation) fallbackSpec() kyvernov1.Spec {
+	spec := *t.policy.Spec.DeepCopy()
+	spec.Rules = nil
+	return spec
+}
+
+// fallbackResult hands the whole rule (and its autogen variants) to the
+// fallback engine.
+func (t *translation) fallbackResult(rule *kyvernov1.Rule, reason Reason, message string) RuleResult {
+	autogen := autogenRules(rule, t.controllers)
+	names := []string{rule.Name}
+	for _, r := range autogen {
+		names = append(names, r.Name)
+	}
+	return RuleResult{
+		Rule: rule.Name, Verdict: VerdictFallback, Reason: reason, Message: message,
+		Fallback: &FallbackRule{
+			Policy: t.policy.Name, Rule: *rule.DeepCopy(), AdditionalRules: autogen, Spec: t.fallbackSpec(),
+			Exceptions: t.exceptionsFor(names...), Reason: reason, Message: message,
+		},
+	}
+}
+
+// rule translates one rule.
+func (t *translation) rule(rule *kyvernov1.Rule) RuleResult {
+	switch {
+	case !rule.HasValidateCEL():
+		return RuleResult{Rule: rule.Name, Verdict: VerdictNotHandled, Reason: ReasonNonCELRule, Message: "not a validate.cel rule; Kyverno enforces it"}
+	case !t.policy.Spec.AdmissionEnabled():
+		return RuleResult{Rule: rule.Name, Verdict: VerdictNotHandled, Reason: ReasonAdmissionDisabled, Message: "spec.admission is false; the policy does not apply at admission"}
+	case !t.opts.GenerateValidatingAdmissionPolicy:
+		return t.fallbackResult(rule, ReasonGenerationDisabled, "ValidatingAdmissionPolicy generation is disabled")
+	case t.policy.Annotations[AnnotationGenerate] == "false":
+		return t.fallbackResult(rule, ReasonGenerateOptOut, "the policy is annotated "+AnnotationGenerate+"=false")
+	case t.opts.RespectGenerateField && (rule.Validation.CEL.Generate == nil || !*rule.Validation.CEL.Generate):
+		return t.fallbackResult(rule, ReasonGenerateOptOut, "validate.cel.generate is not true (Kyverno's opt-in is respected)")
+	case t.policy.Spec.ApplyRules != nil && *t.policy.Spec.ApplyRules == "One":
+		return t.fallbackResult(rule, ReasonApplyRulesOne, "spec.applyRules One makes rules depend on each other")
+	case rule.RawAnyAllConditions != nil && !isEmptyJSON(rule.RawAnyAllConditions.Raw):
+		return t.fallbackResult(rule, ReasonJMESPathPreconditions, "JMESPath preconditions have no VAP form")
+	case len(rule.Context) > 0:
+		return t.fallbackResult(rule, ReasonContextEntries, "context entries have no VAP form")
+	case len(rule.Validation.CEL.Expressions) == 0:
+		return RuleResult{Rule: rule.Name, Verdict: VerdictTranslated, Reason: ReasonEmptyRule, Message: "the rule has no expressions; Kyverno passes every request"}
+	}
+
+	vap, bindings, fl := t.build(rule)
+	if fl != nil {
+		if fl.reason == ReasonCELCompileError {
+			return RuleResult{Rule: rule.Name, Verdict: VerdictInvalid, Reason: fl.reason, Message: fl.message}
+		}
+		return t.fallbackResult(rule, fl.reason, fl.message)
+	}
+	t.plan.ValidatingAdmissionPolicies = append(t.plan.ValidatingAdmissionPolicies, vap)
+	t.plan.Bindings = append(t.plan.Bindings, bindings...)
+	result := RuleResult{Rule: rule.Name, Verdict: VerdictTranslated, ValidatingAdmissionPolicies: []string{vap.Name}}
+
+	if autogen := autogenRules(rule, t.controllers); len(autogen) > 0 {
+		names := make([]string, len(autogen))
+		for i, r := range autogen {
+			names[i] = r.Name
+		}
+		msg := fmt.Sprintf("Pods are enforced by ValidatingAdmissionPolicy %s; Kyverno's autogen variants for pod controllers (%v) go to the fallback engine", vap.Name, names)
+		result.Verdict, result.Reason, result.Message = VerdictFallback, ReasonPodControllers, msg
+		result.Fallback = &FallbackRule{
+			Policy: t.policy.Name, Rule: autogen[0], AdditionalRules: autogen[1:], Spec: t.fallbackSpec(),
+			Exceptions: t.exceptionsFor(names...), Reason: ReasonPodControllers, Message: msg,
+		}
+	}
+	return result
+}
+
+// isEmptyJSON reports raw JSON that carries no conditions (null, {}, []).
+func isEmptyJSON(raw []byte) bool {
+	s := string(raw)
+	return s == "" || s == "null" || s == "{}" || s == "[]"
+}
+
+// build produces the VAP and bindings of a rule.
+func (t *translation) build(rule *kyvernov1.Rule) (admissionregistrationv1.ValidatingAdmissionPolicy, []admissionregistrationv1.ValidatingAdmissionPolicyBinding, *failure) {
+	var vap admissionregistrationv1.ValidatingAdmissionPolicy
+	match, fl := translateMatch(t.resolver, rule.MatchResources)
+	if fl != nil {
+		return vap, nil, fl
+	}
+	if ex := rule.ExcludeResources; ex != nil {
+		filters, conjunctive := filtersOf(*ex)
+		if fl := addExclusions(&match, t.resolver, filters, conjunctive, forRule, conditionExclude); fl != nil {
+			return vap, nil, fl
+		}
+	}
+	for i, ex := range t.exceptionsFor(rule.Name) {
+		if ex.Spec.Conditions != nil {
+			return vap, nil, fail(ReasonExceptionNotExpressible, "PolicyException %s/%s has JMESPath conditions", ex.Namespace, ex.Name)
+		}
+		var filters []kyvernov1.ResourceFilter
+		conjunctive := false
+		switch {
+		case len(ex.Spec.Match.Any) > 0:
+			filters = ex.Spec.Match.Any
+		case len(ex.Spec.Match.All) > 0:
+			filters, conjunctive = ex.Spec.Match.All, true
+		default:
+			continue // Kyverno: an exception without filters matches nothing
+		}
+		if fl := addExclusions(&match, t.resolver, filters, conjunctive, forException, conditionException+"-"+strconv.Itoa(i)); fl != nil {
+			return vap, nil, fail(ReasonExceptionNotExpressible, "PolicyException %s/%s: %s", ex.Namespace, ex.Name, fl.message)
+		}
+	}
+	if len(match.constraints.ResourceRules) == 0 {
+		return vap, nil, fail(ReasonMatchNotExpressible, "the match block names only operations a VAP never sees")
+	}
+
+	// Exact: Kyverno matches a request by its own group/version/kind, never
+	// by an equivalent resource in another version.
+	exact := admissionregistrationv1.Exact
+	match.constraints.MatchPolicy = &exact
+	cel := rule.Validation.CEL
+	spec := admissionregistrationv1.ValidatingAdmissionPolicySpec{
+		ParamKind:        cel.ParamKind,
+		MatchConstraints: &match.constraints,
+		Validations:      cel.Expressions,
+		AuditAnnotations: cel.AuditAnnotations,
+		Variables:        cel.Variables,
+	}
+	failurePolicy := admissionregistrationv1.Fail
+	if t.policy.Spec.FailurePolicy != nil && *t.policy.Spec.FailurePolicy == kyvernov1.Ignore {
+		failurePolicy = admissionregistrationv1.Ignore
+	}
+	spec.FailurePolicy = &failurePolicy
+	generated := map[string]bool{}
+	for _, mc := range match.conditions {
+		generated[mc.Name] = true
+	}
+	for _, mc := range rule.CELPreconditions {
+		if generated[mc.Name] {
+			return vap, nil, fail(ReasonVAPFieldInvalid, "celPrecondition name %q collides with a name kyvap generates", mc.Name)
+		}
+	}
+	spec.MatchConditions = append(append([]admissionregistrationv1.MatchCondition(nil), match.conditions...), rule.CELPreconditions...)
+	if len(spec.MatchConditions) > maxMatchConditions {
+		return vap, nil, fail(ReasonMatchNotExpressible, "%d match conditions exceed the API server's limit of %d", len(spec.MatchConditions), maxMatchConditions)
+	}
+	if fl := checkFields(&spec); fl != nil {
+		return vap, nil, fl
+	}
+	if user, ours := checkVAPExpressions(&spec, t.version, generated); len(user) > 0 {
+		if t.version.LessThan(newestCompatibilityVersion) {
+			if newest, _ := checkVAPExpressions(&spec, newestCompatibilityVersion, generated); len(newest) == 0 {
+				return vap, nil, fail(ReasonCELNotAtCompatibilityVersion, "does not compile at CEL compatibility version %s: %s", t.version, problemsMessage(user))
+			}
+		}
+		return vap, nil, fail(ReasonCELCompileError, "%s", problemsMessage(user))
+	} else if len(ours) > 0 {
+		return vap, nil, fail(ReasonGeneratedCELError, "%s", problemsMessage(ours))
+	}
+
+	paramRef, fl := paramRefFor(cel)
+	if fl != nil {
+		return vap, nil, fl
+	}
+	mayBeClusterScoped := false
+	for _, k := range match.kinds {
+		if !k.onlyNamespaced() {
+			mayBeClusterScoped = true
+		}
+	}
+	pieces, fl := bindingPieces(actionSteps(&t.policy.Spec, rule), mayBeClusterScoped)
+	if fl != nil {
+		return vap, nil, fl
+	}
+
+	name := vapName(t.policy.Name, rule.Name)
+	vap.TypeMeta = metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"}
+	vap.ObjectMeta = t.objectMeta(name, rule.Name)
+	vap.Spec = spec
+	var bindings []admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	for i, piece := range pieces {
+		b := admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicyBinding"},
+			ObjectMeta: t.objectMeta(name+"-"+strconv.Itoa(i), rule.Name),
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+				PolicyName:        name,
+				ParamRef:          paramRef.DeepCopy(),
+				MatchResources:    piece.scope,
+				ValidationActions: validationActions(piece.action),
+			},
+		}
+		bindings = append(bindings, b)
+	}
+	return *vap.DeepCopy(), bindings, nil
+}
+
+// objectMeta is the metadata of a generated object: labels, annotations
+// with the full names, and a controller owner reference to the policy
+// (blockOwnerDeletion unset: kyvap needs no finalizer rights on policies).
+func (t *translation) objectMeta(name, rule string) metav1.ObjectMeta {
+	controller := true
+	return metav1.ObjectMeta{
+		Name: name,
+		Labels: map[string]string{
+			LabelManagedBy: ManagedByValue,
+			LabelPolicy:    labelValue(t.policy.Name),
+			LabelRule:      labelValue(rule),
+		},
+		Annotations: map[string]string{AnnotationPolicy: t.policy.Name, AnnotationRule: rule},
+		OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "kyverno.io/v1", Kind: "ClusterPolicy", Name: t.policy.Name, UID: t.policy.UID, Controller: &controller,
+		}},
+	}
+}
+
+// checkFields applies the API server's non-CEL validation of the fields
+// kyvap copies from the rule, which Kyverno does not enforce.
+func checkFields(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec) *failure {
+	for i, v := range spec.Validations {
+		if len(v.Message) > 0 && containsLineBreak(v.Message) {
+			return fail(ReasonVAPFieldInvalid, "validations[%d].message contains a line break", i)
+		}
+		if v.Reason != nil {
+			switch *v.Reason {
+			case metav1.StatusReasonUnauthorized, metav1.StatusReasonForbidden, metav1.StatusReasonInvalid, metav1.StatusReasonRequestEntityTooLarge:
+			default:
+				return fail(ReasonVAPFieldInvalid, "validations[%d].reason %q is not one the API server accepts", i, *v.Reason)
+			}
+		}
+		if v.Expression == "" {
+			return fail(ReasonVAPFieldInvalid, "validations[%d].expression is empty", i)
+		}
+	}
+	seen := map[string]bool{}
+	for i, mc := range spec.MatchConditions {
+		if errs := validation.IsQualifiedName(mc.Name); len(errs) > 0 {
+			return fail(ReasonVAPFieldInvalid, "matchConditions[%d].name %q: %s", i, mc.Name, errs[0])
+		}
+		if seen[mc.Name] {
+			return fail(ReasonVAPFieldInvalid, "matchConditions[%d].name %q is duplicated", i, mc.Name)
+		}
+		seen[mc.Name] = true
+	}
+	vars := map[string]bool{}
+	for i, v := range spec.Variables {
+		if !celIdentifier(v.Name) || vars[v.Name] {
+			return fail(ReasonVAPFieldInvalid, "variables[%d].name %q is not a unique CEL identifier", i, v.Name)
+		}
+		vars[v.Name] = true
+	}
+	keys := map[string]bool{}
+	for i, aa := range spec.AuditAnnotations {
+		if errs := validation.IsQualifiedName("x/" + aa.Key); len(errs) > 0 || aa.Key == "" || keys[aa.Key] || len(aa.Key) > 63 {
+			return fail(ReasonVAPFieldInvalid, "auditAnnotations[%d].key %q is invalid or duplicated", i, aa.Key)
+		}
+		keys[aa.Key] = true
+	}
+	return nil
+}
+
+func containsLineBreak(s string) bool {
+	for _, r := range s {
+		if r == '\n' || r == '\r' {
+			return true
+		}
+	}
+	return false
+}
+
+// celIdentifier reports a valid CEL identifier ([_a-zA-Z][_a-zA-Z0-9]*).
+func celIdentifier(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		if r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (i > 0 && r >= '0' && r <= '9') {
+			continue
+		}
+		return false
+	}
+	return true
+}
