@@ -258,7 +258,7 @@ func everyResource(scope admissionregistrationv1.ScopeType) []admissionregistrat
 	return []admissionregistrationv1.NamedRuleWithOperations{{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.OperationAll},
 		Rule: admissionregistrationv1.Rule{
-			APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*", "*/*"}, Scope: &scope,
+			APIGroups: []string{"*"}, APIVersions: []string{"*"}, Resources: []string{"*/*"}, Scope: &scope,
 		},
 	}}}
 }

@@ -195,7 +195,7 @@ func resourceRules(kinds kindSet, ops []string) []admissionregistrationv1.NamedR
 	}
 	var out []admissionregistrationv1.NamedRuleWithOperations
 	if kinds.everything {
-		return append(out, rule("*", "*", "*", "*/*"))
+		return append(out, rule("*", "*", "*/*"))
 	}
 	if kinds.topLevel {
 		out = append(out, rule("*", "*", "*"), rule("", "v1", "pods/ephemeralcontainers"))

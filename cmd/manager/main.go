@@ -9,6 +9,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -73,6 +74,8 @@ func main() {
 	log.Info("starting", "version", version.Version, "generateValidatingAdmissionPolicy", opts.generateVAP)
 
 	cfg := ctrl.GetConfigOrDie()
+	// Kyverno 1.19 marks kyverno.io/v1 deprecated: every request would log it.
+	cfg.WarningHandlerWithContext = rest.NoWarnings{}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  newScheme(),
 		Cache:                   controllers.CacheOptions(),

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,7 +61,9 @@ type operator struct {
 // test ends or stop is called.
 func startOperator(t testing.TB, opts translate.Options) *operator {
 	t.Helper()
-	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.WarningHandlerWithContext = rest.NoWarnings{}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 cp.Scheme,
 		Cache:                  controllers.CacheOptions(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -71,7 +74,7 @@ func startOperator(t testing.TB, opts translate.Options) *operator {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r, err := controllers.Setup(ctx, mgr, cp.Config, opts)
+	r, err := controllers.Setup(ctx, mgr, cfg, opts)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
