@@ -1,0 +1,117 @@
+package controllers
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kyvap/kyvap/translate"
+)
+
+func TestComputeStatus(t *testing.T) {
+	translated := translate.RuleResult{Rule: "replicas", Verdict: translate.VerdictTranslated, ValidatingAdmissionPolicies: []string{"kyvap-p-replicas"}}
+	fallback := translate.RuleResult{Rule: "roles", Verdict: translate.VerdictFallback, Reason: translate.ReasonRolesOrClusterRoles, Message: "roles need RBAC look-ups"}
+	invalid := translate.RuleResult{Rule: "broken", Verdict: translate.VerdictInvalid, Reason: translate.ReasonCELCompileError, Message: "syntax error"}
+	notHandled := translate.RuleResult{Rule: "pattern", Verdict: translate.VerdictNotHandled, Reason: translate.ReasonNonCELRule}
+
+	tests := []struct {
+		name          string
+		in            statusInput
+		wantGenerated bool
+		wantReason    string
+		wantStatus    metav1.ConditionStatus
+		wantMessage   []string // substrings of the Kyverno status message; none means empty
+	}{{
+		name:          "every CEL rule translated",
+		in:            statusInput{Plan: &translate.Plan{Rules: []translate.RuleResult{translated, notHandled}}, GenerateEnabled: true},
+		wantGenerated: true, wantReason: ReasonAllRulesTranslated, wantStatus: metav1.ConditionTrue,
+	}, {
+		name:          "fallback while no webhook serves",
+		in:            statusInput{Plan: &translate.Plan{Rules: []translate.RuleResult{translated, fallback}}, GenerateEnabled: true},
+		wantGenerated: false, wantReason: ReasonFallback, wantStatus: metav1.ConditionFalse,
+		wantMessage: []string{`rule "roles": NOT ENFORCED`, "RolesOrClusterRoles", "roles need RBAC look-ups"},
+	}, {
+		name:          "fallback enforced by the webhook",
+		in:            statusInput{Plan: &translate.Plan{Rules: []translate.RuleResult{fallback}}, GenerateEnabled: true, FallbackEnforced: true},
+		wantGenerated: false, wantReason: ReasonFallback, wantStatus: metav1.ConditionFalse,
+		wantMessage: []string{`rule "roles": enforced by kyvap's webhook`},
+	}, {
+		name:          "generation disabled",
+		in:            statusInput{Plan: &translate.Plan{Rules: []translate.RuleResult{{Rule: "replicas", Verdict: translate.VerdictFallback, Reason: translate.ReasonGenerationDisabled, Message: "disabled"}}}},
+		wantGenerated: false, wantReason: ReasonGenerationDisabled, wantStatus: metav1.ConditionFalse,
+		wantMessage: []string{"GenerationDisabled"},
+	}, {
+		name:          "invalid CEL",
+		in:            statusInput{Plan: &translate.Plan{Rules: []translate.RuleResult{translated, invalid}}, GenerateEnabled: true},
+		wantGenerated: false, wantReason: ReasonInvalidRules, wantStatus: metav1.ConditionFalse,
+		wantMessage: []string{`rule "broken": not enforced: syntax error`},
+	}, {
+		name:          "no CEL rules",
+		in:            statusInput{Plan: &translate.Plan{Rules: []translate.RuleResult{notHandled}}, GenerateEnabled: true},
+		wantGenerated: false, wantReason: ReasonNoCELRules, wantStatus: metav1.ConditionFalse,
+		wantMessage: []string{"no CEL validate rule"},
+	}, {
+		name: "name conflict",
+		in: statusInput{Plan: &translate.Plan{Rules: []translate.RuleResult{translated}}, GenerateEnabled: true,
+			Outcomes: []objectOutcome{{Kind: "ValidatingAdmissionPolicy", Name: "kyvap-p-replicas", Action: actionConflict, Err: errors.New(`ValidatingAdmissionPolicy "kyvap-p-replicas" already exists`)}}},
+		wantGenerated: false, wantReason: ReasonNameConflict, wantStatus: metav1.ConditionFalse,
+		wantMessage: []string{`rule "replicas": not enforced`, "kyvap-p-replicas", "already exists"},
+	}, {
+		name: "a binding failed to apply",
+		in: statusInput{Plan: &translate.Plan{Rules: []translate.RuleResult{translated}}, GenerateEnabled: true,
+			Outcomes: []objectOutcome{{Kind: "ValidatingAdmissionPolicyBinding", Name: "kyvap-p-replicas-0", Action: actionFailed, Err: errors.New("refused")}}},
+		wantGenerated: false, wantReason: ReasonApplyFailed, wantStatus: metav1.ConditionFalse,
+		wantMessage: []string{"kyvap-p-replicas-0", "refused"},
+	}, {
+		name: "type-checking warnings are reported",
+		in: statusInput{Plan: &translate.Plan{Rules: []translate.RuleResult{translated}}, GenerateEnabled: true,
+			TypeWarnings: map[string][]string{"kyvap-p-replicas": {"spec.validations[0].expression: undefined field 'replica'"}}},
+		wantGenerated: true, wantReason: ReasonAllRulesTranslated, wantStatus: metav1.ConditionTrue,
+		wantMessage: []string{`ValidatingAdmissionPolicy "kyvap-p-replicas" type checking`, "undefined field 'replica'"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.in.Generation = 7
+			got := computeStatus(tt.in)
+			if got.VAP.Generated != tt.wantGenerated {
+				t.Errorf("generated = %v, want %v", got.VAP.Generated, tt.wantGenerated)
+			}
+			if got.Condition.Reason != tt.wantReason || got.Condition.Status != tt.wantStatus {
+				t.Errorf("condition = %s/%s, want %s/%s", got.Condition.Status, got.Condition.Reason, tt.wantStatus, tt.wantReason)
+			}
+			if got.Condition.ObservedGeneration != 7 || got.Condition.Type != ConditionType {
+				t.Errorf("condition type/generation = %s/%d", got.Condition.Type, got.Condition.ObservedGeneration)
+			}
+			if len(tt.wantMessage) == 0 && got.VAP.Message != "" {
+				t.Errorf("message = %q, want empty", got.VAP.Message)
+			}
+			for _, want := range tt.wantMessage {
+				if !strings.Contains(got.VAP.Message, want) {
+					t.Errorf("message %q does not contain %q", got.VAP.Message, want)
+				}
+			}
+			if got.Condition.Message == "" {
+				t.Error("the condition has no message")
+			}
+		})
+	}
+}
+
+func TestComputeStatusIsDeterministic(t *testing.T) {
+	in := statusInput{
+		Plan:         &translate.Plan{Rules: []translate.RuleResult{{Rule: "a", Verdict: translate.VerdictTranslated, ValidatingAdmissionPolicies: []string{"kyvap-a"}}}},
+		TypeWarnings: map[string][]string{"kyvap-a": {"w1"}, "kyvap-b": {"w2"}, "kyvap-c": {"w3"}},
+		Outcomes: []objectOutcome{
+			{Name: "kyvap-a-0", Action: actionFailed, Err: errors.New("x")},
+			{Name: "kyvap-a-1", Action: actionFailed, Err: errors.New("y")},
+		},
+	}
+	first := computeStatus(in)
+	for range 20 {
+		if got := computeStatus(in); got != first {
+			t.Fatalf("status differs between runs:\n%+v\n%+v", got, first)
+		}
+	}
+}

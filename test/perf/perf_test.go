@@ -1,0 +1,430 @@
+// Package perf measures the operator against the real control plane. These
+// are benchmarks (go test -bench), never timed assertions; `make bench`
+// runs them and docs/performance.md records the numbers.
+package perf
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/controllers"
+	"github.com/kyvap/kyvap/test/controlplane"
+)
+
+var cp *controlplane.ControlPlane
+
+func TestMain(m *testing.M) {
+	var err error
+	cp, err = controlplane.Start(controlplane.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = cp.Stop()
+	os.Exit(code)
+}
+
+// manager is the real manager binary running against the control plane.
+type manager struct {
+	cmd         *exec.Cmd
+	metricsAddr string
+}
+
+var buildManager = sync.OnceValues(func() (string, error) {
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(root, "bin", "manager")
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", out, "./cmd/manager")
+	build.Dir = root
+	if msg, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the manager: %v\n%s", err, msg)
+	}
+	return out, nil
+})
+
+func freePort(b testing.TB) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func startManager(b testing.TB, args ...string) *manager {
+	b.Helper()
+	bin, err := buildManager()
+	if err != nil {
+		b.Fatal(err)
+	}
+	user, err := cp.Env.AddUser(envtest.User{Name: "kyvap", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(b.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	m := &manager{metricsAddr: freePort(b)}
+	m.cmd = exec.Command(bin, append([]string{"--metrics-bind-address=" + m.metricsAddr, "--health-probe-bind-address=0", "--zap-log-level=error"}, args...)...)
+	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+path)
+	m.cmd.Stderr = os.Stderr
+	if err := m.cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(m.stop)
+	return m
+}
+
+func (m *manager) stop() {
+	if m.cmd.Process == nil || m.cmd.ProcessState != nil {
+		return
+	}
+	_ = m.cmd.Process.Signal(os.Interrupt)
+	_ = m.cmd.Wait()
+}
+
+// rssBytes reads the manager's resident set size from /proc.
+func (m *manager) rssBytes() (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if rest, ok := strings.CutPrefix(s.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", m.cmd.Process.Pid)
+}
+
+// reconciles reads controller_runtime_reconcile_total for the policy controller.
+func (m *manager) reconciles() (int, error) {
+	resp, err := http.Get("http://" + m.metricsAddr + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	total := 0
+	s := bufio.NewScanner(resp.Body)
+	s.Buffer(make([]byte, 1<<20), 1<<20)
+	for s.Scan() {
+		line := s.Text()
+		if strings.HasPrefix(line, "controller_runtime_reconcile_total{") && strings.Contains(line, `controller="clusterpolicy"`) {
+			fields := strings.Fields(line)
+			n, _ := strconv.ParseFloat(fields[len(fields)-1], 64)
+			total += int(n)
+		}
+	}
+	return total, s.Err()
+}
+
+func replicasPolicy(name string) *kyvernov1.ClusterPolicy {
+	return &kyvernov1.ClusterPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: kyvernov1.Spec{
+			ValidationFailureAction: kyvernov1.Enforce,
+			Background:              ptr.To(false),
+			Rules: []kyvernov1.Rule{{
+				Name: "max-replicas",
+				MatchResources: kyvernov1.MatchResources{Any: kyvernov1.ResourceFilters{{
+					Resources: kyvernov1.ResourceDescription{Kinds: []string{"Deployment"}, Operations: []kyvernov1.AdmissionOperation{kyvernov1.Create, kyvernov1.Update}},
+				}}},
+				Validation: &kyvernov1.Validation{CEL: &kyvernov1.CEL{Expressions: []admissionregistrationv1.Validation{{
+					Expression: "object.spec.replicas <= 5", Message: "replicas must be at most 5",
+				}}}},
+			}},
+		},
+	}
+}
+
+// parallel runs fn(i) for i in [0,n) on workers goroutines.
+func parallel(n, workers int, fn func(i int) error) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	next := make(chan int)
+	for range workers {
+		wg.Go(func() {
+			for i := range next {
+				if err := fn(i); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted)-1) * p)
+	return sorted[i]
+}
+
+func converged(p *kyvernov1.ClusterPolicy) bool {
+	c := meta.FindStatusCondition(p.Status.Conditions, controllers.ConditionType)
+	return c != nil && c.ObservedGeneration == p.Generation && c.Reason == controllers.ReasonAllRulesTranslated
+}
+
+// BenchmarkConvergence1000 applies 1,000 ClusterPolicies at once and
+// measures the time until every VAP, binding and status is written, beside
+// the floor: the same 3,000 writes sent directly by a parallel client to the
+// same API server in the same run. It also checks that a restart (a full
+// resync) writes nothing, and reports the manager's RSS.
+func BenchmarkConvergence1000(b *testing.B) {
+	const n, workers = 1000, 16
+	ctx := context.Background()
+	for iter := 0; iter < b.N; iter++ {
+		prefix := fmt.Sprintf("conv%d", iter)
+
+		// Floor: 1,000 VAPs, 1,000 bindings and 1,000 status writes by a parallel client.
+		floorPolicies := make([]*kyvernov1.ClusterPolicy, n)
+		if err := parallel(n, workers, func(i int) error {
+			p := replicasPolicy(fmt.Sprintf("%s-floor-%04d", prefix, i))
+			floorPolicies[i] = p
+			return cp.Client.Create(ctx, p)
+		}); err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		if err := parallel(n, workers, func(i int) error {
+			name := floorPolicies[i].Name
+			vap := &admissionregistrationv1.ValidatingAdmissionPolicy{
+				ObjectMeta: metav1.ObjectMeta{Name: "floor-" + name},
+				Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+					MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+						RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+							Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+							Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}},
+						},
+					}}},
+					Validations: []admissionregistrationv1.Validation{{Expression: "object.spec.replicas <= 5", Message: "replicas must be at most 5"}},
+				},
+			}
+			if err := cp.Client.Create(ctx, vap); err != nil {
+				return err
+			}
+			binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: "floor-" + name},
+				Spec:       admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: vap.Name, ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+			}
+			if err := cp.Client.Create(ctx, binding); err != nil {
+				return err
+			}
+			p := floorPolicies[i]
+			p.Status.ValidatingAdmissionPolicy = kyvernov1.ValidatingAdmissionPolicyStatus{Generated: true, Message: ""}
+			meta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{Type: "floor", Status: metav1.ConditionTrue, Reason: "Floor", Message: "floor"})
+			return cp.Client.Status().Update(ctx, p)
+		}); err != nil {
+			b.Fatal(err)
+		}
+		floor := time.Since(start)
+		// The floor's objects would be seen (and left alone) by the operator; remove them first.
+		if err := parallel(n, workers, func(i int) error {
+			name := floorPolicies[i].Name
+			_ = cp.Client.Delete(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "floor-" + name}})
+			_ = cp.Client.Delete(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "floor-" + name}})
+			return cp.Client.Delete(ctx, floorPolicies[i])
+		}); err != nil {
+			b.Fatal(err)
+		}
+
+		// The operator: start it, then apply 1,000 policies at once.
+		mgr := startManager(b)
+		time.Sleep(2 * time.Second) // let it start its informers
+		start = time.Now()
+		if err := parallel(n, workers, func(i int) error {
+			return cp.Client.Create(ctx, replicasPolicy(fmt.Sprintf("%s-op-%04d", prefix, i)))
+		}); err != nil {
+			b.Fatal(err)
+		}
+		done := 0
+		for done < n {
+			time.Sleep(100 * time.Millisecond)
+			var list kyvernov1.ClusterPolicyList
+			if err := cp.Client.List(ctx, &list); err != nil {
+				b.Fatal(err)
+			}
+			done = 0
+			for i := range list.Items {
+				if strings.HasPrefix(list.Items[i].Name, prefix+"-op-") && converged(&list.Items[i]) {
+					done++
+				}
+			}
+			if time.Since(start) > 10*time.Minute {
+				b.Fatalf("only %d of %d policies converged in 10 minutes", done, n)
+			}
+		}
+		operatorTime := time.Since(start)
+		var vaps admissionregistrationv1.ValidatingAdmissionPolicyList
+		if err := cp.Client.List(ctx, &vaps, client.MatchingLabels{"app.kubernetes.io/managed-by": "kyvap"}); err != nil {
+			b.Fatal(err)
+		}
+		if len(vaps.Items) < n {
+			b.Fatalf("%d VAPs for %d converged policies", len(vaps.Items), n)
+		}
+		time.Sleep(2 * time.Second)
+		rss, err := mgr.rssBytes()
+		if err != nil {
+			b.Fatal(err)
+		}
+
+		// No-op resync: a restart reconciles every policy and must write nothing.
+		before := snapshot(b, prefix)
+		mgr.stop()
+		mgr = startManager(b)
+		for {
+			time.Sleep(200 * time.Millisecond)
+			count, err := mgr.reconciles()
+			if err == nil && count >= n {
+				break
+			}
+		}
+		time.Sleep(time.Second)
+		after := snapshot(b, prefix)
+		writes := 0
+		for k, v := range before {
+			if after[k] != v {
+				writes++
+			}
+		}
+		mgr.stop()
+
+		b.ReportMetric(floor.Seconds(), "floor-s")
+		b.ReportMetric(operatorTime.Seconds(), "operator-s")
+		b.ReportMetric(operatorTime.Seconds()/floor.Seconds(), "ratio")
+		b.ReportMetric(float64(writes), "resync-writes")
+		b.ReportMetric(float64(rss)/(1<<20), "rss-MiB")
+		if writes != 0 {
+			b.Errorf("a restart with nothing changed wrote %d objects", writes)
+		}
+	}
+}
+
+// snapshot maps every object of the run to its resourceVersion.
+func snapshot(b testing.TB, prefix string) map[string]string {
+	ctx := context.Background()
+	out := map[string]string{}
+	var policies kyvernov1.ClusterPolicyList
+	var vaps admissionregistrationv1.ValidatingAdmissionPolicyList
+	var bindings admissionregistrationv1.ValidatingAdmissionPolicyBindingList
+	for _, l := range []client.ObjectList{&policies, &vaps, &bindings} {
+		if err := cp.Client.List(ctx, l); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, p := range policies.Items {
+		if strings.HasPrefix(p.Name, prefix) {
+			out["cpol/"+p.Name] = p.ResourceVersion
+		}
+	}
+	for _, v := range vaps.Items {
+		out["vap/"+v.Name] = v.ResourceVersion
+	}
+	for _, v := range bindings.Items {
+		out["binding/"+v.Name] = v.ResourceVersion
+	}
+	return out
+}
+
+// BenchmarkDriftRevert edits a generated VAP b.N times (use -benchtime=200x)
+// and reports the time from the edit to the revert, p50 and p99.
+func BenchmarkDriftRevert(b *testing.B) {
+	ctx := context.Background()
+	startManager(b)
+	policy := replicasPolicy(fmt.Sprintf("drift-%d", time.Now().UnixNano()))
+	if err := cp.Client.Create(ctx, policy); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cp.Client.Delete(context.Background(), policy) })
+	var vapName string
+	if err := controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		var p kyvernov1.ClusterPolicy
+		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(policy), &p); err != nil {
+			return false, err
+		}
+		var vaps admissionregistrationv1.ValidatingAdmissionPolicyList
+		if err := cp.Client.List(ctx, &vaps); err != nil {
+			return false, err
+		}
+		for _, v := range vaps.Items {
+			if ref := metav1.GetControllerOf(&v); ref != nil && ref.UID == p.UID {
+				vapName = v.Name
+			}
+		}
+		return converged(&p) && vapName != "", nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	var samples []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		var vap admissionregistrationv1.ValidatingAdmissionPolicy
+		if err := cp.Client.Get(ctx, types.NamespacedName{Name: vapName}, &vap); err != nil {
+			b.Fatal(err)
+		}
+		want := vap.Spec.Validations[0].Expression
+		vap.Spec.Validations[0].Expression = fmt.Sprintf("%d == %d", i, i)
+		if err := cp.Client.Update(ctx, &vap); err != nil {
+			b.Fatal(err)
+		}
+		edited := time.Now()
+		for {
+			var got admissionregistrationv1.ValidatingAdmissionPolicy
+			if err := cp.Client.Get(ctx, types.NamespacedName{Name: vapName}, &got); err != nil {
+				b.Fatal(err)
+			}
+			if got.Spec.Validations[0].Expression == want {
+				samples = append(samples, time.Since(edited))
+				break
+			}
+			if time.Since(edited) > 30*time.Second {
+				b.Fatal("the edit was not reverted within 30s")
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	b.StopTimer()
+	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
+	b.ReportMetric(float64(percentile(samples, 0.50).Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(percentile(samples, 0.99).Microseconds())/1000, "p99-ms")
+}
