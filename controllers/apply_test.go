@@ -54,7 +54,9 @@ func TestUpToDate(t *testing.T) {
 			v.Spec.FailurePolicy = ptr.To(admissionregistrationv1.Ignore)
 		}, want: false},
 		{name: "our label removed", edit: func(v *admissionregistrationv1.ValidatingAdmissionPolicy) { delete(v.Labels, translate.LabelManagedBy) }, want: false},
-		{name: "our annotation changed", edit: func(v *admissionregistrationv1.ValidatingAdmissionPolicy) { v.Annotations[translate.AnnotationPolicy] = "q" }, want: false},
+		{name: "our annotation changed", edit: func(v *admissionregistrationv1.ValidatingAdmissionPolicy) {
+			v.Annotations[translate.AnnotationPolicy] = "q"
+		}, want: false},
 		{name: "owner reference removed", edit: func(v *admissionregistrationv1.ValidatingAdmissionPolicy) { v.OwnerReferences = nil }, want: false},
 		{name: "owner reference added", edit: func(v *admissionregistrationv1.ValidatingAdmissionPolicy) {
 			v.OwnerReferences = append(v.OwnerReferences, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "x", UID: "uid-x"})

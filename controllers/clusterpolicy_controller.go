@@ -49,6 +49,7 @@ type ClusterPolicyReconciler struct {
 	Options translate.Options
 
 	gauges *policyGauges
+	plans  planCache
 }
 
 // Reconcile gathers the policy's inputs, translates them, applies the plan
@@ -60,6 +61,7 @@ func (r *ClusterPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 			// Generated objects go with the policy through their owner references.
 			r.Fallback.SetFallbackRules(req.Name, nil)
 			r.gauges.forget(req.Name)
+			r.plans.forget(req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -71,7 +73,7 @@ func (r *ClusterPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	plan, err := translate.Translate(input, r.Resolvers.Resolver(), r.Options)
+	plan, err := r.plans.translate(input, r.Resolvers.Resolver(), r.Options)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -19,14 +19,21 @@ import (
 // one only to refuse to overwrite it (it reads those from the API server).
 func CacheOptions() cache.Options {
 	managed := labels.SelectorFromSet(labels.Set{translate.LabelManagedBy: translate.ManagedByValue})
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&admissionregistrationv1.ValidatingAdmissionPolicy{}:        {Label: managed},
-		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}: {Label: managed},
-	}}
+	return cache.Options{
+		ByObject: map[client.Object]cache.ByObject{
+			&admissionregistrationv1.ValidatingAdmissionPolicy{}:        {Label: managed},
+			&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}: {Label: managed},
+		},
+		// kyvap never reads managedFields; server-side applied objects carry
+		// large ones, which would otherwise dominate the cache's memory.
+		DefaultTransform: cache.TransformStripManagedFields(),
+	}
 }
 
 // Setup registers the ClusterPolicy reconciler with the manager, backed by
 // discovery for kinds, and returns it. The manager must use CacheOptions.
+// Reconciles run concurrently (per policy) as set by the manager's
+// controller options (MaxConcurrentReconciles).
 func Setup(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts translate.Options) (*ClusterPolicyReconciler, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {

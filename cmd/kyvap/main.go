@@ -16,22 +16,26 @@ Usage:
   kyvap <command> [flags]
 
 Commands:
+  translate   translate ClusterPolicies into VAPs and bindings, offline
+              (kyvap translate -h for its flags)
   version     print the version
   help        print this help
 `
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
 // run executes one command and returns the process exit code: 0 on success,
-// 2 on a usage error.
-func run(args []string, stdout, stderr io.Writer) int {
+// 2 on a usage error; each command documents its own codes.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
 	switch args[0] {
+	case "translate":
+		return runTranslate(args[1:], stdin, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, version.String())
 		return 0

@@ -21,7 +21,7 @@ func TestRun(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			if code := run(tt.args, &stdout, &stderr); code != tt.wantCode {
+			if code := run(tt.args, strings.NewReader(""), &stdout, &stderr); code != tt.wantCode {
 				t.Errorf("exit code = %d, want %d", code, tt.wantCode)
 			}
 			if !strings.Contains(stdout.String(), tt.wantStdout) {

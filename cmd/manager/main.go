@@ -9,10 +9,11 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -32,6 +33,7 @@ type options struct {
 	leaderElectNS string
 	generateVAP   bool
 	celVersion    string
+	concurrency   int
 	showVersion   bool
 	zapOptions    zap.Options
 }
@@ -46,6 +48,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.generateVAP, "generate-validating-admission-policy", true, "translate CEL rules into ValidatingAdmissionPolicies; when false every CEL rule is enforced by kyvap's webhook")
 	fs.BoolVar(&o.generateVAP, "generateValidatingAdmissionPolicy", true, "Kyverno's spelling of --generate-validating-admission-policy")
 	fs.StringVar(&o.celVersion, "cel-compatibility-version", "", `CEL compatibility version of the target cluster, "<major>.<minor>" (default: the newest kyvap knows)`)
+	fs.IntVar(&o.concurrency, "max-concurrent-reconciles", 8, "policies reconciled in parallel (the work is API-bound)")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 	o.zapOptions.BindFlags(fs)
 	return o, fs.Parse(args)
@@ -79,6 +82,7 @@ func main() {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  newScheme(),
 		Cache:                   controllers.CacheOptions(),
+		Controller:              config.Controller{MaxConcurrentReconciles: opts.concurrency},
 		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
 		HealthProbeBindAddress:  opts.probeAddr,
 		LeaderElection:          opts.leaderElect,

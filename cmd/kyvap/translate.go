@@ -1,0 +1,311 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kyvap/kyvap/cmd/kyvap/manifest"
+	"github.com/kyvap/kyvap/translate"
+)
+
+const translateUsage = `Usage:
+  kyvap translate -f FILE [-f FILE ...] [--crd FILE ...] [flags]
+
+Translates the CEL rules of Kyverno ClusterPolicies into ValidatingAdmissionPolicies
+and bindings, as the operator would, without a cluster.
+
+Input (-f, repeatable): a file, a directory (its *.yaml, *.yml and *.json files, in
+name order) or "-" for stdin. Each holds YAML documents or JSON objects:
+kyverno.io/v1 ClusterPolicy, kyverno.io/v2 (or v2beta1) PolicyException,
+apiextensions.k8s.io/v1 CustomResourceDefinition (as with --crd), or a v1 List of
+them (kubectl get -o yaml). Every policy is translated with all the exceptions
+given; the translator keeps those that name its rules.
+
+Output: stdout gets the VAPs and bindings, ready for "kubectl apply -f -": policies in
+input order, each VAP followed by its bindings. Owner references to a policy without
+a UID (one read from a file) are left out, because the API server refuses them; the
+operator sets them in the cluster. stderr gets one line per rule with its verdict
+("policy/rule: Translated -> vap", "policy/rule: Fallback (Reason): message", ...)
+and the translator's warnings.
+
+Flags:
+  -f FILE                          input file, directory or "-" (repeatable, required)
+  --crd FILE                       CustomResourceDefinitions that resolve custom kinds
+                                   (repeatable; file, directory or "-")
+  -o yaml|json                     output format: a YAML stream (default) or a v1 List
+  --generate=true|false            generate VAPs (default true); false hands every CEL
+                                   rule to the fallback engine, as the operator's flag
+  --cel-compatibility-version V    target cluster's CEL compatibility version, e.g. 1.37
+                                   (default: the newest this build knows)
+  --respect-generate-field         only rules with validate.cel.generate: true become VAPs
+
+Exit status:
+  0  translated (rules may fall back to kyvap's webhook or be left to Kyverno)
+  1  translated, but some rule is Invalid: no engine can enforce it until it is fixed
+  2  unusable input or flags: unreadable file, invalid YAML (file:line), unsupported
+     kind, no ClusterPolicy, two policies with the same name
+`
+
+// Exit codes of kyvap translate.
+const (
+	exitOK            = 0
+	exitInvalidRule   = 1
+	exitUnusableInput = 2
+)
+
+// pathList is a repeatable flag.
+type pathList []string
+
+func (p *pathList) String() string     { return strings.Join(*p, ",") }
+func (p *pathList) Set(v string) error { *p = append(*p, v); return nil }
+
+// translateFlags are the parsed flags of kyvap translate.
+type translateFlags struct {
+	files, crdFiles pathList
+	output          string
+	opts            translate.Options
+}
+
+// parseTranslateFlags parses args; help is true for -h.
+func parseTranslateFlags(args []string) (f translateFlags, help bool, err error) {
+	fs := flag.NewFlagSet("kyvap translate", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported by the caller, with our usage text
+	fs.Var(&f.files, "f", "")
+	fs.Var(&f.crdFiles, "crd", "")
+	fs.StringVar(&f.output, "o", "yaml", "")
+	fs.BoolVar(&f.opts.GenerateValidatingAdmissionPolicy, "generate", true, "")
+	fs.StringVar(&f.opts.CompatibilityVersion, "cel-compatibility-version", "", "")
+	fs.BoolVar(&f.opts.RespectGenerateField, "respect-generate-field", false, "")
+	if err := fs.Parse(args); err != nil {
+		return f, errors.Is(err, flag.ErrHelp), err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return f, false, fmt.Errorf("unexpected argument %q (inputs are given with -f)", fs.Arg(0))
+	case len(f.files) == 0:
+		return f, false, errors.New("no input: give at least one -f FILE")
+	case f.output != "yaml" && f.output != "json":
+		return f, false, fmt.Errorf("-o %s: want yaml or json", f.output)
+	case countStdin(f.files)+countStdin(f.crdFiles) > 1:
+		return f, false, errors.New(`stdin ("-") can be read only once`)
+	}
+	return f, false, nil
+}
+
+func countStdin(paths []string) int {
+	n := 0
+	for _, p := range paths {
+		if p == manifest.Stdin {
+			n++
+		}
+	}
+	return n
+}
+
+// runTranslate is `kyvap translate`; it returns the exit code.
+func runTranslate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	f, help, err := parseTranslateFlags(args)
+	if help {
+		fmt.Fprint(stdout, translateUsage)
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "kyvap translate: %v\n\n%s", err, translateUsage)
+		return exitUnusableInput
+	}
+	set, err := readInputs(f, stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "kyvap translate: %v\n", err)
+		return exitUnusableInput
+	}
+	plans, err := translateAll(set, f.opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "kyvap translate: %v\n", err)
+		return exitUnusableInput
+	}
+	out, err := render(plans, f.output)
+	if err != nil {
+		fmt.Fprintf(stderr, "kyvap translate: %v\n", err)
+		return exitUnusableInput
+	}
+	invalid := reportVerdicts(stderr, plans)
+	if _, err := stdout.Write(out); err != nil {
+		fmt.Fprintf(stderr, "kyvap translate: writing output: %v\n", err)
+		return exitUnusableInput
+	}
+	if invalid {
+		return exitInvalidRule
+	}
+	return exitOK
+}
+
+// readInputs reads every -f and --crd path, and checks there is something
+// to translate.
+func readInputs(f translateFlags, stdin io.Reader) (manifest.Set, error) {
+	var set manifest.Set
+	for _, path := range f.files {
+		if err := set.ReadPath(path, stdin, manifest.AcceptAll); err != nil {
+			return set, err
+		}
+	}
+	for _, path := range f.crdFiles {
+		if err := set.ReadPath(path, stdin, manifest.AcceptCRDsOnly); err != nil {
+			return set, err
+		}
+	}
+	if len(set.Policies) == 0 {
+		return set, fmt.Errorf("no kyverno.io/v1 ClusterPolicy in %s", strings.Join(f.files, ", "))
+	}
+	seen := map[string]bool{}
+	for _, p := range set.Policies {
+		if seen[p.Name] {
+			return set, fmt.Errorf("two ClusterPolicies are named %q; their VAPs would overwrite each other", p.Name)
+		}
+		seen[p.Name] = true
+	}
+	return set, nil
+}
+
+// translateAll translates every policy, in input order, with all exceptions.
+func translateAll(set manifest.Set, opts translate.Options) ([]translate.Plan, error) {
+	resolver := translate.NewStaticResolver(set.CRDs...)
+	plans := make([]translate.Plan, 0, len(set.Policies))
+	for i := range set.Policies {
+		plan, err := translate.Translate(translate.Input{Policy: &set.Policies[i], Exceptions: set.Exceptions}, resolver, opts)
+		if err != nil {
+			return nil, fmt.Errorf("translating ClusterPolicy %q: %w", set.Policies[i].Name, err)
+		}
+		plans = append(plans, plan)
+	}
+	return plans, nil
+}
+
+// reportVerdicts writes one line per rule and per warning; it reports
+// whether some rule is Invalid.
+func reportVerdicts(w io.Writer, plans []translate.Plan) (invalid bool) {
+	for _, plan := range plans {
+		for _, r := range plan.Rules {
+			fmt.Fprintln(w, verdictLine(plan.Policy, r))
+			invalid = invalid || r.Verdict == translate.VerdictInvalid
+		}
+		for _, warning := range plan.Warnings {
+			fmt.Fprintf(w, "%s: warning: %s\n", plan.Policy, warning)
+		}
+	}
+	return invalid
+}
+
+// verdictLine is e.g. "pol/rule: Translated -> kyvap-pol-rule" or
+// "pol/rule: Fallback (PodControllers) -> kyvap-pol-rule: message".
+func verdictLine(policy string, r translate.RuleResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s/%s: %s", policy, r.Rule, r.Verdict)
+	if r.Reason != "" {
+		fmt.Fprintf(&b, " (%s)", r.Reason)
+	}
+	if len(r.ValidatingAdmissionPolicies) > 0 {
+		fmt.Fprintf(&b, " -> %s", strings.Join(r.ValidatingAdmissionPolicies, ", "))
+	}
+	if r.Message != "" {
+		fmt.Fprintf(&b, ": %s", r.Message)
+	}
+	return b.String()
+}
+
+// render serialises the plans' objects as a YAML stream or a v1 List.
+func render(plans []translate.Plan, format string) ([]byte, error) {
+	objs, err := applyableObjects(plans)
+	if err != nil {
+		return nil, err
+	}
+	if format == "json" {
+		list := map[string]any{"apiVersion": "v1", "kind": "List", "items": objs}
+		out, err := json.MarshalIndent(list, "", "  ")
+		return append(out, '\n'), err
+	}
+	var b strings.Builder
+	for i, obj := range objs {
+		if i > 0 {
+			b.WriteString("---\n")
+		}
+		out, err := yaml.Marshal(obj)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(out)
+	}
+	return []byte(b.String()), nil
+}
+
+// applyableObjects lists, per plan, each VAP followed by its bindings, as
+// maps cleaned for kubectl apply.
+func applyableObjects(plans []translate.Plan) ([]map[string]any, error) {
+	var objs []map[string]any
+	add := func(obj any) error {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return err
+		}
+		objs = append(objs, cleanForApply(m))
+		return nil
+	}
+	for _, plan := range plans {
+		emitted := make([]bool, len(plan.Bindings))
+		for i := range plan.ValidatingAdmissionPolicies {
+			vap := &plan.ValidatingAdmissionPolicies[i]
+			if err := add(vap); err != nil {
+				return nil, err
+			}
+			for j := range plan.Bindings {
+				if plan.Bindings[j].Spec.PolicyName == vap.Name {
+					if err := add(&plan.Bindings[j]); err != nil {
+						return nil, err
+					}
+					emitted[j] = true
+				}
+			}
+		}
+		for j := range plan.Bindings { // a binding without its VAP, should one ever exist
+			if !emitted[j] {
+				if err := add(&plan.Bindings[j]); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return objs, nil
+}
+
+// cleanForApply drops what a generated object must not carry into
+// kubectl apply: an empty status, a null creationTimestamp, and owner
+// references without a UID (the API server requires one).
+func cleanForApply(obj map[string]any) map[string]any {
+	delete(obj, "status")
+	meta, _ := obj["metadata"].(map[string]any)
+	if meta == nil {
+		return obj
+	}
+	if meta["creationTimestamp"] == nil {
+		delete(meta, "creationTimestamp")
+	}
+	refs, _ := meta["ownerReferences"].([]any)
+	var kept []any
+	for _, ref := range refs {
+		if r, ok := ref.(map[string]any); ok && r["uid"] != "" && r["uid"] != nil {
+			kept = append(kept, ref)
+		}
+	}
+	if len(kept) == 0 {
+		delete(meta, "ownerReferences")
+	} else {
+		meta["ownerReferences"] = kept
+	}
+	return obj
+}

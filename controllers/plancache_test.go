@@ -1,0 +1,83 @@
+package controllers
+
+import (
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	kyvernov2 "github.com/kyvap/kyvap/api/v2"
+	"github.com/kyvap/kyvap/translate"
+)
+
+func cachedPolicy() *kyvernov1.ClusterPolicy {
+	return &kyvernov1.ClusterPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", UID: "uid-p", Generation: 1},
+		Spec: kyvernov1.Spec{Rules: []kyvernov1.Rule{{
+			Name:           "r",
+			MatchResources: kyvernov1.MatchResources{Any: kyvernov1.ResourceFilters{{Resources: kyvernov1.ResourceDescription{Kinds: []string{"Pod"}}}}},
+			Validation:     &kyvernov1.Validation{CEL: &kyvernov1.CEL{Expressions: []admissionregistrationv1.Validation{{Expression: "true"}}}},
+		}}},
+	}
+}
+
+func TestPlanKeyIgnoresStatusOnly(t *testing.T) {
+	opts := translate.Options{GenerateValidatingAdmissionPolicy: true}
+	base := planKey(translate.Input{Policy: cachedPolicy()}, opts)
+
+	withStatus := cachedPolicy()
+	withStatus.ResourceVersion = "99"
+	withStatus.Status.ValidatingAdmissionPolicy.Generated = true
+	if planKey(translate.Input{Policy: withStatus}, opts) != base {
+		t.Error("a status change changes the plan key")
+	}
+
+	changes := map[string]func(*kyvernov1.ClusterPolicy, *translate.Input, *translate.Options){
+		"generation": func(p *kyvernov1.ClusterPolicy, _ *translate.Input, _ *translate.Options) { p.Generation = 2 },
+		"annotation": func(p *kyvernov1.ClusterPolicy, _ *translate.Input, _ *translate.Options) {
+			p.Annotations = map[string]string{"a": "b"}
+		},
+		"uid": func(p *kyvernov1.ClusterPolicy, _ *translate.Input, _ *translate.Options) { p.UID = "other" },
+		"options": func(_ *kyvernov1.ClusterPolicy, _ *translate.Input, o *translate.Options) {
+			o.GenerateValidatingAdmissionPolicy = false
+		},
+		"exception": func(_ *kyvernov1.ClusterPolicy, in *translate.Input, _ *translate.Options) {
+			in.Exceptions = []kyvernov2.PolicyException{{ObjectMeta: metav1.ObjectMeta{Name: "e", Generation: 1}}}
+		},
+	}
+	for name, change := range changes {
+		p := cachedPolicy()
+		in := translate.Input{Policy: p}
+		o := opts
+		change(p, &in, &o)
+		if planKey(in, o) == base {
+			t.Errorf("changing the %s does not change the plan key", name)
+		}
+	}
+}
+
+func TestPlanCacheReusesAndRefreshes(t *testing.T) {
+	var c planCache
+	resolver := translate.NewStaticResolver()
+	opts := translate.Options{GenerateValidatingAdmissionPolicy: true}
+	first, err := c.translate(translate.Input{Policy: cachedPolicy()}, resolver, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := c.translate(translate.Input{Policy: cachedPolicy()}, resolver, opts)
+	if &first.Rules[0] != &again.Rules[0] {
+		t.Error("an unchanged input was translated again")
+	}
+	other, _ := c.translate(translate.Input{Policy: cachedPolicy()}, translate.NewStaticResolver(), opts)
+	if &first.Rules[0] == &other.Rules[0] {
+		t.Error("a new resolver (discovery changed) reused the old plan")
+	}
+	changed := cachedPolicy()
+	changed.Generation = 2
+	changed.Spec.Rules[0].Name = "renamed"
+	plan, _ := c.translate(translate.Input{Policy: changed}, translate.NewStaticResolver(), opts)
+	if plan.Rules[0].Rule != "renamed" {
+		t.Errorf("a new generation reused the old plan: rule %q", plan.Rules[0].Rule)
+	}
+}
