@@ -51,12 +51,6 @@ type objectOutcome struct {
 	Err   error
 }
 
-// generatedObject is a VAP or a binding.
-type generatedObject interface {
-	*admissionregistrationv1.ValidatingAdmissionPolicy | *admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	client.Object
-}
-
 // desiredObjects returns the plan's objects, each with the applied-hash
 // annotation, VAPs first (a binding must not precede its policy).
 func desiredObjects(plan *translate.Plan) []client.Object {

@@ -281,7 +281,6 @@ func bindingPieces(steps []actionStep, mayBeClusterScoped bool) ([]bindingPiece,
 			for _, r := range remaining {
 				assigned = append(assigned, region{r, step.action})
 			}
-			remaining = nil
 			if clusterAction == nil {
 				a := step.action
 				clusterAction = &a

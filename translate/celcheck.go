@@ -23,7 +23,7 @@ func compatibilityVersion(s string) (*version.Version, error) {
 	}
 	v, err := version.ParseMajorMinor(strings.TrimPrefix(s, "v"))
 	if err != nil {
-		return nil, fmt.Errorf("compatibility version %q: %v", s, err)
+		return nil, fmt.Errorf("compatibility version %q: %w", s, err)
 	}
 	if v.GreaterThan(newestCompatibilityVersion) {
 		return newestCompatibilityVersion, nil

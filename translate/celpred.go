@@ -137,7 +137,7 @@ func parseSelector(sel *metav1.LabelSelector) (parsedSelector, error) {
 	}
 	s, err := metav1.LabelSelectorAsSelector(sel)
 	if err != nil {
-		return parsedSelector{}, fmt.Errorf("invalid label selector: %v", err)
+		return parsedSelector{}, fmt.Errorf("invalid label selector: %w", err)
 	}
 	return parsedSelector{source: sel, selector: s}, nil
 }

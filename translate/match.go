@@ -69,7 +69,8 @@ func (k kindSet) onlyNamespacedOrNamespace() bool {
 		return false
 	}
 	for _, r := range k.resources {
-		if !r.Namespaced && !(r.Group == "" && r.Resource == "namespaces" && r.Subresource == "") {
+		isNamespaceObject := r.Group == "" && r.Resource == "namespaces" && r.Subresource == ""
+		if !r.Namespaced && !isNamespaceObject {
 			return false
 		}
 	}

@@ -204,15 +204,16 @@ func deployment(namespace, name string, replicas int32, labels map[string]string
 
 // dryRunCreate asks the API server to admit obj without storing it, and
 // returns the error and the warnings it sent.
-func dryRunCreate(ctx context.Context, obj client.Object) (error, []string) {
+func dryRunCreate(ctx context.Context, obj client.Object) ([]string, error) {
 	var warnings []string
 	cfg := *cp.Config
 	cfg.WarningHandlerWithContext = warningCollector{&warnings}
 	c, err := client.New(&cfg, client.Options{Scheme: cp.Scheme})
 	if err != nil {
-		return err, nil
+		return nil, err
 	}
-	return c.Create(ctx, obj.DeepCopyObject().(client.Object), client.DryRunAll), warnings
+	err = c.Create(ctx, obj.DeepCopyObject().(client.Object), client.DryRunAll)
+	return warnings, err
 }
 
 type warningCollector struct{ into *[]string }
@@ -226,7 +227,7 @@ func (w warningCollector) HandleWarningHeaderWithContext(_ context.Context, _ in
 func waitForDenial(t testing.TB, obj client.Object, want string) {
 	t.Helper()
 	err := controlplane.WaitForVAPEnforcement(context.Background(), func(ctx context.Context) (bool, error) {
-		err, _ := dryRunCreate(ctx, obj)
+		_, err := dryRunCreate(ctx, obj)
 		if err == nil {
 			return false, fmt.Errorf("%s was admitted", obj.GetName())
 		}
@@ -242,7 +243,7 @@ func waitForDenial(t testing.TB, obj client.Object, want string) {
 func waitForWarning(t testing.TB, obj client.Object, want string) {
 	t.Helper()
 	err := controlplane.WaitForVAPEnforcement(context.Background(), func(ctx context.Context) (bool, error) {
-		err, warnings := dryRunCreate(ctx, obj)
+		warnings, err := dryRunCreate(ctx, obj)
 		if err != nil {
 			return false, err
 		}
@@ -260,7 +261,7 @@ func waitForWarning(t testing.TB, obj client.Object, want string) {
 
 func mustAdmit(t testing.TB, obj client.Object) {
 	t.Helper()
-	if err, _ := dryRunCreate(context.Background(), obj); err != nil {
+	if _, err := dryRunCreate(context.Background(), obj); err != nil {
 		t.Fatalf("%s was refused: %v", obj.GetName(), err)
 	}
 }

@@ -61,7 +61,7 @@ var buildManager = sync.OnceValues(func() (string, error) {
 	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", out, "./cmd/manager")
 	build.Dir = root
 	if msg, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the manager: %v\n%s", err, msg)
+		return "", fmt.Errorf("building the manager: %w\n%s", err, msg)
 	}
 	return out, nil
 })
