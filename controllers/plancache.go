@@ -15,10 +15,19 @@ import (
 // expression again for nothing. A plan is reused only when everything it was
 // computed from is the same: the policy's generation and annotations, the
 // exceptions naming it, the resolver (discovery) and the options.
+//
+// The reconciles worth saving follow a policy's translation within seconds,
+// so the cache keeps only the most recently translated policies: its memory
+// stays bounded however many policies the cluster holds.
 type planCache struct {
 	mu      sync.Mutex
 	entries map[string]planEntry
+	// order lists policy names from the least to the most recently stored.
+	order []string
 }
+
+// planCacheSize bounds the number of remembered plans.
+const planCacheSize = 256
 
 type planEntry struct {
 	key      string
@@ -40,18 +49,35 @@ func (c *planCache) translate(in translate.Input, resolver translate.KindResolve
 		return plan, err
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.entries == nil {
 		c.entries = map[string]planEntry{}
 	}
+	if _, ok := c.entries[name]; !ok {
+		c.order = append(c.order, name)
+	}
 	c.entries[name] = planEntry{key: key, resolver: resolver, plan: plan}
-	c.mu.Unlock()
+	for len(c.entries) > planCacheSize && len(c.order) > 0 {
+		oldest := c.order[0]
+		c.order = c.order[1:]
+		delete(c.entries, oldest)
+	}
 	return plan, nil
 }
 
 func (c *planCache) forget(policy string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if _, ok := c.entries[policy]; !ok {
+		return
+	}
 	delete(c.entries, policy)
+	for i, name := range c.order {
+		if name == policy {
+			c.order = append(c.order[:i], c.order[i+1:]...)
+			break
+		}
+	}
 }
 
 // planKey identifies the inputs of a translation without the policy's

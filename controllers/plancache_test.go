@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"fmt"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -79,5 +80,31 @@ func TestPlanCacheReusesAndRefreshes(t *testing.T) {
 	plan, _ := c.translate(translate.Input{Policy: changed}, translate.NewStaticResolver(), opts)
 	if plan.Rules[0].Rule != "renamed" {
 		t.Errorf("a new generation reused the old plan: rule %q", plan.Rules[0].Rule)
+	}
+}
+
+func TestPlanCacheIsBounded(t *testing.T) {
+	var c planCache
+	resolver := translate.NewStaticResolver()
+	opts := translate.Options{GenerateValidatingAdmissionPolicy: true}
+	for i := range planCacheSize + 10 {
+		p := cachedPolicy()
+		p.Name = fmt.Sprintf("p-%d", i)
+		if _, err := c.translate(translate.Input{Policy: p}, resolver, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(c.entries) != planCacheSize || len(c.order) != planCacheSize {
+		t.Fatalf("%d entries, %d in order; want %d", len(c.entries), len(c.order), planCacheSize)
+	}
+	if _, ok := c.entries["p-0"]; ok {
+		t.Error("the oldest plan was not evicted")
+	}
+	if _, ok := c.entries[fmt.Sprintf("p-%d", planCacheSize+9)]; !ok {
+		t.Error("the newest plan was evicted")
+	}
+	c.forget("p-20")
+	if _, ok := c.entries["p-20"]; ok || len(c.order) != planCacheSize-1 {
+		t.Error("forget left the plan behind")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
@@ -378,4 +379,42 @@ func TestDefaultingMatchesTheAPIServer(t *testing.T) {
 			t.Errorf("binding %s was rewritten (generation %d)", b.Name, b.Generation)
 		}
 	}
+}
+
+func TestLeaderElectionOneReplicaWrites(t *testing.T) {
+	election := ctrl.Options{
+		LeaderElection:                true,
+		LeaderElectionID:              "kyvap-test-leader",
+		LeaderElectionNamespace:       "default",
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 ptr.To(4 * time.Second),
+		RenewDeadline:                 ptr.To(3 * time.Second),
+		RetryPeriod:                   ptr.To(500 * time.Millisecond),
+	}
+	first := startOperatorWith(t, generateOn, election)
+	select {
+	case <-first.elected:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first replica was never elected")
+	}
+	second := startOperatorWith(t, generateOn, election)
+	policy := replicasPolicy("leader-replicas", kyvernov1.Enforce)
+	create(t, policy)
+	waitForStatus(t, policy, controllers.ReasonAllRulesTranslated)
+	select {
+	case <-second.elected:
+		t.Fatal("both replicas lead at once")
+	default:
+	}
+
+	// The leader steps down on shutdown; the other takes over and writes.
+	first.stop()
+	select {
+	case <-second.elected:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the second replica did not take over")
+	}
+	next := replicasPolicy("after-handover", kyvernov1.Enforce)
+	create(t, next)
+	waitForStatus(t, next, controllers.ReasonAllRulesTranslated)
 }

@@ -55,20 +55,35 @@ func TestMain(m *testing.M) {
 type operator struct {
 	reconciler *controllers.ClusterPolicyReconciler
 	stop       func()
+	// elected is closed once this manager leads (at once without election).
+	elected <-chan struct{}
 }
 
 // startOperator runs the manager in-process, as cmd/manager does, until the
 // test ends or stop is called.
 func startOperator(t testing.TB, opts translate.Options) *operator {
 	t.Helper()
+	return startOperatorWith(t, opts, ctrl.Options{})
+}
+
+// startOperatorWith is startOperator with manager options (leader election).
+func startOperatorWith(t testing.TB, opts translate.Options, extra ctrl.Options) *operator {
+	t.Helper()
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.WarningHandlerWithContext = rest.NoWarnings{}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 cp.Scheme,
-		Cache:                  controllers.CacheOptions(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Scheme:                        cp.Scheme,
+		Cache:                         controllers.CacheOptions(),
+		Metrics:                       metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress:        "0",
+		Controller:                    config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 4},
+		LeaderElection:                extra.LeaderElection,
+		LeaderElectionID:              extra.LeaderElectionID,
+		LeaderElectionNamespace:       extra.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: extra.LeaderElectionReleaseOnCancel,
+		LeaseDuration:                 extra.LeaseDuration,
+		RenewDeadline:                 extra.RenewDeadline,
+		RetryPeriod:                   extra.RetryPeriod,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -81,6 +96,7 @@ func startOperator(t testing.TB, opts translate.Options) *operator {
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
+	elected := mgr.Elected()
 	stopped := false
 	stop := func() {
 		if stopped {
@@ -93,7 +109,7 @@ func startOperator(t testing.TB, opts translate.Options) *operator {
 		}
 	}
 	t.Cleanup(stop)
-	return &operator{reconciler: r, stop: stop}
+	return &operator{reconciler: r, stop: stop, elected: elected}
 }
 
 var generateOn = translate.Options{GenerateValidatingAdmissionPolicy: true}

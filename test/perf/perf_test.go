@@ -129,25 +129,39 @@ func (m *manager) rssBytes() (int64, error) {
 	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", m.cmd.Process.Pid)
 }
 
-// reconciles reads controller_runtime_reconcile_total for the policy controller.
-func (m *manager) reconciles() (int, error) {
+// metric sums the samples of a metric on the manager's metrics endpoint
+// whose line contains every filter.
+func (m *manager) metric(name string, filters ...string) (float64, error) {
 	resp, err := http.Get("http://" + m.metricsAddr + "/metrics")
 	if err != nil {
 		return 0, err
 	}
 	defer resp.Body.Close()
-	total := 0
+	total := 0.0
 	s := bufio.NewScanner(resp.Body)
 	s.Buffer(make([]byte, 1<<20), 1<<20)
+lines:
 	for s.Scan() {
 		line := s.Text()
-		if strings.HasPrefix(line, "controller_runtime_reconcile_total{") && strings.Contains(line, `controller="clusterpolicy"`) {
-			fields := strings.Fields(line)
-			n, _ := strconv.ParseFloat(fields[len(fields)-1], 64)
-			total += int(n)
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
 		}
+		for _, f := range filters {
+			if !strings.Contains(line, f) {
+				continue lines
+			}
+		}
+		fields := strings.Fields(line)
+		n, _ := strconv.ParseFloat(fields[len(fields)-1], 64)
+		total += n
 	}
 	return total, s.Err()
+}
+
+// reconciles reads controller_runtime_reconcile_total for the policy controller.
+func (m *manager) reconciles() (int, error) {
+	n, err := m.metric("controller_runtime_reconcile_total", `controller="clusterpolicy"`)
+	return int(n), err
 }
 
 func replicasPolicy(name string) *kyvernov1.ClusterPolicy {
@@ -307,6 +321,11 @@ func BenchmarkConvergence1000(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		heap, err := mgr.metric("go_memstats_heap_inuse_bytes")
+		if err != nil {
+			b.Fatal(err)
+		}
+		reconcilesToConverge, _ := mgr.reconciles()
 
 		// No-op resync: a restart reconciles every policy and must write nothing.
 		before := snapshot(b, prefix)
@@ -334,6 +353,8 @@ func BenchmarkConvergence1000(b *testing.B) {
 		b.ReportMetric(operatorTime.Seconds()/floor.Seconds(), "ratio")
 		b.ReportMetric(float64(writes), "resync-writes")
 		b.ReportMetric(float64(rss)/(1<<20), "rss-MiB")
+		b.ReportMetric(heap/(1<<20), "heap-inuse-MiB")
+		b.ReportMetric(float64(reconcilesToConverge)/n, "reconciles/policy")
 		if writes != 0 {
 			b.Errorf("a restart with nothing changed wrote %d objects", writes)
 		}
