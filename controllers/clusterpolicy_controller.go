@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
@@ -149,11 +150,7 @@ func (r *ClusterPolicyReconciler) report(ctx context.Context, policy *kyvernov1.
 		if err := r.Status().Patch(ctx, updated, statusPatch{updated}); err != nil {
 			return err
 		}
-		if previous == nil || previous.Reason != status.Condition.Reason || previous.Status != status.Condition.Status {
-			eventType := corev1.EventTypeNormal
-			if status.Condition.Status != "True" {
-				eventType = corev1.EventTypeWarning
-			}
+		if eventType, ok := transitionEvent(previous, status.Condition); ok {
 			r.Recorder.Eventf(updated, nil, eventType, status.Condition.Reason, "Translate", "%s", truncate(status.Condition.Message, 1024))
 		}
 		return nil
@@ -194,6 +191,21 @@ func outcomeError(outcomes []objectOutcome) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// transitionEvent says whether a condition change deserves an Event, and of
+// which type: a Warning whenever the policy is not fully enforced by VAPs
+// and its condition changed (or appeared), a Normal one when it becomes so
+// after having been otherwise. A policy translated at first sight gets no
+// Event: its status says it, and 1,000 new policies need not mean 1,000 Events.
+func transitionEvent(previous *metav1.Condition, next metav1.Condition) (string, bool) {
+	if previous != nil && previous.Reason == next.Reason && previous.Status == next.Status {
+		return "", false
+	}
+	if next.Status != metav1.ConditionTrue {
+		return corev1.EventTypeWarning, true
+	}
+	return corev1.EventTypeNormal, previous != nil
 }
 
 func truncate(s string, n int) string {

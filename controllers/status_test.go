@@ -115,3 +115,30 @@ func TestComputeStatusIsDeterministic(t *testing.T) {
 		}
 	}
 }
+
+func TestTransitionEvent(t *testing.T) {
+	translated := metav1.Condition{Status: metav1.ConditionTrue, Reason: ReasonAllRulesTranslated}
+	fallback := metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonFallback}
+	conflict := metav1.Condition{Status: metav1.ConditionFalse, Reason: ReasonNameConflict}
+	tests := []struct {
+		name     string
+		previous *metav1.Condition
+		next     metav1.Condition
+		wantType string
+		wantOK   bool
+	}{
+		{"first sight, translated", nil, translated, "", false},
+		{"first sight, fallback", nil, fallback, "Warning", true},
+		{"unchanged", &translated, translated, "", false},
+		{"unchanged failure", &fallback, fallback, "", false},
+		{"recovered", &conflict, translated, "Normal", true},
+		{"degraded", &translated, conflict, "Warning", true},
+		{"another failure", &fallback, conflict, "Warning", true},
+	}
+	for _, tt := range tests {
+		gotType, gotOK := transitionEvent(tt.previous, tt.next)
+		if gotOK != tt.wantOK || (gotOK && gotType != tt.wantType) {
+			t.Errorf("%s: got (%q, %v), want (%q, %v)", tt.name, gotType, gotOK, tt.wantType, tt.wantOK)
+		}
+	}
+}

@@ -49,7 +49,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.generateVAP, "generate-validating-admission-policy", true, "translate CEL rules into ValidatingAdmissionPolicies; when false every CEL rule is enforced by kyvap's webhook")
 	fs.BoolVar(&o.generateVAP, "generateValidatingAdmissionPolicy", true, "Kyverno's spelling of --generate-validating-admission-policy")
 	fs.StringVar(&o.celVersion, "cel-compatibility-version", "", `CEL compatibility version of the target cluster, "<major>.<minor>" (default: the newest kyvap knows)`)
-	fs.IntVar(&o.concurrency, "max-concurrent-reconciles", 8, "policies reconciled in parallel (the work is API-bound)")
+	fs.IntVar(&o.concurrency, "max-concurrent-reconciles", 16, "policies reconciled in parallel (the work is API-bound)")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 	o.zapOptions.BindFlags(fs)
 	return o, fs.Parse(args)
