@@ -72,6 +72,17 @@ envtest-assets: ## Build (or reuse) kube-apiserver, kube-controller-manager and 
 test: envtest-assets ## Run unit and envtest suites against a real kube-apiserver.
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test $(TEST_FLAGS) ./...
 
+##@ Benchmarks
+
+BENCH_REPORT ?= $(LOCALBIN)/bench-report.txt
+
+.PHONY: bench
+bench: envtest-assets ## Run the translator and operator benchmarks; report in bin/bench-report.txt (see docs/performance.md).
+	mkdir -p $(LOCALBIN)
+	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test -run '^$$' -bench . -benchmem ./translate/ | tee $(BENCH_REPORT)
+	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test -run '^$$' -bench BenchmarkDriftRevert -benchtime=200x -timeout 20m ./test/perf/ | tee -a $(BENCH_REPORT)
+	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test -run '^$$' -bench BenchmarkConvergence1000 -benchtime=1x -timeout 30m ./test/perf/ | tee -a $(BENCH_REPORT)
+
 ##@ Build
 
 .PHONY: build
@@ -83,9 +94,12 @@ build: ## Build the manager and the kyvap CLI into bin/.
 run: ## Run the manager against the cluster in $KUBECONFIG.
 	go run ./cmd/manager
 
+# The demo is built and run, not "go run": go run exits 1 after Ctrl-C and
+# leaves the demo (and the control plane) running when it gets SIGTERM.
 .PHONY: demo
-demo: ## Start a local control plane, run the operator and show it at work.
-	hack/demo.sh
+demo: build ## Start a local control plane, run the operator and show it at work (DEMO_KEEP=1: until Ctrl-C).
+	go build -o $(LOCALBIN)/demo ./hack/demo
+	$(LOCALBIN)/demo
 
 .PHONY: docker-build
 docker-build: ## Build the container image (needs a Docker engine).

@@ -6,7 +6,7 @@
 // exceptions, write only the policies' status, and own VAPs and bindings.
 //
 // +kubebuilder:rbac:groups=kyverno.io,resources=clusterpolicies,verbs=get;list;watch
-// +kubebuilder:rbac:groups=kyverno.io,resources=clusterpolicies/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=kyverno.io,resources=clusterpolicies/status,verbs=patch
 // +kubebuilder:rbac:groups=kyverno.io,resources=policyexceptions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingadmissionpolicies;validatingadmissionpolicybindings,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch

@@ -102,7 +102,7 @@ func computeStatus(in statusInput) policyStatus {
 	message := strings.Join(lines, "; ")
 	cond.Message = message
 	if cond.Message == "" {
-		cond.Message = fmt.Sprintf("all %d CEL rules are enforced by ValidatingAdmissionPolicies", celRules)
+		cond.Message = fmt.Sprintf("every CEL rule (%d) is enforced by ValidatingAdmissionPolicies", celRules)
 	}
 	if len(cond.Message) > maxConditionMessage {
 		cond.Message = cond.Message[:maxConditionMessage-3] + "..."
@@ -119,7 +119,7 @@ func fallbackText(r translate.RuleResult, enforced bool) string {
 		where = "NOT ENFORCED: left to kyvap's webhook, which is not serving"
 	}
 	text := fmt.Sprintf("%s (%s: %s)", where, r.Reason, r.Message)
-	if len(r.ValidatingAdmissionPolicies) > 0 {
+	if len(r.ValidatingAdmissionPolicies) > 0 && !strings.Contains(r.Message, r.ValidatingAdmissionPolicies[0]) {
 		text = fmt.Sprintf("partly enforced by ValidatingAdmissionPolicy %s, the rest %s", strings.Join(r.ValidatingAdmissionPolicies, ", "), text)
 	}
 	return text

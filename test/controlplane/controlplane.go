@@ -96,6 +96,11 @@ func Start(opts Options) (*ControlPlane, error) {
 		CRDDirectoryPaths:     []string{crds},
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
+		// CI machines have 2 cores shared by parallel test binaries, each
+		// with its own control plane: envtest's 20s defaults are too tight.
+		ControlPlaneStartTimeout: 3 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
+		CRDInstallOptions:        envtest.CRDInstallOptions{MaxTime: 2 * time.Minute},
 	}
 	cfg, err := env.Start()
 	if err != nil {
