@@ -357,7 +357,7 @@ func (m *managerProcess) waitReady(ctx context.Context, timeout time.Duration) e
 	return controlplane.Eventually(ctx, timeout, func(ctx context.Context) (bool, error) {
 		select {
 		case <-m.exited:
-			return false, fmt.Errorf("the manager exited: %v (log: %s)", m.waitErr, m.logPath)
+			return false, fmt.Errorf("the manager exited: %w (log: %s)", m.waitErr, m.logPath)
 		default:
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -379,7 +379,7 @@ func (m *managerProcess) stop() (time.Duration, error) {
 	start := time.Now()
 	select {
 	case <-m.exited:
-		return 0, fmt.Errorf("the manager had already exited: %v", m.waitErr)
+		return 0, fmt.Errorf("the manager had already exited: %w", m.waitErr)
 	default:
 	}
 	_ = m.cmd.Process.Signal(syscall.SIGTERM)
@@ -713,7 +713,7 @@ func (d *demo) check(ctx context.Context, c admissionCheck) (verdict, string, er
 		// Every denial and warning has been seen: the policies are loaded.
 		ok, err := send(ctx)
 		if !ok {
-			return "", "", fmt.Errorf("%s %s/%s was not admitted: %v", kindOf(c.object), c.object.GetNamespace(), c.object.GetName(), err)
+			return "", "", fmt.Errorf("%s %s/%s was not admitted: %w", kindOf(c.object), c.object.GetNamespace(), c.object.GetName(), err)
 		}
 		return got, text, nil
 	}
