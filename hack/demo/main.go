@@ -809,6 +809,6 @@ func (d *demo) waitForInterrupt(ctx context.Context) error {
 		fmt.Fprintln(d.out)
 		return nil
 	case <-d.manager.exited:
-		return fmt.Errorf("the operator exited: %v", d.manager.waitErr)
+		return fmt.Errorf("the operator exited: %w", d.manager.waitErr)
 	}
 }
