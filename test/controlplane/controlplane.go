@@ -46,8 +46,9 @@ const (
 
 // Options say what to start beside kube-apiserver and etcd.
 type Options struct {
-	// GarbageCollector runs kube-controller-manager with only its garbage
-	// collector, so that owner references are honoured.
+	// GarbageCollector runs kube-controller-manager with its garbage
+	// collector (owner references are honoured) and its
+	// ValidatingAdmissionPolicy status controller (VAPs get type-checked).
 	GarbageCollector bool
 	// Log receives the output of kube-controller-manager; nil discards it.
 	Log func(format string, args ...any)
@@ -140,7 +141,10 @@ func (cp *ControlPlane) startControllerManager(assets string, logf func(string, 
 	}
 	cmd := exec.Command(filepath.Join(assets, "kube-controller-manager"),
 		"--kubeconfig="+kubeconfigPath,
-		"--controllers=garbagecollector",
+		// The garbage collector honours owner references; the VAP status
+		// controller type-checks VAPs and writes status.typeChecking, as in a
+		// real cluster.
+		"--controllers=garbagecollector,validatingadmissionpolicy-status-controller",
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--use-service-account-credentials=false",

@@ -189,8 +189,16 @@ func TestNoWritesWhenNothingChanges(t *testing.T) {
 	op := startOperator(t, generateOn)
 	policy := replicasPolicy("noop-replicas", kyvernov1.Enforce)
 	create(t, policy)
-	waitForStatus(t, policy, controllers.ReasonAllRulesTranslated)
-	// Let the reconciles caused by the operator's own writes settle.
+	got := waitForStatus(t, policy, controllers.ReasonAllRulesTranslated)
+	// kube-controller-manager type-checks the VAP and writes its status (a
+	// write that is not kyvap's); wait for it, then let kyvap's reconciles settle.
+	err := controlplane.Eventually(context.Background(), 30*time.Second, func(ctx context.Context) (bool, error) {
+		vaps, _, err := generatedFor(ctx, got)
+		return err == nil && len(vaps) == 1 && vaps[0].Status.ObservedGeneration == vaps[0].Generation, err
+	})
+	if err != nil {
+		t.Fatalf("the VAP was never type-checked: %v", err)
+	}
 	time.Sleep(2 * time.Second)
 	before := resourceVersions(t, policy)
 	if len(before) != 3 {
@@ -320,7 +328,14 @@ func TestForeignVAPIsNotAdopted(t *testing.T) {
 	if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(foreign), &after); err != nil {
 		t.Fatal(err)
 	}
-	if after.ResourceVersion != foreign.ResourceVersion || metav1.GetControllerOf(&after) != nil {
+	// Its status is written by kube-controller-manager's type checker; its
+	// metadata and spec must not have been touched by kyvap.
+	touched := after.Generation != foreign.Generation || metav1.GetControllerOf(&after) != nil ||
+		after.Labels[translate.LabelManagedBy] != "" || len(after.Annotations) != 0
+	for _, mf := range after.ManagedFields {
+		touched = touched || mf.Manager == controllers.FieldManager
+	}
+	if touched {
 		t.Errorf("the foreign VAP was modified: %+v", after.ObjectMeta)
 	}
 }
@@ -417,4 +432,30 @@ func TestLeaderElectionOneReplicaWrites(t *testing.T) {
 	next := replicasPolicy("after-handover", kyvernov1.Enforce)
 	create(t, next)
 	waitForStatus(t, next, controllers.ReasonAllRulesTranslated)
+}
+
+func TestTypeCheckingWarningsReachTheStatus(t *testing.T) {
+	startOperator(t, generateOn)
+	// Compiles (object is dynamic to the CEL compiler), but the API server's
+	// type checker knows Deployments have no spec.replicaz.
+	policy := clusterPolicy("typo-replicas", kyvernov1.Enforce,
+		celRule("max-replicas", "Deployment", "!has(object.spec.replicaz) || object.spec.replicaz <= 5", replicasMessage))
+	create(t, policy)
+	err := controlplane.Eventually(context.Background(), 60*time.Second, func(ctx context.Context) (bool, error) {
+		var got kyvernov1.ClusterPolicy
+		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(policy), &got); err != nil {
+			return false, err
+		}
+		msg := got.Status.ValidatingAdmissionPolicy.Message
+		return strings.Contains(msg, "type checking") && strings.Contains(msg, "replicaz"), fmt.Errorf("status message %q", msg)
+	})
+	if err != nil {
+		var got kyvernov1.ClusterPolicy
+		_ = cp.Client.Get(context.Background(), client.ObjectKeyFromObject(policy), &got)
+		vaps, _, _ := generatedFor(context.Background(), &got)
+		for _, v := range vaps {
+			t.Logf("VAP %s status: %+v", v.Name, v.Status)
+		}
+		t.Fatalf("the VAP's type-checking warning never reached the policy's status: %v", err)
+	}
 }
