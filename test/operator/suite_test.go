@@ -22,7 +22,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
@@ -34,21 +33,7 @@ import (
 var cp *controlplane.ControlPlane
 
 func TestMain(m *testing.M) {
-	// KYVAP_TEST_LOG=1 shows the operator's logs.
-	if os.Getenv("KYVAP_TEST_LOG") != "" {
-		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
-	}
-	var err error
-	cp, err = controlplane.Start(controlplane.Options{GarbageCollector: true})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := cp.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
-	}
-	os.Exit(code)
+	os.Exit(controlplane.RunSuite(m, controlplane.Options{GarbageCollector: true}, &cp))
 }
 
 // operator is a running kyvap manager.

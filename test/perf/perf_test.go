@@ -36,15 +36,7 @@ import (
 var cp *controlplane.ControlPlane
 
 func TestMain(m *testing.M) {
-	var err error
-	cp, err = controlplane.Start(controlplane.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = cp.Stop()
-	os.Exit(code)
+	os.Exit(controlplane.RunSuite(m, controlplane.Options{}, &cp))
 }
 
 // manager is the real manager binary running against the control plane.

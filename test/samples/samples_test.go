@@ -7,7 +7,6 @@ package samples
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,7 +24,6 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
@@ -53,24 +51,7 @@ var expected = map[string]struct {
 var cp *controlplane.ControlPlane
 
 func TestMain(m *testing.M) {
-	// KYVAP_TEST_LOG=1 shows the operator's logs; otherwise they are
-	// discarded (an unset logger makes controller-runtime print a stack trace).
-	logs := io.Discard
-	if os.Getenv("KYVAP_TEST_LOG") != "" {
-		logs = os.Stderr
-	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(logs), zap.UseDevMode(true)))
-	var err error
-	cp, err = controlplane.Start(controlplane.Options{GarbageCollector: true})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := cp.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
-	}
-	os.Exit(code)
+	os.Exit(controlplane.RunSuite(m, controlplane.Options{GarbageCollector: true}, &cp))
 }
 
 func TestSamples(t *testing.T) {

@@ -5,7 +5,6 @@ package smoke
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -27,17 +26,7 @@ import (
 var cp *controlplane.ControlPlane
 
 func TestMain(m *testing.M) {
-	var err error
-	cp, err = controlplane.Start(controlplane.Options{GarbageCollector: true})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := cp.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
-	}
-	os.Exit(code)
+	os.Exit(controlplane.RunSuite(m, controlplane.Options{GarbageCollector: true}, &cp))
 }
 
 func TestControlPlaneIsTheBuiltVersion(t *testing.T) {

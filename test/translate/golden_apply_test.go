@@ -29,17 +29,7 @@ import (
 var cp *controlplane.ControlPlane
 
 func TestMain(m *testing.M) {
-	var err error
-	cp, err = controlplane.Start(controlplane.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the control plane:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := cp.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
-	}
-	os.Exit(code)
+	os.Exit(controlplane.RunSuite(m, controlplane.Options{}, &cp))
 }
 
 // fakePolicyUID stands in for the UID a ClusterPolicy gets in a cluster, so
