@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
@@ -457,5 +458,76 @@ func TestTypeCheckingWarningsReachTheStatus(t *testing.T) {
 			t.Logf("VAP %s status: %+v", v.Name, v.Status)
 		}
 		t.Fatalf("the VAP's type-checking warning never reached the policy's status: %v", err)
+	}
+}
+
+// metricValue sums the samples of a kyvap metric whose labels include want.
+func metricValue(t testing.TB, name string, want map[string]string) float64 {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	samples:
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if labels[k] != v {
+					continue samples
+				}
+			}
+			total += m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		}
+	}
+	return total
+}
+
+func TestMetrics(t *testing.T) {
+	startOperator(t, generateOn)
+	ctx := context.Background()
+	translatedBefore := metricValue(t, "kyvap_rules", map[string]string{"verdict": "Translated"})
+	fallbackBefore := metricValue(t, "kyvap_rules", map[string]string{"verdict": "Fallback", "reason": "RolesOrClusterRoles"})
+	driftBefore := metricValue(t, "kyvap_drift_reverts_total", map[string]string{"kind": "ValidatingAdmissionPolicy"})
+
+	policy := replicasPolicy("metrics-replicas", kyvernov1.Enforce)
+	roles := replicasPolicy("metrics-roles", kyvernov1.Enforce)
+	roles.Spec.Rules[0].MatchResources.Any[0].ClusterRoles = []string{"cluster-admin"}
+	create(t, policy)
+	create(t, roles)
+	got := waitForStatus(t, policy, controllers.ReasonAllRulesTranslated)
+	waitForStatus(t, roles, controllers.ReasonFallback)
+	if d := metricValue(t, "kyvap_rules", map[string]string{"verdict": "Translated"}) - translatedBefore; d < 1 {
+		t.Errorf("kyvap_rules{verdict=Translated} grew by %v, want >= 1", d)
+	}
+	if d := metricValue(t, "kyvap_rules", map[string]string{"verdict": "Fallback", "reason": "RolesOrClusterRoles"}) - fallbackBefore; d != 1 {
+		t.Errorf("kyvap_rules{verdict=Fallback,reason=RolesOrClusterRoles} grew by %v, want 1", d)
+	}
+	if metricValue(t, "kyvap_policies", map[string]string{"outcome": controllers.ReasonFallback}) < 1 {
+		t.Error("kyvap_policies{outcome=RulesOnFallback} is below 1")
+	}
+
+	vaps, _, _ := generatedFor(ctx, got)
+	if len(vaps) != 1 {
+		t.Fatalf("%d VAPs", len(vaps))
+	}
+	edited := vaps[0].DeepCopy()
+	edited.Spec.Validations[0].Expression = "true"
+	if err := cp.Client.Update(ctx, edited); err != nil {
+		t.Fatal(err)
+	}
+	err := controlplane.Eventually(ctx, 30*time.Second, func(context.Context) (bool, error) {
+		d := metricValue(t, "kyvap_drift_reverts_total", map[string]string{"kind": "ValidatingAdmissionPolicy"}) - driftBefore
+		return d >= 1, fmt.Errorf("drift reverts grew by %v", d)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
