@@ -35,6 +35,7 @@ type options struct {
 	generateVAP   bool
 	celVersion    string
 	concurrency   int
+	pprofAddr     string
 	showVersion   bool
 	zapOptions    zap.Options
 }
@@ -50,6 +51,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.generateVAP, "generateValidatingAdmissionPolicy", true, "Kyverno's spelling of --generate-validating-admission-policy")
 	fs.StringVar(&o.celVersion, "cel-compatibility-version", "", `CEL compatibility version of the target cluster, "<major>.<minor>" (default: the newest kyvap knows)`)
 	fs.IntVar(&o.concurrency, "max-concurrent-reconciles", 16, "policies reconciled in parallel (the work is API-bound)")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", `address of the Go pprof endpoints (empty or "0": off)`)
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 	o.zapOptions.BindFlags(fs)
 	return o, fs.Parse(args)
@@ -91,6 +93,7 @@ func main() {
 		Controller:              config.Controller{MaxConcurrentReconciles: opts.concurrency},
 		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
 		HealthProbeBindAddress:  opts.probeAddr,
+		PprofBindAddress:        opts.pprofAddr,
 		LeaderElection:          opts.leaderElect,
 		LeaderElectionID:        "kyvap-leader.kyvap.io",
 		LeaderElectionNamespace: opts.leaderElectNS,
