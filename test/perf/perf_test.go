@@ -222,7 +222,7 @@ func BenchmarkConvergence1000(b *testing.B) {
 	const n, workers = 1000, 16
 	ctx := context.Background()
 	for iter := 0; iter < b.N; iter++ {
-		prefix := fmt.Sprintf("conv%d", iter)
+		prefix := fmt.Sprintf("conv%d-%d", time.Now().UnixNano()%1_000_000, iter)
 
 		// Floor: the same scenario written directly by a parallel client, as
 		// an ideal operator would with no latency of its own: each worker
@@ -369,6 +369,21 @@ func BenchmarkConvergence1000(b *testing.B) {
 			}
 		}
 		mgr.stop()
+
+		// Leave the API server as this iteration found it (the perf suite
+		// runs no garbage collector, so generated objects are deleted too).
+		if err := parallel(n, workers, func(i int) error {
+			return cp.Client.Delete(ctx, &kyvernov1.ClusterPolicy{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-op-%04d", prefix, i)}})
+		}); err != nil {
+			b.Fatal(err)
+		}
+		managed := client.MatchingLabels{"app.kubernetes.io/managed-by": "kyvap"}
+		if err := cp.Client.DeleteAllOf(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, managed); err != nil {
+			b.Fatal(err)
+		}
+		if err := cp.Client.DeleteAllOf(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{}, managed); err != nil {
+			b.Fatal(err)
+		}
 
 		b.ReportMetric(floor.Seconds(), "floor-s")
 		b.ReportMetric(operatorTime.Seconds(), "operator-s")
