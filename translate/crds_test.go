@@ -1,24 +1,26 @@
 package translate
 
 import (
+	"os"
+	"strings"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
 )
 
-// testCRDs are the CRDs the golden cases may match: one served in a
-// single version, one in two (an ambiguous kind).
+// testCRDs are the CRDs the golden cases may match (testdata/crds.yaml).
 func testCRDs() []apiextensionsv1.CustomResourceDefinition {
-	crd := func(group, kind, plural string, scope apiextensionsv1.ResourceScope, versions ...string) apiextensionsv1.CustomResourceDefinition {
-		c := apiextensionsv1.CustomResourceDefinition{}
-		c.Spec.Group, c.Spec.Names.Kind, c.Spec.Names.Plural, c.Spec.Scope = group, kind, plural, scope
-		for _, v := range versions {
-			c.Spec.Versions = append(c.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{
-				Name: v, Served: true, Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
-			})
+	data, err := os.ReadFile("testdata/crds.yaml")
+	if err != nil {
+		panic(err)
+	}
+	var crds []apiextensionsv1.CustomResourceDefinition
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := yaml.UnmarshalStrict([]byte(doc), &crd); err != nil {
+			panic(err)
 		}
-		return c
+		crds = append(crds, crd)
 	}
-	return []apiextensionsv1.CustomResourceDefinition{
-		crd("example.com", "Widget", "widgets", apiextensionsv1.NamespaceScoped, "v1"),
-		crd("example.com", "Gadget", "gadgets", apiextensionsv1.ClusterScoped, "v1", "v2"),
-	}
+	return crds
 }

@@ -204,29 +204,28 @@ func loadGoldenCase(name, dir string) (goldenCase, error) {
 	return c, nil
 }
 
-// goldenCRDs are the CRDs the golden plans were made with (testCRDs in
-// translate/crds_test.go, which a test package cannot import): without them
-// the Widget and Gadget cases would emit nothing to check.
-func goldenCRDs() []apiextensionsv1.CustomResourceDefinition {
-	crd := func(group, kind, plural string, scope apiextensionsv1.ResourceScope, versions ...string) apiextensionsv1.CustomResourceDefinition {
-		c := apiextensionsv1.CustomResourceDefinition{}
-		c.Spec.Group, c.Spec.Names.Kind, c.Spec.Names.Plural, c.Spec.Scope = group, kind, plural, scope
-		for _, v := range versions {
-			c.Spec.Versions = append(c.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{
-				Name: v, Served: true, Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
-			})
-		}
-		return c
+// goldenCRDs are the CRDs the golden plans were made with
+// (translate/testdata/crds.yaml): without them the Widget and Gadget cases
+// would emit nothing to check.
+func goldenCRDs(t *testing.T) []apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return []apiextensionsv1.CustomResourceDefinition{
-		crd("example.com", "Widget", "widgets", apiextensionsv1.NamespaceScoped, "v1"),
-		crd("example.com", "Gadget", "gadgets", apiextensionsv1.ClusterScoped, "v1", "v2"),
+	var set manifest.Set
+	if err := set.ReadPath(filepath.Join(root, "translate", "testdata", "crds.yaml"), nil, manifest.AcceptAll); err != nil {
+		t.Fatal(err)
 	}
+	if len(set.CRDs) != 2 {
+		t.Fatalf("%d test CRDs, want 2", len(set.CRDs))
+	}
+	return set.CRDs
 }
 
 func translateCase(t *testing.T, c goldenCase) translate.Plan {
 	t.Helper()
-	plan, err := translate.Translate(c.input, translate.NewStaticResolver(goldenCRDs()...), c.opts)
+	plan, err := translate.Translate(c.input, translate.NewStaticResolver(goldenCRDs(t)...), c.opts)
 	if err != nil {
 		t.Fatalf("case %s: translating: %v", c.name, err)
 	}
