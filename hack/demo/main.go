@@ -32,7 +32,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
@@ -42,7 +41,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
-	"github.com/kyvap/kyvap/controllers"
 	"github.com/kyvap/kyvap/test/controlplane"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -513,18 +511,7 @@ func (d *demo) showStatus(ctx context.Context) error {
 // waitForStatus waits until kyvap's condition reflects the policy's current
 // generation.
 func (d *demo) waitForStatus(ctx context.Context, name string) (*kyvernov1.ClusterPolicy, *metav1.Condition, error) {
-	policy := &kyvernov1.ClusterPolicy{}
-	var cond *metav1.Condition
-	err := controlplane.Eventually(ctx, statusTimeout, func(ctx context.Context) (bool, error) {
-		if err := d.client.Get(ctx, client.ObjectKey{Name: name}, policy); err != nil {
-			return false, err
-		}
-		cond = meta.FindStatusCondition(policy.Status.Conditions, controllers.ConditionType)
-		if cond == nil {
-			return false, fmt.Errorf("no %s condition", controllers.ConditionType)
-		}
-		return cond.ObservedGeneration == policy.Generation, fmt.Errorf("condition at generation %d, policy at %d", cond.ObservedGeneration, policy.Generation)
-	})
+	policy, cond, err := controlplane.WaitForPolicyStatus(ctx, d.client, name, statusTimeout)
 	if err != nil {
 		return nil, nil, fmt.Errorf("ClusterPolicy %s got no status from the operator (log: %s): %w", name, d.manager.logPath, err)
 	}

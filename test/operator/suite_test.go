@@ -17,12 +17,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/controllers"
@@ -54,47 +51,17 @@ func startOperator(t testing.TB, opts translate.Options) *operator {
 // startOperatorWith is startOperator with manager options (leader election).
 func startOperatorWith(t testing.TB, opts translate.Options, extra ctrl.Options) *operator {
 	t.Helper()
-	cfg := rest.CopyConfig(cp.Config)
-	cfg.WarningHandlerWithContext = rest.NoWarnings{}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        cp.Scheme,
-		Cache:                         controllers.CacheOptions(),
-		Metrics:                       metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress:        "0",
-		Controller:                    config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 4},
-		LeaderElection:                extra.LeaderElection,
-		LeaderElectionID:              extra.LeaderElectionID,
-		LeaderElectionNamespace:       extra.LeaderElectionNamespace,
-		LeaderElectionReleaseOnCancel: extra.LeaderElectionReleaseOnCancel,
-		LeaseDuration:                 extra.LeaseDuration,
-		RenewDeadline:                 extra.RenewDeadline,
-		RetryPeriod:                   extra.RetryPeriod,
-	})
+	op, err := cp.StartOperator(opts, extra)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r, err := controllers.Setup(ctx, mgr, cfg, opts)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	elected := mgr.Elected()
-	stopped := false
 	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
+		if err := op.Stop(); err != nil {
 			t.Errorf("manager stopped with an error: %v", err)
 		}
 	}
 	t.Cleanup(stop)
-	return &operator{reconciler: r, stop: stop, elected: elected}
+	return &operator{reconciler: op.Reconciler, stop: stop, elected: op.Elected}
 }
 
 var generateOn = translate.Options{GenerateValidatingAdmissionPolicy: true}

@@ -18,13 +18,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
@@ -190,27 +188,12 @@ func readSamples(t testing.TB) []*unstructured.Unstructured {
 // test ends.
 func startOperator(t testing.TB) {
 	t.Helper()
-	cfg := rest.CopyConfig(cp.Config)
-	cfg.WarningHandlerWithContext = rest.NoWarnings{}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 cp.Scheme,
-		Cache:                  controllers.CacheOptions(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-	})
+	op, err := cp.StartOperator(translate.Options{GenerateValidatingAdmissionPolicy: true}, ctrl.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if _, err := controllers.Setup(ctx, mgr, cfg, translate.Options{GenerateValidatingAdmissionPolicy: true}); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := op.Stop(); err != nil {
 			t.Errorf("manager stopped with an error: %v", err)
 		}
 	})
@@ -232,18 +215,7 @@ func quietClient(t testing.TB) client.Client {
 // generation.
 func waitForStatus(t testing.TB, c client.Client, name string) (*kyvernov1.ClusterPolicy, *metav1.Condition) {
 	t.Helper()
-	policy := &kyvernov1.ClusterPolicy{}
-	var cond *metav1.Condition
-	err := controlplane.Eventually(context.Background(), 60*time.Second, func(ctx context.Context) (bool, error) {
-		if err := c.Get(ctx, client.ObjectKey{Name: name}, policy); err != nil {
-			return false, err
-		}
-		cond = meta.FindStatusCondition(policy.Status.Conditions, controllers.ConditionType)
-		if cond == nil {
-			return false, fmt.Errorf("no %s condition", controllers.ConditionType)
-		}
-		return cond.ObservedGeneration == policy.Generation, fmt.Errorf("condition at generation %d, policy at %d", cond.ObservedGeneration, policy.Generation)
-	})
+	policy, cond, err := controlplane.WaitForPolicyStatus(context.Background(), c, name, 60*time.Second)
 	if err != nil {
 		t.Fatalf("ClusterPolicy %s got no status: %v", name, err)
 	}
