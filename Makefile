@@ -60,7 +60,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint (v2, pinned).
 .PHONY: verify
 verify: generate manifests $(KUSTOMIZE) ## Regenerate everything and fail on a diff.
 	go mod tidy
-	$(KUSTOMIZE) build config/default >/dev/null
+	for dir in config/default config/cert-manager; do $(KUSTOMIZE) build $$dir >/dev/null; done
 	git diff --exit-code -- . || { echo "generated files are out of date: run 'make generate manifests' and commit"; exit 1; }
 	test -z "$$(git status --porcelain --untracked-files=all -- api config go.mod go.sum)" || { git status --short; echo "untracked generated files"; exit 1; }
 

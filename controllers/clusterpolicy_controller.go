@@ -19,10 +19,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
@@ -246,18 +248,26 @@ func (r *ClusterPolicyReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 	if err := indexer.IndexField(ctx, &kyvernov2.PolicyException{}, exceptionPolicyIndex, exceptionPolicies); err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("clusterpolicy").
+	b := ctrl.NewControllerManagedBy(mgr).Named("clusterpolicy")
+	if n, ok := r.Fallback.(EnforcingNotifier); ok {
+		// Whether fallback rules are enforced is part of every such policy's
+		// status: re-report them when it changes.
+		changed := make(chan event.TypedGenericEvent[*kyvernov1.ClusterPolicy], 1)
+		n.OnEnforcingChange(func() {
+			select {
+			case changed <- event.TypedGenericEvent[*kyvernov1.ClusterPolicy]{Object: &kyvernov1.ClusterPolicy{}}:
+			default: // a re-report is already pending
+			}
+		})
+		b = b.WatchesRawSource(source.Channel(changed, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ *kyvernov1.ClusterPolicy) []reconcile.Request {
+			return r.policiesWithFallback()
+		})))
+	}
+	return b.
 		For(&kyvernov1.ClusterPolicy{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&admissionregistrationv1.ValidatingAdmissionPolicy{}).
 		Owns(&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}).
-		Watches(&kyvernov2.PolicyException{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
-			var reqs []reconcile.Request
-			for _, name := range exceptionPolicies(obj) {
-				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
-			}
-			return reqs
-		})).
+		Watches(&kyvernov2.PolicyException{}, handler.EnqueueRequestsFromMapFunc(exceptionRequests)).
 		// Metadata only: CRD schemas can be large and kyvap needs discovery, not them.
 		Watches(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(r.crdChanged), builder.OnlyMetadata).
 		Complete(r)
@@ -267,19 +277,53 @@ func (r *ClusterPolicyReconciler) SetupWithManager(ctx context.Context, mgr ctrl
 // not resolve may resolve now (or the other way round). CRD status updates
 // count: a CRD is served only once it is Established.
 func (r *ClusterPolicyReconciler) crdChanged(ctx context.Context, _ client.Object) []reconcile.Request {
-	if refresher, ok := r.Resolvers.(interface{ Refresh(context.Context) error }); ok {
+	return refreshAndRequeueAll(ctx, r.Client, r.Resolvers)
+}
+
+// refreshAndRequeueAll refreshes discovery (when the source can) and lists
+// every policy for a re-queue.
+func refreshAndRequeueAll(ctx context.Context, c client.Reader, resolvers ResolverSource) []reconcile.Request {
+	if refresher, ok := resolvers.(interface{ Refresh(context.Context) error }); ok {
 		if err := refresher.Refresh(ctx); err != nil {
 			log.FromContext(ctx).Error(err, "refreshing discovery after a CRD change")
 		}
 	}
 	var policies kyvernov1.ClusterPolicyList
-	if err := r.List(ctx, &policies); err != nil {
+	if err := c.List(ctx, &policies); err != nil {
 		log.FromContext(ctx).Error(err, "listing ClusterPolicies after a CRD change")
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(policies.Items))
 	for _, p := range policies.Items {
 		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
+	}
+	return reqs
+}
+
+// policiesWithFallback lists the policies that have fallback rules.
+func (r *ClusterPolicyReconciler) policiesWithFallback() []reconcile.Request {
+	lister, ok := r.Fallback.(interface {
+		Rules() []translate.FallbackRule
+	})
+	if !ok {
+		return nil
+	}
+	seen := map[string]bool{}
+	var reqs []reconcile.Request
+	for _, fr := range lister.Rules() {
+		if !seen[fr.Policy] {
+			seen[fr.Policy] = true
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: fr.Policy}})
+		}
+	}
+	return reqs
+}
+
+// exceptionRequests maps a PolicyException to the policies it names.
+func exceptionRequests(_ context.Context, obj client.Object) []reconcile.Request {
+	var reqs []reconcile.Request
+	for _, name := range exceptionPolicies(obj) {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
 	}
 	return reqs
 }

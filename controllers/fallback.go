@@ -18,6 +18,12 @@ type FallbackSink interface {
 	Enforcing() bool
 }
 
+// EnforcingNotifier is implemented by sinks whose Enforcing can change
+// (the webhook engine: once its configuration is installed).
+type EnforcingNotifier interface {
+	OnEnforcingChange(func())
+}
+
 // FallbackStore is a FallbackSink that only remembers the rules. It is what
 // the manager uses while no webhook serves them: Enforcing is false.
 type FallbackStore struct {

@@ -32,9 +32,13 @@ func CacheOptions() cache.Options {
 
 // Setup registers the ClusterPolicy reconciler with the manager, backed by
 // discovery for kinds, and returns it. The manager must use CacheOptions.
+// Fallback rules go to sink; a nil sink keeps them in a FallbackStore (no
+// webhook: they are reported not enforced). A sink other than the store is
+// also kept fed on every replica by a FallbackSyncReconciler, because every
+// replica serves admission.
 // Reconciles run concurrently (per policy) as set by the manager's
 // controller options (MaxConcurrentReconciles).
-func Setup(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts translate.Options) (*ClusterPolicyReconciler, error) {
+func Setup(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts translate.Options, sink FallbackSink) (*ClusterPolicyReconciler, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -48,8 +52,18 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts transla
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder("kyvap"),
 		Resolvers: resolvers,
-		Fallback:  NewFallbackStore(),
+		Fallback:  sink,
 		Options:   opts,
 	}
-	return r, r.SetupWithManager(ctx, mgr)
+	if sink == nil {
+		r.Fallback = NewFallbackStore()
+	}
+	if err := r.SetupWithManager(ctx, mgr); err != nil {
+		return nil, err
+	}
+	if sink == nil {
+		return r, nil
+	}
+	sync := &FallbackSyncReconciler{Client: mgr.GetClient(), Resolvers: resolvers, Sink: sink, Options: opts}
+	return r, sync.SetupWithManager(mgr)
 }

@@ -10,6 +10,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/translate"
+	"github.com/kyvap/kyvap/webhook/engine"
 )
 
 // maxConditionMessage is the API's limit on metav1.Condition.Message.
@@ -117,6 +118,10 @@ func fallbackText(r translate.RuleResult, enforced bool) string {
 	where := "enforced by kyvap's webhook"
 	if !enforced {
 		where = "NOT ENFORCED: left to kyvap's webhook, which is not serving"
+	} else if r.Fallback != nil {
+		if err := engine.Unsupported(r.Fallback); err != nil {
+			where = "NOT ENFORCED by kyvap: " + err.Error()
+		}
 	}
 	text := fmt.Sprintf("%s (%s: %s)", where, r.Reason, r.Message)
 	if len(r.ValidatingAdmissionPolicies) > 0 && !strings.Contains(r.Message, r.ValidatingAdmissionPolicies[0]) {

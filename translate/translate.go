@@ -236,7 +236,7 @@ func (t *translation) build(rule *kyvernov1.Rule) (admissionregistrationv1.Valid
 	spec := admissionregistrationv1.ValidatingAdmissionPolicySpec{
 		ParamKind:        cel.ParamKind,
 		MatchConstraints: &match.constraints,
-		Validations:      cel.Expressions,
+		Validations:      validationsWithRuleMessage(cel.Expressions, rule.Validation.Message),
 		AuditAnnotations: cel.AuditAnnotations,
 		Variables:        cel.Variables,
 	}
@@ -393,4 +393,21 @@ func celIdentifier(s string) bool {
 		return false
 	}
 	return true
+}
+
+// validationsWithRuleMessage copies the validations, giving those without a
+// message the rule's validate.message: Kyverno's engine does the same before
+// evaluating, so the denial carries the same text on both paths.
+func validationsWithRuleMessage(validations []admissionregistrationv1.Validation, message string) []admissionregistrationv1.Validation {
+	if len(validations) == 0 {
+		return nil
+	}
+	out := make([]admissionregistrationv1.Validation, len(validations))
+	for i, v := range validations {
+		out[i] = *v.DeepCopy()
+		if out[i].Message == "" {
+			out[i].Message = message
+		}
+	}
+	return out
 }

@@ -18,6 +18,8 @@ Usage:
 Commands:
   translate   translate ClusterPolicies into VAPs and bindings, offline
               (kyvap translate -h for its flags)
+  test        run Kyverno CLI test suites through the generated VAPs and
+              the fallback engine (kyvap test -h for its flags)
   version     print the version
   help        print this help
 `
@@ -36,6 +38,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "translate":
 		return runTranslate(args[1:], stdin, stdout, stderr)
+	case "test":
+		return runTest(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, version.String())
 		return 0

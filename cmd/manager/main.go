@@ -24,6 +24,8 @@ import (
 	"github.com/kyvap/kyvap/cmd/internal/version"
 	"github.com/kyvap/kyvap/controllers"
 	"github.com/kyvap/kyvap/translate"
+	"github.com/kyvap/kyvap/webhook"
+	"github.com/kyvap/kyvap/webhook/engine"
 )
 
 // options are the manager's command-line settings (documented in docs/flags.md).
@@ -37,6 +39,8 @@ type options struct {
 	concurrency   int
 	pprofAddr     string
 	showVersion   bool
+	webhook       bool
+	webhookOpts   webhook.Options
 	zapOptions    zap.Options
 }
 
@@ -53,6 +57,16 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.concurrency, "max-concurrent-reconciles", 16, "policies reconciled in parallel (the work is API-bound)")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", `address of the Go pprof endpoints (empty or "0": off)`)
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
+	fs.BoolVar(&o.webhook, "webhook", true, "serve the fallback webhook that enforces the rules not expressed as ValidatingAdmissionPolicies (when false, such rules are reported NOT ENFORCED)")
+	fs.IntVar(&o.webhookOpts.Port, "webhook-port", webhook.DefaultPort, "port the fallback webhook listens on")
+	fs.StringVar(&o.webhookOpts.Host, "webhook-host", "", "address the fallback webhook listens on (default: all)")
+	fs.StringVar(&o.webhookOpts.CertManagement, "cert-management", webhook.CertManagementSelf, `who provides the webhook's TLS certificate: "self" (kyvap keeps a CA and certificate in a Secret and rotates them) or "cert-manager"`)
+	fs.StringVar(&o.webhookOpts.CertDir, "cert-dir", "", "directory with tls.crt and tls.key (cert-manager mode)")
+	fs.StringVar(&o.webhookOpts.Namespace, "webhook-namespace", os.Getenv("POD_NAMESPACE"), "the operator's namespace (default: $POD_NAMESPACE); its requests and kube-system's never reach the webhook")
+	fs.StringVar(&o.webhookOpts.ServiceName, "webhook-service-name", webhook.DefaultServiceName, "Service in front of the webhook")
+	fs.StringVar(&o.webhookOpts.URL, "webhook-url", "", "base URL the API server calls instead of the Service (https://host:port), for a manager outside the cluster")
+	fs.StringVar(&o.webhookOpts.SecretName, "webhook-secret-name", webhook.DefaultSecretName, "Secret holding the webhook's CA and certificate")
+	fs.StringVar(&o.webhookOpts.ConfigurationName, "webhook-configuration-name", webhook.DefaultConfigurationName, "name of the ValidatingWebhookConfiguration kyvap manages")
 	o.zapOptions.BindFlags(fs)
 	return o, fs.Parse(args)
 }
@@ -84,10 +98,17 @@ func main() {
 	log := ctrl.Log.WithName("setup")
 	log.Info("starting", "version", version.Version, "generateValidatingAdmissionPolicy", opts.generateVAP)
 
+	var fallbackWebhook *webhook.Webhook
+	if opts.webhook {
+		if fallbackWebhook, err = webhook.New(opts.webhookOpts); err != nil {
+			log.Error(err, "invalid webhook settings")
+			os.Exit(2)
+		}
+	}
 	cfg := ctrl.GetConfigOrDie()
 	// Kyverno 1.19 marks kyverno.io/v1 deprecated: every request would log it.
 	cfg.WarningHandlerWithContext = rest.NoWarnings{}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	managerOptions := ctrl.Options{
 		Scheme:                  newScheme(),
 		Cache:                   controllers.CacheOptions(),
 		Controller:              config.Controller{MaxConcurrentReconciles: opts.concurrency},
@@ -99,16 +120,33 @@ func main() {
 		LeaderElectionNamespace: opts.leaderElectNS,
 		// Step down at once on shutdown so the other replica takes over quickly.
 		LeaderElectionReleaseOnCancel: true,
-	})
+	}
+	if fallbackWebhook != nil {
+		managerOptions.WebhookServer = fallbackWebhook.Server()
+	}
+	mgr, err := ctrl.NewManager(cfg, managerOptions)
 	if err != nil {
 		log.Error(err, "unable to create the manager")
 		os.Exit(1)
 	}
 	ctx := ctrl.SetupSignalHandler()
 	translateOptions := translate.Options{GenerateValidatingAdmissionPolicy: opts.generateVAP, CompatibilityVersion: opts.celVersion}
-	if _, err := controllers.Setup(ctx, mgr, cfg, translateOptions); err != nil {
+	var sink controllers.FallbackSink // nil: no webhook, fallback rules are reported not enforced
+	var eng *engine.Engine
+	if fallbackWebhook != nil {
+		eng = engine.New()
+		sink = eng
+	}
+	reconciler, err := controllers.Setup(ctx, mgr, cfg, translateOptions, sink)
+	if err != nil {
 		log.Error(err, "unable to set up the controllers")
 		os.Exit(1)
+	}
+	if fallbackWebhook != nil {
+		if err := fallbackWebhook.Setup(mgr, eng, reconciler.Resolvers); err != nil {
+			log.Error(err, "unable to set up the fallback webhook")
+			os.Exit(1)
+		}
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		log.Error(err, "unable to set up the health check")

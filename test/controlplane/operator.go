@@ -17,12 +17,16 @@ import (
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/controllers"
 	"github.com/kyvap/kyvap/translate"
+	"github.com/kyvap/kyvap/webhook"
+	"github.com/kyvap/kyvap/webhook/engine"
 )
 
 // Operator is kyvap's manager running in-process against the control plane,
 // set up exactly as cmd/manager sets it up.
 type Operator struct {
 	Reconciler *controllers.ClusterPolicyReconciler
+	// Engine is the fallback engine when the webhook runs, else nil.
+	Engine *engine.Engine
 	// Elected is closed once this manager leads (at once without election).
 	Elected <-chan struct{}
 
@@ -32,11 +36,23 @@ type Operator struct {
 
 // StartOperator starts the manager with the translation options; extra
 // carries leader-election settings (the rest of it is ignored). Several
-// operators may run in one process.
+// operators may run in one process. Fallback rules are not enforced (no
+// webhook); see StartOperatorWithWebhook.
 func (cp *ControlPlane) StartOperator(opts translate.Options, extra ctrl.Options) (*Operator, error) {
+	return cp.startOperator(opts, extra, nil)
+}
+
+// StartOperatorWithWebhook starts the manager as StartOperator does, plus
+// the fallback webhook with wh (as cmd/manager does with --webhook). The
+// API server reaches it through wh.URL, so its host must be this machine.
+func (cp *ControlPlane) StartOperatorWithWebhook(opts translate.Options, extra ctrl.Options, wh webhook.Options) (*Operator, error) {
+	return cp.startOperator(opts, extra, &wh)
+}
+
+func (cp *ControlPlane) startOperator(opts translate.Options, extra ctrl.Options, wh *webhook.Options) (*Operator, error) {
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.WarningHandlerWithContext = rest.NoWarnings{}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	managerOptions := ctrl.Options{
 		Scheme:                        cp.Scheme,
 		Cache:                         controllers.CacheOptions(),
 		Metrics:                       metricsserver.Options{BindAddress: "0"},
@@ -49,17 +65,36 @@ func (cp *ControlPlane) StartOperator(opts translate.Options, extra ctrl.Options
 		LeaseDuration:                 extra.LeaseDuration,
 		RenewDeadline:                 extra.RenewDeadline,
 		RetryPeriod:                   extra.RetryPeriod,
-	})
+	}
+	var fallback *webhook.Webhook
+	var sink controllers.FallbackSink
+	var eng *engine.Engine
+	if wh != nil {
+		var err error
+		if fallback, err = webhook.New(*wh); err != nil {
+			return nil, err
+		}
+		managerOptions.WebhookServer = fallback.Server()
+		eng = engine.New()
+		sink = eng
+	}
+	mgr, err := ctrl.NewManager(cfg, managerOptions)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r, err := controllers.Setup(ctx, mgr, cfg, opts)
+	r, err := controllers.Setup(ctx, mgr, cfg, opts, sink)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	op := &Operator{Reconciler: r, Elected: mgr.Elected(), cancel: cancel, done: make(chan error, 1)}
+	if fallback != nil {
+		if err := fallback.Setup(mgr, eng, r.Resolvers); err != nil {
+			cancel()
+			return nil, err
+		}
+	}
+	op := &Operator{Reconciler: r, Engine: eng, Elected: mgr.Elected(), cancel: cancel, done: make(chan error, 1)}
 	go func() { op.done <- mgr.Start(ctx) }()
 	return op, nil
 }

@@ -1,0 +1,216 @@
+// Package celeval compiles and evaluates the CEL of a ValidatingAdmissionPolicy
+// spec exactly as the API server's ValidatingAdmissionPolicy plugin does: the
+// same environment (newest compatibility version, strict cost), the same
+// composition of variables, match conditions, validations, message
+// expressions and audit annotations, and the same failure-policy handling,
+// because it uses k8s.io/apiserver's own compiler and validator.
+//
+// Both of kyvap's enforcement paths use it: the fallback engine compiles the
+// CEL part of a Kyverno rule into a spec, and the in-process VAP simulator
+// compiles the generated VAPs. Same code, same verdicts.
+package celeval
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/cel/environment"
+)
+
+var (
+	envOnce sync.Once
+	envSet  *environment.EnvSet
+)
+
+// baseEnv is the API server's runtime environment for admission policies:
+// the default compatibility version with strict cost, built once because it
+// is expensive and immutable.
+func baseEnv() *environment.EnvSet {
+	envOnce.Do(func() {
+		envSet = environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())
+	})
+	return envSet
+}
+
+// Program is the compiled CEL of one ValidatingAdmissionPolicy spec. It is
+// immutable and safe for concurrent use.
+type Program struct {
+	validator validating.Validator
+	hasParams bool
+}
+
+// Compile compiles the CEL of spec the way the API server compiles a
+// ValidatingAdmissionPolicy named name. Compile errors do not fail the call:
+// as in the API server, they surface as error decisions that follow the
+// spec's failurePolicy; CompileError reports them up front.
+func Compile(name string, spec *admissionregistrationv1.ValidatingAdmissionPolicySpec) *Program {
+	hasParams := spec.ParamKind != nil
+	withAuthz := plugincel.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: true}
+	withoutAuthz := plugincel.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: false}
+	failurePolicy := spec.FailurePolicy
+	compiler, err := plugincel.NewCompositedCompiler(baseEnv())
+	if err != nil {
+		return &Program{validator: validating.NewValidator(nil, nil, nil, nil, failurePolicy, err), hasParams: hasParams}
+	}
+	variables := make([]plugincel.NamedExpressionAccessor, len(spec.Variables))
+	for i, v := range spec.Variables {
+		variables[i] = &validating.Variable{Name: v.Name, Expression: v.Expression}
+	}
+	compiler.CompileAndStoreVariables(variables, withAuthz, environment.StoredExpressions)
+
+	var matcher matchconditions.Matcher
+	if len(spec.MatchConditions) > 0 {
+		conditions := make([]plugincel.ExpressionAccessor, len(spec.MatchConditions))
+		for i := range spec.MatchConditions {
+			conditions[i] = (*matchconditions.MatchCondition)(&spec.MatchConditions[i])
+		}
+		matcher = matchconditions.NewMatcher(compiler.CompileCondition(conditions, withAuthz, environment.StoredExpressions), failurePolicy, "policy", "validate", name)
+	}
+	validations := make([]plugincel.ExpressionAccessor, len(spec.Validations))
+	messages := make([]plugincel.ExpressionAccessor, len(spec.Validations))
+	for i, v := range spec.Validations {
+		validations[i] = &validating.ValidationCondition{Expression: v.Expression, Message: v.Message, Reason: v.Reason}
+		if v.MessageExpression != "" {
+			messages[i] = &validating.MessageExpressionCondition{MessageExpression: v.MessageExpression}
+		}
+	}
+	annotations := make([]plugincel.ExpressionAccessor, len(spec.AuditAnnotations))
+	for i, a := range spec.AuditAnnotations {
+		annotations[i] = &validating.AuditAnnotationCondition{Key: a.Key, ValueExpression: a.ValueExpression}
+	}
+	return &Program{
+		validator: validating.NewValidator(
+			compiler.CompileCondition(validations, withAuthz, environment.StoredExpressions),
+			matcher,
+			compiler.CompileCondition(annotations, withAuthz, environment.StoredExpressions),
+			compiler.CompileCondition(messages, withoutAuthz, environment.StoredExpressions),
+			failurePolicy,
+			nil,
+		),
+		hasParams: hasParams,
+	}
+}
+
+// CompileError is the first compile error of the spec's expressions, if any.
+func (p *Program) CompileError() error {
+	if err := p.validator.CompileError(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// HasParams reports whether the spec declares a paramKind.
+func (p *Program) HasParams() bool { return p.hasParams }
+
+// Input is one evaluation: a request, the resource it matched as, and the
+// optional bindings the API server would provide.
+type Input struct {
+	Attributes      *admission.VersionedAttributes
+	MatchedResource schema.GroupVersionResource
+	// Params is the parameter object (nil when the spec has no paramKind, or
+	// when the binding allows a missing parameter).
+	Params runtime.Object
+	// Namespace is the request's namespace object (nil for cluster-scoped
+	// requests and for Namespace objects themselves, as in the API server).
+	Namespace *corev1.Namespace
+	// Authorizer answers `authorizer` checks; nil denies every check.
+	Authorizer authorizer.UnconditionalAuthorizer
+}
+
+// Validate evaluates the program with the API server's runtime cost budget.
+// An empty result means the match conditions excluded the request.
+func (p *Program) Validate(ctx context.Context, in Input) validating.ValidateResult {
+	authz := in.Authorizer
+	if authz == nil {
+		authz = denyAll{}
+	}
+	return p.validator.Validate(ctx, in.MatchedResource, in.Attributes, in.Params, in.Namespace, celconfig.RuntimeCELCostBudget, authz)
+}
+
+// denyAll answers every authorization check with "no opinion", which is
+// what an authorizer that knows nothing about the user says.
+type denyAll struct{}
+
+func (denyAll) Authorize(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
+	return authorizer.DecisionNoOpinion, "no authorizer configured", nil
+}
+
+// Attributes builds the admission attributes the API server would hand to a
+// policy for an AdmissionReview request. Objects stay unstructured, as they
+// arrive; their kind is the request's kind.
+func Attributes(req *admissionv1.AdmissionRequest) (*admission.VersionedAttributes, error) {
+	gvk := schema.GroupVersionKind{Group: req.Kind.Group, Version: req.Kind.Version, Kind: req.Kind.Kind}
+	object, err := decodeObject(req.Object, gvk)
+	if err != nil {
+		return nil, fmt.Errorf("request object: %w", err)
+	}
+	oldObject, err := decodeObject(req.OldObject, gvk)
+	if err != nil {
+		return nil, fmt.Errorf("request oldObject: %w", err)
+	}
+	options, err := decodeObject(req.Options, schema.GroupVersionKind{})
+	if err != nil {
+		return nil, fmt.Errorf("request options: %w", err)
+	}
+	extra := map[string][]string{}
+	for k, v := range req.UserInfo.Extra {
+		extra[k] = v
+	}
+	userInfo := &user.DefaultInfo{Name: req.UserInfo.Username, UID: req.UserInfo.UID, Groups: req.UserInfo.Groups, Extra: extra}
+	dryRun := req.DryRun != nil && *req.DryRun
+	attrs := admission.NewAttributesRecord(
+		object, oldObject, gvk, req.Namespace, req.Name,
+		schema.GroupVersionResource{Group: req.Resource.Group, Version: req.Resource.Version, Resource: req.Resource.Resource},
+		req.SubResource, admission.Operation(req.Operation), options, dryRun, userInfo,
+	)
+	versioned := &admission.VersionedAttributes{Attributes: attrs, VersionedKind: gvk}
+	if object != nil {
+		versioned.VersionedObject = admission.NewLazyObject(object)
+	}
+	if oldObject != nil {
+		versioned.VersionedOldObject = admission.NewLazyObject(oldObject)
+	}
+	return versioned, nil
+}
+
+// decodeObject decodes a raw object into unstructured; an empty extension is
+// nil, as the API server passes no object for it.
+func decodeObject(raw runtime.RawExtension, gvk schema.GroupVersionKind) (runtime.Object, error) {
+	data := raw.Raw
+	if len(data) == 0 && raw.Object != nil {
+		var err error
+		if data, err = json.Marshal(raw.Object); err != nil {
+			return nil, err
+		}
+	}
+	if len(data) == 0 || string(data) == "null" {
+		return nil, nil
+	}
+	var content map[string]any
+	if err := json.Unmarshal(data, &content); err != nil {
+		return nil, err
+	}
+	if content == nil {
+		return nil, nil
+	}
+	obj := &unstructured.Unstructured{Object: content}
+	if !gvk.Empty() {
+		obj.SetGroupVersionKind(gvk)
+	}
+	return obj, nil
+}

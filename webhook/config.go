@@ -1,0 +1,232 @@
+package webhook
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/translate"
+	"github.com/kyvap/kyvap/webhook/engine"
+)
+
+// DefaultTimeoutSeconds is Kyverno's default webhookTimeoutSeconds.
+const DefaultTimeoutSeconds int32 = 10
+
+// PathPrefix is where the handlers are served; a group's path follows it.
+const PathPrefix = "/validate/"
+
+// Group is the set of policies one configured webhook serves: the API server
+// applies a failurePolicy and a timeout per webhook, so policies differing in
+// either need their own.
+type Group struct {
+	FailurePolicy  admissionregistrationv1.FailurePolicyType
+	TimeoutSeconds int32
+}
+
+// GroupOf is the group a policy belongs to. Timeouts are clamped to what the
+// API server accepts (1 to 30 seconds).
+func GroupOf(spec *kyvernov1.Spec) Group {
+	g := Group{FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: DefaultTimeoutSeconds}
+	if spec.FailurePolicy != nil && *spec.FailurePolicy == kyvernov1.Ignore {
+		g.FailurePolicy = admissionregistrationv1.Ignore
+	}
+	if t := spec.WebhookTimeoutSeconds; t != nil {
+		g.TimeoutSeconds = min(max(*t, 1), 30)
+	}
+	return g
+}
+
+// Name is the configured webhook's name, e.g. "fail-10s.validate.kyvap.io".
+func (g Group) Name() string {
+	return fmt.Sprintf("%s-%ds.validate.kyvap.io", strings.ToLower(string(g.FailurePolicy)), g.TimeoutSeconds)
+}
+
+// Path is where the group's handler is served, e.g. "/validate/fail/10".
+func (g Group) Path() string {
+	return fmt.Sprintf("%s%s/%d", PathPrefix, strings.ToLower(string(g.FailurePolicy)), g.TimeoutSeconds)
+}
+
+// ParseGroupPath is the inverse of Group.Path.
+func ParseGroupPath(path string) (Group, error) {
+	rest, ok := strings.CutPrefix(path, PathPrefix)
+	parts := strings.Split(rest, "/")
+	if !ok || len(parts) != 2 {
+		return Group{}, fmt.Errorf("path %q is not %s<fail|ignore>/<seconds>", path, PathPrefix)
+	}
+	var g Group
+	switch parts[0] {
+	case "fail":
+		g.FailurePolicy = admissionregistrationv1.Fail
+	case "ignore":
+		g.FailurePolicy = admissionregistrationv1.Ignore
+	default:
+		return Group{}, fmt.Errorf("path %q: unknown failure policy %q", path, parts[0])
+	}
+	t, err := strconv.ParseInt(parts[1], 10, 32)
+	if err != nil || t < 1 || t > 30 {
+		return Group{}, fmt.Errorf("path %q: timeout %q is not 1 to 30 seconds", path, parts[1])
+	}
+	g.TimeoutSeconds = int32(t)
+	return g, nil
+}
+
+// ConfigOptions say how the API server reaches the webhook.
+type ConfigOptions struct {
+	// Name of the ValidatingWebhookConfiguration.
+	Name string
+	// Service is the webhook's Service (namespace, name, port); the path is
+	// set per group. Exactly one of Service and URL is set.
+	Service *admissionregistrationv1.ServiceReference
+	// URL is the webhook's base URL ("https://host:port"), for a manager
+	// running outside the cluster.
+	URL string
+	// CABundle is the CA that signed the serving certificate; empty when
+	// cert-manager's CA injector fills it in (see Annotations).
+	CABundle []byte
+	// ExcludedNamespaces are never sent to the webhook: kube-system and the
+	// operator's own namespace, so that the webhook can never lock out the
+	// cluster or itself.
+	ExcludedNamespaces []string
+	// Labels and Annotations are set on the configuration.
+	Labels      map[string]string
+	Annotations map[string]string
+}
+
+// DesiredConfiguration is the ValidatingWebhookConfiguration for a set of
+// fallback rules: one webhook per group, each registered for exactly the
+// resources and operations of its rules. It returns nil when no rule needs
+// the webhook. Rules the engine cannot evaluate and rules whose kinds cannot
+// be resolved are left out, and each such problem is returned.
+func DesiredConfiguration(rules []translate.FallbackRule, resolver translate.KindResolver, opts ConfigOptions) (*admissionregistrationv1.ValidatingWebhookConfiguration, []error) {
+	var problems []error
+	byGroup := map[Group][]admissionregistrationv1.RuleWithOperations{}
+	for i := range rules {
+		fr := &rules[i]
+		if err := engine.Unsupported(fr); err != nil {
+			problems = append(problems, fmt.Errorf("ClusterPolicy %s rule %s: %w", fr.Policy, fr.Rule.Name, err))
+			continue
+		}
+		r, err := translate.WebhookRules(resolver, append([]kyvernov1.Rule{fr.Rule}, fr.AdditionalRules...)...)
+		if err != nil {
+			problems = append(problems, fmt.Errorf("ClusterPolicy %s: %w", fr.Policy, err))
+			continue
+		}
+		g := GroupOf(&fr.Spec)
+		byGroup[g] = append(byGroup[g], r...)
+	}
+	if len(byGroup) == 0 {
+		return nil, problems
+	}
+	groups := make([]Group, 0, len(byGroup))
+	for g := range byGroup {
+		groups = append(groups, g)
+	}
+	sort.Slice(groups, func(i, j int) bool { return groups[i].Name() < groups[j].Name() })
+
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: opts.Name, Labels: opts.Labels, Annotations: opts.Annotations},
+	}
+	excluded := append([]string(nil), opts.ExcludedNamespaces...)
+	sort.Strings(excluded)
+	for _, g := range groups {
+		vwc.Webhooks = append(vwc.Webhooks, webhookFor(g, mergeWebhookRules(byGroup[g]), excluded, opts))
+	}
+	return vwc, problems
+}
+
+func webhookFor(g Group, rules []admissionregistrationv1.RuleWithOperations, excluded []string, opts ConfigOptions) admissionregistrationv1.ValidatingWebhook {
+	failurePolicy := g.FailurePolicy
+	equivalent := admissionregistrationv1.Equivalent
+	sideEffects := admissionregistrationv1.SideEffectClassNone
+	timeout := g.TimeoutSeconds
+	cc := admissionregistrationv1.WebhookClientConfig{CABundle: opts.CABundle}
+	if opts.Service != nil {
+		svc := *opts.Service
+		path := g.Path()
+		svc.Path = &path
+		cc.Service = &svc
+	} else {
+		url := strings.TrimRight(opts.URL, "/") + g.Path()
+		cc.URL = &url
+	}
+	// Every field the API server would default is set, so the stored object
+	// equals the desired one and an unchanged configuration is never written.
+	return admissionregistrationv1.ValidatingWebhook{
+		Name:          g.Name(),
+		ClientConfig:  cc,
+		Rules:         rules,
+		FailurePolicy: &failurePolicy,
+		MatchPolicy:   &equivalent,
+		NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: excluded,
+		}}},
+		ObjectSelector:          &metav1.LabelSelector{},
+		SideEffects:             &sideEffects,
+		TimeoutSeconds:          &timeout,
+		AdmissionReviewVersions: []string{"v1"},
+	}
+}
+
+// mergeWebhookRules merges rules that differ only in resources, with
+// explicit scope "*", sorted.
+func mergeWebhookRules(rules []admissionregistrationv1.RuleWithOperations) []admissionregistrationv1.RuleWithOperations {
+	type key struct{ groups, versions, ops string }
+	merged := map[key]map[string]bool{}
+	for _, r := range rules {
+		ops := make([]string, len(r.Operations))
+		for i, op := range r.Operations {
+			ops[i] = string(op)
+		}
+		k := key{strings.Join(r.APIGroups, ","), strings.Join(r.APIVersions, ","), strings.Join(ops, ",")}
+		if merged[k] == nil {
+			merged[k] = map[string]bool{}
+		}
+		for _, res := range r.Resources {
+			merged[k][res] = true
+		}
+	}
+	keys := make([]key, 0, len(merged))
+	for k := range merged {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.groups != b.groups {
+			return a.groups < b.groups
+		}
+		if a.versions != b.versions {
+			return a.versions < b.versions
+		}
+		return a.ops < b.ops
+	})
+	all := admissionregistrationv1.AllScopes
+	out := make([]admissionregistrationv1.RuleWithOperations, 0, len(keys))
+	for _, k := range keys {
+		resources := make([]string, 0, len(merged[k]))
+		for r := range merged[k] {
+			resources = append(resources, r)
+		}
+		sort.Strings(resources)
+		var ops []admissionregistrationv1.OperationType
+		for _, op := range strings.Split(k.ops, ",") {
+			ops = append(ops, admissionregistrationv1.OperationType(op))
+		}
+		out = append(out, admissionregistrationv1.RuleWithOperations{
+			Operations: ops,
+			Rule: admissionregistrationv1.Rule{
+				APIGroups: strings.Split(k.groups, ","), APIVersions: strings.Split(k.versions, ","),
+				Resources: resources, Scope: &all,
+			},
+		})
+	}
+	return out
+}
+
+// errNoClientConfig is returned when neither a Service nor a URL is set.
+var errNoClientConfig = errors.New("webhook: neither a Service nor a URL is configured")

@@ -1,0 +1,119 @@
+package webhook
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/utils/ptr"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/translate"
+)
+
+func celRule(name string, kinds []string, ops ...kyvernov1.AdmissionOperation) kyvernov1.Rule {
+	return kyvernov1.Rule{
+		Name: name,
+		MatchResources: kyvernov1.MatchResources{Any: kyvernov1.ResourceFilters{{
+			Resources: kyvernov1.ResourceDescription{Kinds: kinds, Operations: ops},
+		}}},
+		Validation: &kyvernov1.Validation{CEL: &kyvernov1.CEL{Expressions: []admissionregistrationv1.Validation{{Expression: "true"}}}},
+	}
+}
+
+func TestGroupOf(t *testing.T) {
+	ignore := kyvernov1.Ignore
+	tests := []struct {
+		spec kyvernov1.Spec
+		want Group
+	}{
+		{kyvernov1.Spec{}, Group{admissionregistrationv1.Fail, 10}},
+		{kyvernov1.Spec{FailurePolicy: &ignore, WebhookTimeoutSeconds: ptr.To[int32](3)}, Group{admissionregistrationv1.Ignore, 3}},
+		{kyvernov1.Spec{WebhookTimeoutSeconds: ptr.To[int32](90)}, Group{admissionregistrationv1.Fail, 30}},
+		{kyvernov1.Spec{WebhookTimeoutSeconds: ptr.To[int32](0)}, Group{admissionregistrationv1.Fail, 1}},
+	}
+	for _, tt := range tests {
+		got := GroupOf(&tt.spec)
+		if got != tt.want {
+			t.Errorf("GroupOf(%+v) = %+v, want %+v", tt.spec, got, tt.want)
+		}
+		back, err := ParseGroupPath(got.Path())
+		if err != nil || back != got {
+			t.Errorf("ParseGroupPath(%q) = %+v, %v; want %+v", got.Path(), back, err, got)
+		}
+	}
+	for _, bad := range []string{"/validate", "/validate/fail", "/validate/maybe/10", "/validate/fail/0", "/validate/fail/31", "/validate/fail/x", "/other/fail/10"} {
+		if _, err := ParseGroupPath(bad); err == nil {
+			t.Errorf("ParseGroupPath(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestDesiredConfiguration(t *testing.T) {
+	resolver := translate.NewStaticResolver()
+	ignore := kyvernov1.Ignore
+	rules := []translate.FallbackRule{
+		{Policy: "a", Rule: celRule("pods", []string{"Pod"}, kyvernov1.Create, kyvernov1.Update)},
+		{Policy: "b", Rule: celRule("deploy", []string{"apps/v1/Deployment"}, kyvernov1.Create, kyvernov1.Update),
+			AdditionalRules: []kyvernov1.Rule{celRule("cm", []string{"ConfigMap"}, kyvernov1.Create, kyvernov1.Update)}},
+		{Policy: "c", Rule: celRule("svc", []string{"Service"}), Spec: kyvernov1.Spec{FailurePolicy: &ignore, WebhookTimeoutSeconds: ptr.To[int32](5)}},
+		{Policy: "d", Rule: celRule("nothing", []string{"NoSuchKind"})},
+	}
+	vwc, problems := DesiredConfiguration(rules, resolver, ConfigOptions{
+		Name: "kyvap-fallback", URL: "https://127.0.0.1:9443", CABundle: []byte("ca"),
+		ExcludedNamespaces: []string{"kyvap-system", "kube-system"},
+	})
+	if len(problems) != 1 || !strings.Contains(problems[0].Error(), `kind "NoSuchKind"`) {
+		t.Fatalf("problems = %v, want one about NoSuchKind", problems)
+	}
+	if vwc == nil || len(vwc.Webhooks) != 2 {
+		t.Fatalf("want 2 webhooks, got %+v", vwc)
+	}
+	fail, ign := vwc.Webhooks[0], vwc.Webhooks[1]
+	if fail.Name != "fail-10s.validate.kyvap.io" || ign.Name != "ignore-5s.validate.kyvap.io" {
+		t.Fatalf("webhook names %q, %q", fail.Name, ign.Name)
+	}
+	if *fail.ClientConfig.URL != "https://127.0.0.1:9443/validate/fail/10" || *ign.TimeoutSeconds != 5 || *ign.FailurePolicy != admissionregistrationv1.Ignore {
+		t.Errorf("client config / timeout / failure policy wrong: %s %d %s", *fail.ClientConfig.URL, *ign.TimeoutSeconds, *ign.FailurePolicy)
+	}
+	all := admissionregistrationv1.AllScopes
+	cu := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
+	want := []admissionregistrationv1.RuleWithOperations{
+		{Operations: cu, Rule: admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps", "pods", "pods/ephemeralcontainers"}, Scope: &all}},
+		{Operations: cu, Rule: admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}, Scope: &all}},
+	}
+	if diff := cmp.Diff(want, fail.Rules); diff != "" {
+		t.Errorf("Fail webhook rules (-want +got):\n%s", diff)
+	}
+	if got := ign.Rules[0].Operations; len(got) != 4 {
+		t.Errorf("a filter without operations must register all four, got %v", got)
+	}
+	sel := fail.NamespaceSelector.MatchExpressions[0]
+	if sel.Key != "kubernetes.io/metadata.name" || sel.Operator != "NotIn" || !cmp.Equal(sel.Values, []string{"kube-system", "kyvap-system"}) {
+		t.Errorf("namespace selector %+v must exclude kube-system and the operator's namespace", sel)
+	}
+	if *fail.MatchPolicy != admissionregistrationv1.Equivalent || *fail.SideEffects != admissionregistrationv1.SideEffectClassNone {
+		t.Errorf("matchPolicy %s sideEffects %s", *fail.MatchPolicy, *fail.SideEffects)
+	}
+
+	again, _ := DesiredConfiguration(rules, resolver, ConfigOptions{
+		Name: "kyvap-fallback", URL: "https://127.0.0.1:9443", CABundle: []byte("ca"),
+		ExcludedNamespaces: []string{"kube-system", "kyvap-system"},
+	})
+	if diff := cmp.Diff(vwc, again); diff != "" {
+		t.Errorf("not deterministic (-first +second):\n%s", diff)
+	}
+	if none, _ := DesiredConfiguration(nil, resolver, ConfigOptions{Name: "x", URL: "https://h"}); none != nil {
+		t.Errorf("no rules must give no configuration, got %+v", none)
+	}
+}
+
+func TestDesiredConfigurationLeavesOutUnsupportedRules(t *testing.T) {
+	r := celRule("ctx", []string{"Pod"})
+	r.Context = append(r.Context, apiextensionsJSON(`{"name":"x","variable":{"value":1}}`))
+	vwc, problems := DesiredConfiguration([]translate.FallbackRule{{Policy: "p", Rule: r}}, translate.NewStaticResolver(), ConfigOptions{Name: "x", URL: "https://h"})
+	if vwc != nil || len(problems) != 1 || !strings.Contains(problems[0].Error(), "context entries") {
+		t.Fatalf("got %+v, %v; want no configuration and a context-entries problem", vwc, problems)
+	}
+}

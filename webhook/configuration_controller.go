@@ -1,0 +1,180 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/kyvap/kyvap/translate"
+	"github.com/kyvap/kyvap/webhook/engine"
+)
+
+// ResolverSource gives the current kind resolver (discovery).
+type ResolverSource interface {
+	Resolver() translate.KindResolver
+}
+
+// ConfigurationReconciler keeps kyvap's ValidatingWebhookConfiguration equal
+// to what the engine's rules need: created when the first fallback rule
+// appears, narrowed or widened as rules come and go, deleted when none is
+// left, and restored when someone edits it. It runs on the leader only.
+type ConfigurationReconciler struct {
+	Client    client.Client
+	Engine    *engine.Engine
+	Resolvers ResolverSource
+	Options   ConfigOptions
+	// CABundle returns the current CA; nil when cert-manager injects it.
+	CABundle func() []byte
+
+	trigger chan event.TypedGenericEvent[*admissionregistrationv1.ValidatingWebhookConfiguration]
+}
+
+// Trigger asks for a reconcile (rules or the CA changed). It never blocks.
+func (r *ConfigurationReconciler) Trigger() {
+	select {
+	case r.trigger <- event.TypedGenericEvent[*admissionregistrationv1.ValidatingWebhookConfiguration]{Object: r.placeholder()}:
+	default: // a reconcile is already pending
+	}
+}
+
+func (r *ConfigurationReconciler) placeholder() *admissionregistrationv1.ValidatingWebhookConfiguration {
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	vwc.Name = r.Options.Name
+	return vwc
+}
+
+// SetupWithManager registers the reconciler and subscribes it to the
+// engine's changes.
+func (r *ConfigurationReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Options.Name == "" {
+		return errors.New("webhook configuration name is empty")
+	}
+	if r.Options.Service == nil && r.Options.URL == "" {
+		return errNoClientConfig
+	}
+	r.trigger = make(chan event.TypedGenericEvent[*admissionregistrationv1.ValidatingWebhookConfiguration], 1)
+	r.Engine.OnChange(r.Trigger)
+	ours := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == r.Options.Name })
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("webhookconfiguration").
+		For(&admissionregistrationv1.ValidatingWebhookConfiguration{}, builder.WithPredicates(ours)).
+		WatchesRawSource(source.Channel(r.trigger, &handler.TypedEnqueueRequestForObject[*admissionregistrationv1.ValidatingWebhookConfiguration]{})).
+		Complete(r)
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *ConfigurationReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (ctrl.Result, error) {
+	logger := log.FromContext(ctx)
+	opts := r.Options
+	if r.CABundle != nil {
+		opts.CABundle = r.CABundle()
+		if len(opts.CABundle) == 0 {
+			// No certificate yet: configuring the API server now would only
+			// make it fail TLS. The certificate manager triggers us when ready.
+			return ctrl.Result{}, nil
+		}
+	}
+	desired, problems := DesiredConfiguration(r.Engine.Rules(), r.Resolvers.Resolver(), opts)
+	for _, p := range problems {
+		logger.Info("fallback rule left out of the webhook configuration", "problem", p.Error())
+	}
+	current := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	err := r.Client.Get(ctx, types.NamespacedName{Name: opts.Name}, current)
+	switch {
+	case apierrors.IsNotFound(err):
+		current = nil
+	case err != nil:
+		return ctrl.Result{}, err
+	}
+	if err := r.apply(ctx, current, desired); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.Engine.SetEnforcing(true)
+	return ctrl.Result{}, nil
+}
+
+func (r *ConfigurationReconciler) apply(ctx context.Context, current, desired *admissionregistrationv1.ValidatingWebhookConfiguration) error {
+	switch {
+	case desired == nil && current == nil:
+		return nil
+	case desired == nil:
+		if current.Labels[translate.LabelManagedBy] != translate.ManagedByValue {
+			return nil // not ours: never delete someone else's configuration
+		}
+		err := r.Client.Delete(ctx, current, client.Preconditions{UID: &current.UID, ResourceVersion: &current.ResourceVersion})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting ValidatingWebhookConfiguration %s: %w", current.Name, err)
+		}
+		return nil
+	case current == nil:
+		if err := r.Client.Create(ctx, desired, client.FieldOwner(fieldManager)); err != nil {
+			return fmt.Errorf("creating ValidatingWebhookConfiguration %s: %w", desired.Name, err)
+		}
+		return nil
+	}
+	if current.Labels[translate.LabelManagedBy] != translate.ManagedByValue {
+		return fmt.Errorf("ValidatingWebhookConfiguration %s exists and is not managed by kyvap; remove it or choose another name", current.Name)
+	}
+	if r.CABundle == nil {
+		// cert-manager's CA injector owns the bundle.
+		for i := range desired.Webhooks {
+			if i < len(current.Webhooks) {
+				desired.Webhooks[i].ClientConfig.CABundle = current.Webhooks[i].ClientConfig.CABundle
+			}
+		}
+	}
+	_, injected := current.Annotations[AnnotationInjectCAFrom]
+	if equality.Semantic.DeepEqual(current.Webhooks, desired.Webhooks) &&
+		equality.Semantic.DeepEqual(current.Labels, desired.Labels) &&
+		annotationsContain(current.Annotations, desired.Annotations) &&
+		(r.CABundle == nil || !injected) {
+		return nil // nothing changed: no write
+	}
+	updated := current.DeepCopy()
+	updated.Webhooks = desired.Webhooks
+	updated.Labels = desired.Labels
+	if r.CABundle != nil {
+		// Back from cert-manager to self-managed: its injector must stop.
+		delete(updated.Annotations, AnnotationInjectCAFrom)
+	}
+	for k, v := range desired.Annotations {
+		if updated.Annotations == nil {
+			updated.Annotations = map[string]string{}
+		}
+		updated.Annotations[k] = v
+	}
+	if err := r.Client.Update(ctx, updated, client.FieldOwner(fieldManager)); err != nil {
+		return fmt.Errorf("updating ValidatingWebhookConfiguration %s: %w", updated.Name, err)
+	}
+	return nil
+}
+
+func annotationsContain(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// AnnotationInjectCAFrom asks cert-manager's CA injector to fill in the
+// configuration's CA bundle from a Certificate.
+const AnnotationInjectCAFrom = "cert-manager.io/inject-ca-from"
+
+// fieldManager is kyvap's field manager, as for its VAPs.
+const fieldManager = "kyvap"

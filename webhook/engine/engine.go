@@ -1,0 +1,557 @@
+// Package engine is kyvap's fallback engine: it enforces the Kyverno CEL
+// rules that are not expressed as ValidatingAdmissionPolicies, with Kyverno's
+// matching semantics (package match) and the API server's CEL evaluation
+// (package celeval), so a rule gives the verdict its VAP would give.
+//
+// Rules are compiled once per policy generation into an immutable snapshot
+// that is swapped atomically; admission requests evaluate the snapshot they
+// loaded without locks.
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	admissionauthorizer "k8s.io/apiserver/pkg/admission/plugin/authorizer"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	kyvernov2 "github.com/kyvap/kyvap/api/v2"
+	"github.com/kyvap/kyvap/translate"
+	"github.com/kyvap/kyvap/webhook/celeval"
+	"github.com/kyvap/kyvap/webhook/match"
+)
+
+// Result is a rule's result for one request, in Kyverno's vocabulary.
+type Result string
+
+// The results. A rule that does not match the request has no Outcome.
+const (
+	// Pass: every validation holds.
+	Pass Result = "pass"
+	// Fail: a validation does not hold.
+	Fail Result = "fail"
+	// Skip: a PolicyException exempts the request, or a celPrecondition is false.
+	Skip Result = "skip"
+	// Error: the rule could not be evaluated (CEL runtime error, missing
+	// parameters, a construct the engine cannot evaluate).
+	Error Result = "error"
+)
+
+// Outcome is what one rule concluded about one request.
+type Outcome struct {
+	// Policy and Rule name the Kyverno rule as Kyverno reports it: pod
+	// controller variants carry their autogen names.
+	Policy string `json:"policy"`
+	Rule   string `json:"rule"`
+	Result Result `json:"result"`
+	// Action is Enforce or Audit, the failure action for the request's
+	// namespace.
+	Action kyvernov1.ValidationFailureAction `json:"action,omitempty"`
+	// Blocking is true when the outcome counts as a violation: a failure, or
+	// an error under failurePolicy Fail. An error under failurePolicy Ignore
+	// is not blocking, as in a VAP.
+	Blocking bool `json:"blocking,omitempty"`
+	// Message is the first violation's message (the text a VAP denial
+	// carries); Messages has one entry per violation.
+	Message  string   `json:"message,omitempty"`
+	Messages []string `json:"messages,omitempty"`
+	// Reason is the first violation's reason (a validation's `reason`,
+	// Invalid by default), which sets the denial's HTTP status as in a VAP.
+	Reason metav1.StatusReason `json:"reason,omitempty"`
+	// AuditAnnotations are the rule's auditAnnotations, keyed as written.
+	AuditAnnotations map[string]string `json:"auditAnnotations,omitempty"`
+}
+
+// ParamSource finds parameter objects for rules with a paramKind.
+type ParamSource interface {
+	// Params returns the objects of kind that ref selects for a request in
+	// namespace (ref.namespace, when set, wins; cluster-scoped kinds ignore
+	// namespaces). None found is an empty list, not an error.
+	Params(ctx context.Context, kind *admissionregistrationv1.ParamKind, ref *admissionregistrationv1.ParamRef, namespace string) ([]runtime.Object, error)
+}
+
+// Request is one admission request with what the engine needs gathered.
+type Request struct {
+	Admission *admissionv1.AdmissionRequest
+	// Namespace is the object of the request's namespace; nil when the
+	// request is cluster-scoped or the namespace is unknown.
+	Namespace *corev1.Namespace
+	// Roles ("namespace:name") and ClusterRoles bound to the requesting user;
+	// only needed when some rule matches on roles (see NeedsRoles).
+	Roles        []string
+	ClusterRoles []string
+	Params       ParamSource
+	// Authorizer answers the CEL `authorizer` variable; nil says no opinion.
+	Authorizer authorizer.UnconditionalAuthorizer
+	// Policies, when set, limits evaluation to the policies it accepts (the
+	// webhook evaluates, per configured webhook, the policies it serves).
+	Policies func(policy string, spec *kyvernov1.Spec) bool
+}
+
+// Engine holds the compiled fallback rules of every policy. The zero value
+// is not usable; call New.
+type Engine struct {
+	mu       sync.Mutex // serialises writers
+	policies map[string]*compiledPolicy
+	current  atomic.Pointer[snapshot]
+	// enforcing says whether a webhook is actually serving this engine.
+	enforcing          atomic.Bool
+	listeners          []func()
+	enforcingListeners []func()
+}
+
+// New returns an engine with no rules.
+func New() *Engine {
+	e := &Engine{policies: map[string]*compiledPolicy{}}
+	e.current.Store(&snapshot{})
+	return e
+}
+
+// snapshot is an immutable, ordered view of every compiled rule.
+type snapshot struct {
+	policies   []*compiledPolicy
+	needsRoles bool
+}
+
+type compiledPolicy struct {
+	name   string
+	source []translate.FallbackRule
+	rules  []*compiledRule
+	// applyOne stops at the first rule that passed or failed (spec.applyRules: One).
+	applyOne bool
+}
+
+type compiledRule struct {
+	policy     string
+	rule       *kyvernov1.Rule
+	spec       *kyvernov1.Spec
+	exceptions []kyvernov2.PolicyException
+	program    *celeval.Program
+	// unsupported is why the engine cannot evaluate this rule, if it cannot.
+	unsupported error
+	ignore      bool
+}
+
+// SetFallbackRules implements controllers.FallbackSink: it compiles the
+// policy's rules (unless they are unchanged) and publishes a new snapshot.
+func (e *Engine) SetFallbackRules(policy string, rules []translate.FallbackRule) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(rules) == 0 {
+		if _, ok := e.policies[policy]; !ok {
+			return
+		}
+		delete(e.policies, policy)
+	} else {
+		if old, ok := e.policies[policy]; ok && reflect.DeepEqual(old.source, rules) {
+			return
+		}
+		e.policies[policy] = compilePolicy(policy, rules)
+	}
+	e.publish()
+}
+
+// Enforcing implements controllers.FallbackSink.
+func (e *Engine) Enforcing() bool { return e.enforcing.Load() }
+
+// SetEnforcing records whether a webhook serves the engine and the API
+// server is configured to call it, and tells the OnEnforcingChange
+// listeners when that changes.
+func (e *Engine) SetEnforcing(on bool) {
+	if e.enforcing.Swap(on) == on {
+		return
+	}
+	e.mu.Lock()
+	listeners := append([]func(){}, e.enforcingListeners...)
+	e.mu.Unlock()
+	for _, l := range listeners {
+		l()
+	}
+}
+
+// OnEnforcingChange registers a function called when Enforcing changes (the
+// status of every policy with fallback rules depends on it). It must not
+// block.
+func (e *Engine) OnEnforcingChange(f func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.enforcingListeners = append(e.enforcingListeners, f)
+}
+
+// Unsupported reports why the engine cannot evaluate a fallback rule, or nil.
+func Unsupported(rule *translate.FallbackRule) error {
+	for _, r := range append([]kyvernov1.Rule{rule.Rule}, rule.AdditionalRules...) {
+		if err := unsupported(&r, rule.Exceptions); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Rules returns the source rules of every policy, ordered by policy name.
+func (e *Engine) Rules() []translate.FallbackRule {
+	var out []translate.FallbackRule
+	for _, p := range e.current.Load().policies {
+		out = append(out, p.source...)
+	}
+	return out
+}
+
+// NeedsRoles reports whether some rule matches on roles or clusterRoles, so
+// callers resolve the user's RBAC roles only when they matter.
+func (e *Engine) NeedsRoles() bool { return e.current.Load().needsRoles }
+
+func (e *Engine) publish() {
+	names := make([]string, 0, len(e.policies))
+	for n := range e.policies {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	s := &snapshot{policies: make([]*compiledPolicy, 0, len(names))}
+	for _, n := range names {
+		p := e.policies[n]
+		s.policies = append(s.policies, p)
+		for _, r := range p.rules {
+			s.needsRoles = s.needsRoles || usesRoles(r.rule)
+		}
+	}
+	e.current.Store(s)
+	for _, l := range e.listeners {
+		l()
+	}
+}
+
+// OnChange registers a function called after every change of the rule set.
+// It runs with the engine's write lock held, so it must not block or call
+// back into SetFallbackRules; signalling a channel is the intended use.
+func (e *Engine) OnChange(f func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.listeners = append(e.listeners, f)
+}
+
+func compilePolicy(name string, rules []translate.FallbackRule) *compiledPolicy {
+	p := &compiledPolicy{name: name, source: rules}
+	for i := range rules {
+		fr := &rules[i]
+		p.applyOne = p.applyOne || (fr.Spec.ApplyRules != nil && *fr.Spec.ApplyRules == "One")
+		for _, r := range append([]kyvernov1.Rule{fr.Rule}, fr.AdditionalRules...) {
+			p.rules = append(p.rules, compileRule(name, r, &fr.Spec, fr.Exceptions))
+		}
+	}
+	return p
+}
+
+func compileRule(policy string, rule kyvernov1.Rule, spec *kyvernov1.Spec, exceptions []kyvernov2.PolicyException) *compiledRule {
+	c := &compiledRule{
+		policy: policy, rule: &rule, spec: spec, exceptions: exceptions,
+		ignore: spec.FailurePolicy != nil && *spec.FailurePolicy == kyvernov1.Ignore,
+	}
+	if c.unsupported = unsupported(&rule, exceptions); c.unsupported != nil || !rule.HasValidateCEL() {
+		return c
+	}
+	c.program = celeval.Compile(policy+"/"+rule.Name, ruleSpec(&rule, spec))
+	return c
+}
+
+// ruleSpec is the CEL part of a Kyverno rule as the VAP spec the API server
+// would evaluate: Kyverno's CEL handler builds the same validator.
+func ruleSpec(rule *kyvernov1.Rule, spec *kyvernov1.Spec) *admissionregistrationv1.ValidatingAdmissionPolicySpec {
+	cel := rule.Validation.CEL
+	validations := make([]admissionregistrationv1.Validation, len(cel.Expressions))
+	for i, v := range cel.Expressions {
+		validations[i] = *v.DeepCopy()
+		if validations[i].Message == "" {
+			validations[i].Message = rule.Validation.Message
+		}
+	}
+	failurePolicy := admissionregistrationv1.Fail
+	if spec.FailurePolicy != nil && *spec.FailurePolicy == kyvernov1.Ignore {
+		failurePolicy = admissionregistrationv1.Ignore
+	}
+	return &admissionregistrationv1.ValidatingAdmissionPolicySpec{
+		ParamKind:        cel.ParamKind,
+		MatchConditions:  rule.CELPreconditions,
+		Validations:      validations,
+		AuditAnnotations: cel.AuditAnnotations,
+		Variables:        cel.Variables,
+		FailurePolicy:    &failurePolicy,
+	}
+}
+
+// unsupported names the constructs only Kyverno's JMESPath engine can
+// evaluate. Approximating them would give wrong verdicts, so such rules are
+// reported instead of enforced.
+func unsupported(rule *kyvernov1.Rule, exceptions []kyvernov2.PolicyException) error {
+	switch {
+	case !rule.HasValidateCEL():
+		return fmt.Errorf("rule %q is not a validate.cel rule", rule.Name)
+	case rule.RawAnyAllConditions != nil && !isEmptyJSON(rule.RawAnyAllConditions.Raw):
+		return fmt.Errorf("rule %q has JMESPath preconditions, which only Kyverno evaluates", rule.Name)
+	case len(rule.Context) > 0:
+		return fmt.Errorf("rule %q has context entries, which only Kyverno evaluates", rule.Name)
+	}
+	for _, ex := range exceptions {
+		if ex.Spec.Conditions != nil {
+			return fmt.Errorf("PolicyException %s/%s has JMESPath conditions, which only Kyverno evaluates", ex.Namespace, ex.Name)
+		}
+	}
+	return nil
+}
+
+func isEmptyJSON(raw []byte) bool {
+	s := strings.TrimSpace(string(raw))
+	return s == "" || s == "null" || s == "{}" || s == "[]"
+}
+
+func usesRoles(rule *kyvernov1.Rule) bool {
+	blocks := []*kyvernov1.MatchResources{&rule.MatchResources, rule.ExcludeResources}
+	for _, b := range blocks {
+		if b == nil {
+			continue
+		}
+		if len(b.Roles) > 0 || len(b.ClusterRoles) > 0 {
+			return true
+		}
+		for _, f := range append(append(kyvernov1.ResourceFilters{}, b.Any...), b.All...) {
+			if len(f.Roles) > 0 || len(f.ClusterRoles) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Evaluate runs every rule that matches the request and returns their
+// outcomes in policy then rule order. The error is for a request the engine
+// cannot read at all; per-rule problems are Error outcomes.
+func (e *Engine) Evaluate(ctx context.Context, req Request) ([]Outcome, error) {
+	if req.Admission == nil {
+		return nil, errors.New("no admission request")
+	}
+	snap := e.current.Load()
+	if len(snap.policies) == 0 {
+		return nil, nil
+	}
+	attrs, err := celeval.Attributes(req.Admission)
+	if err != nil {
+		return nil, err
+	}
+	mreq, err := matchRequest(&req)
+	if err != nil {
+		return nil, err
+	}
+	var namespace *corev1.Namespace
+	if req.Admission.Namespace != "" && !isNamespaceKind(req.Admission) {
+		namespace = req.Namespace
+		if namespace == nil {
+			// Kyverno's engine, too, evaluates with a namespace that has only its name when it cannot read it.
+			namespace = &corev1.Namespace{}
+			namespace.Name = req.Admission.Namespace
+		}
+	}
+	if req.Authorizer != nil {
+		// One request, one answer per check: as in the API server.
+		req.Authorizer = admissionauthorizer.NewCachingAuthorizer(req.Authorizer)
+	}
+	var out []Outcome
+	for _, p := range snap.policies {
+		if req.Policies != nil && len(p.rules) > 0 && !req.Policies(p.name, p.rules[0].spec) {
+			continue
+		}
+		for _, r := range p.rules {
+			o, ok := r.evaluate(ctx, &req, mreq, attrs, namespace)
+			if !ok {
+				continue
+			}
+			out = append(out, o)
+			if p.applyOne && (o.Result == Pass || o.Result == Fail) {
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+func isNamespaceKind(req *admissionv1.AdmissionRequest) bool {
+	return req.Kind.Group == "" && req.Kind.Version == "v1" && req.Kind.Kind == "Namespace"
+}
+
+func matchRequest(req *Request) (*match.Request, error) {
+	a := req.Admission
+	m := &match.Request{
+		Operation:    string(a.Operation),
+		Kind:         schema.GroupVersionKind{Group: a.Kind.Group, Version: a.Kind.Version, Kind: a.Kind.Kind},
+		Resource:     schema.GroupVersionResource{Group: a.Resource.Group, Version: a.Resource.Version, Resource: a.Resource.Resource},
+		SubResource:  a.SubResource,
+		Namespace:    a.Namespace,
+		Name:         a.Name,
+		UserInfo:     a.UserInfo,
+		Roles:        req.Roles,
+		ClusterRoles: req.ClusterRoles,
+	}
+	var err error
+	if m.Object, err = content(a.Object); err != nil {
+		return nil, fmt.Errorf("request object: %w", err)
+	}
+	if m.OldObject, err = content(a.OldObject); err != nil {
+		return nil, fmt.Errorf("request oldObject: %w", err)
+	}
+	if req.Namespace != nil {
+		m.NamespaceLabels = req.Namespace.Labels
+	}
+	if isNamespaceKind(a) {
+		// A Namespace is selected by its own labels.
+		obj := m.Object
+		if obj == nil {
+			obj = m.OldObject
+		}
+		m.NamespaceLabels = (&unstructured.Unstructured{Object: obj}).GetLabels()
+	}
+	return m, nil
+}
+
+func content(raw runtime.RawExtension) (map[string]any, error) {
+	if len(raw.Raw) == 0 {
+		return nil, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw.Raw, &m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// evaluate returns the rule's outcome and whether the rule matched at all.
+func (r *compiledRule) evaluate(ctx context.Context, req *Request, mreq *match.Request, attrs *admission.VersionedAttributes, namespace *corev1.Namespace) (Outcome, bool) {
+	o := Outcome{Policy: r.policy, Rule: r.rule.Name}
+	matched, err := match.Rule(r.rule, mreq)
+	if err != nil {
+		o.Action = action(r.spec, r.rule, mreq)
+		return r.errorOutcome(o, fmt.Sprintf("matching: %v", err)), true
+	}
+	if !matched {
+		return o, false
+	}
+	o.Action = action(r.spec, r.rule, mreq)
+	for i := range r.exceptions {
+		ex := &r.exceptions[i]
+		exempt, err := match.Exception(ex, r.policy, r.rule.Name, mreq)
+		if err != nil {
+			return r.errorOutcome(o, fmt.Sprintf("PolicyException %s/%s: %v", ex.Namespace, ex.Name, err)), true
+		}
+		if exempt {
+			o.Result, o.Message = Skip, fmt.Sprintf("exempted by PolicyException %s/%s", ex.Namespace, ex.Name)
+			return o, true
+		}
+	}
+	if r.unsupported != nil {
+		return r.errorOutcome(o, r.unsupported.Error()), true
+	}
+	params := []runtime.Object{nil}
+	cel := r.rule.Validation.CEL
+	if cel.ParamKind != nil {
+		found, err := r.params(ctx, req, attrs.GetNamespace())
+		if err != nil {
+			return r.errorOutcome(o, err.Error()), true
+		}
+		if len(found) == 0 {
+			if cel.ParamRef != nil && cel.ParamRef.ParameterNotFoundAction != nil && *cel.ParamRef.ParameterNotFoundAction == admissionregistrationv1.AllowAction {
+				o.Result = Pass
+				return o, true
+			}
+			return r.errorOutcome(o, "no params found for policy binding with `Deny` parameterNotFoundAction"), true
+		}
+		params = found
+	}
+	resource := schema.GroupVersionResource{Group: req.Admission.Resource.Group, Version: req.Admission.Resource.Version, Resource: req.Admission.Resource.Resource}
+	evaluated := false
+	o.Result = Pass
+	for _, p := range params {
+		res := r.program.Validate(ctx, celeval.Input{Attributes: attrs, MatchedResource: resource, Params: p, Namespace: namespace, Authorizer: req.Authorizer})
+		if len(res.Decisions) == 0 && len(res.AuditAnnotations) == 0 && len(cel.Expressions) > 0 {
+			continue // a celPrecondition is false for this parameter
+		}
+		evaluated = true
+		for _, d := range res.Decisions {
+			switch {
+			case d.Evaluation == validating.EvalError:
+				if o.Result != Fail {
+					o.Result = Error
+				}
+				if d.Action == validating.ActionDeny {
+					o.Blocking = true
+					o.addViolation(d)
+				}
+			case d.Action == validating.ActionDeny:
+				o.Result, o.Blocking = Fail, true
+				o.addViolation(d)
+			}
+		}
+		for _, a := range res.AuditAnnotations {
+			if a.Action != validating.AuditAnnotationActionPublish {
+				continue
+			}
+			if o.AuditAnnotations == nil {
+				o.AuditAnnotations = map[string]string{}
+			}
+			if prev, ok := o.AuditAnnotations[a.Key]; ok {
+				o.AuditAnnotations[a.Key] = prev + ", " + a.Value
+			} else {
+				o.AuditAnnotations[a.Key] = a.Value
+			}
+		}
+	}
+	if !evaluated {
+		o.Result, o.Message = Skip, "celPreconditions not met"
+		return o, true
+	}
+	if len(o.Messages) > 0 {
+		o.Message = o.Messages[0]
+	}
+	return o, true
+}
+
+func (o *Outcome) addViolation(d validating.PolicyDecision) {
+	if len(o.Messages) == 0 {
+		o.Reason = d.Reason
+	}
+	o.Messages = append(o.Messages, d.Message)
+}
+
+func (r *compiledRule) errorOutcome(o Outcome, message string) Outcome {
+	o.Result, o.Message, o.Messages = Error, message, []string{message}
+	o.Blocking = !r.ignore
+	return o
+}
+
+func (r *compiledRule) params(ctx context.Context, req *Request, namespace string) ([]runtime.Object, error) {
+	if req.Params == nil {
+		return nil, errors.New("no parameter source configured")
+	}
+	return req.Params.Params(ctx, r.rule.Validation.CEL.ParamKind, r.rule.Validation.CEL.ParamRef, namespace)
+}
+
+func action(spec *kyvernov1.Spec, rule *kyvernov1.Rule, mreq *match.Request) kyvernov1.ValidationFailureAction {
+	if kyvernov1.ValidationFailureAction(match.FailureAction(spec, rule, mreq)).IsEnforce() {
+		return kyvernov1.Enforce
+	}
+	return kyvernov1.Audit
+}

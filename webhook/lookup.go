@@ -1,0 +1,228 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ClusterLookup answers the engine's questions from the manager's cache
+// (namespaces, RBAC bindings, parameter objects; informers start on first
+// use, so a cluster without role-based rules never caches its bindings) and
+// from SubjectAccessReviews for the CEL `authorizer`.
+type ClusterLookup struct {
+	Reader client.Reader
+	// Writer creates SubjectAccessReviews.
+	Writer client.Client
+}
+
+var _ Lookup = &ClusterLookup{}
+
+// Namespace implements Lookup.
+func (l *ClusterLookup) Namespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+	ns := &corev1.Namespace{}
+	if err := l.Reader.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return ns, nil
+}
+
+// Roles implements Lookup.
+func (l *ClusterLookup) Roles(ctx context.Context, user authenticationv1.UserInfo, namespace string) ([]string, []string, error) {
+	var rbs rbacv1.RoleBindingList
+	if err := l.Reader.List(ctx, &rbs); err != nil {
+		return nil, nil, fmt.Errorf("listing RoleBindings: %w", err)
+	}
+	var crbs rbacv1.ClusterRoleBindingList
+	if err := l.Reader.List(ctx, &crbs); err != nil {
+		return nil, nil, fmt.Errorf("listing ClusterRoleBindings: %w", err)
+	}
+	roles, clusterRoles := RolesOf(rbs.Items, crbs.Items, user, namespace)
+	return roles, clusterRoles, nil
+}
+
+// RolesOf resolves the Roles ("namespace:name") and ClusterRoles bound to a
+// user the way Kyverno does: every RoleBinding naming a Role counts; a
+// RoleBinding naming a ClusterRole counts only in the request's namespace;
+// ClusterRoleBindings count everywhere.
+func RolesOf(rbs []rbacv1.RoleBinding, crbs []rbacv1.ClusterRoleBinding, user authenticationv1.UserInfo, namespace string) (roles, clusterRoles []string) {
+	seenRoles, seenClusterRoles := map[string]bool{}, map[string]bool{}
+	for _, rb := range rbs {
+		if !bindsUser(rb.Subjects, user, rb.Namespace) {
+			continue
+		}
+		switch rb.RoleRef.Kind {
+		case "Role":
+			seenRoles[rb.Namespace+":"+rb.RoleRef.Name] = true
+		case "ClusterRole":
+			if rb.Namespace == namespace {
+				seenClusterRoles[rb.RoleRef.Name] = true
+			}
+		}
+	}
+	for _, crb := range crbs {
+		if crb.RoleRef.Kind == "ClusterRole" && bindsUser(crb.Subjects, user, "") {
+			seenClusterRoles[crb.RoleRef.Name] = true
+		}
+	}
+	return sortedKeys(seenRoles), sortedKeys(seenClusterRoles)
+}
+
+func sortedKeys(m map[string]bool) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func bindsUser(subjects []rbacv1.Subject, user authenticationv1.UserInfo, bindingNamespace string) bool {
+	for _, s := range subjects {
+		switch s.Kind {
+		case rbacv1.ServiceAccountKind:
+			ns := s.Namespace
+			if ns == "" {
+				ns = bindingNamespace
+			}
+			if ns != "" && user.Username == "system:serviceaccount:"+ns+":"+s.Name {
+				return true
+			}
+		case rbacv1.GroupKind:
+			for _, g := range user.Groups {
+				if g == s.Name {
+					return true
+				}
+			}
+		case rbacv1.UserKind:
+			if user.Username == s.Name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Params implements engine.ParamSource with the API server's paramRef
+// semantics, reading parameter objects from the cache.
+func (l *ClusterLookup) Params(ctx context.Context, kind *admissionregistrationv1.ParamKind, ref *admissionregistrationv1.ParamRef, namespace string) ([]runtime.Object, error) {
+	if ref == nil {
+		return nil, fmt.Errorf("paramKind %s %s is set but the rule has no paramRef", kind.APIVersion, kind.Kind)
+	}
+	gv, err := schema.ParseGroupVersion(kind.APIVersion)
+	if err != nil {
+		return nil, fmt.Errorf("paramKind apiVersion %q: %w", kind.APIVersion, err)
+	}
+	gvk := gv.WithKind(kind.Kind)
+	mapping, err := l.Writer.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, fmt.Errorf("paramKind %s: %w", gvk, err)
+	}
+	var opts []client.ListOption
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		ns := ref.Namespace
+		if ns == "" {
+			ns = namespace
+		}
+		if ns == "" {
+			return nil, fmt.Errorf("cannot use namespaced paramRef in policy binding that matches cluster-scoped resources")
+		}
+		opts = append(opts, client.InNamespace(ns))
+	}
+	if ref.Name != "" {
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(gvk)
+		key := client.ObjectKey{Name: ref.Name}
+		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+			key.Namespace = ref.Namespace
+			if key.Namespace == "" {
+				key.Namespace = namespace
+			}
+		}
+		if err := l.Reader.Get(ctx, key, obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, nil
+			}
+			return nil, err
+		}
+		return []runtime.Object{obj}, nil
+	}
+	if ref.Selector == nil {
+		return nil, fmt.Errorf("paramRef has neither name nor selector")
+	}
+	selector, err := metav1.LabelSelectorAsSelector(ref.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("paramRef selector: %w", err)
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := l.Reader.List(ctx, list, append(opts, client.MatchingLabelsSelector{Selector: selector})...); err != nil {
+		return nil, err
+	}
+	out := make([]runtime.Object, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, &list.Items[i])
+	}
+	return out, nil
+}
+
+// Authorizer implements Lookup: checks become SubjectAccessReviews.
+func (l *ClusterLookup) Authorizer() authorizer.UnconditionalAuthorizer {
+	return sarAuthorizer{c: l.Writer}
+}
+
+// sarAuthorizer asks the API server, as the API server asks its authorizer
+// when it evaluates a VAP's `authorizer` checks.
+type sarAuthorizer struct{ c client.Client }
+
+func (a sarAuthorizer) Authorize(ctx context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
+	sar := &authorizationv1.SubjectAccessReview{}
+	if u := attrs.GetUser(); u != nil {
+		sar.Spec.User, sar.Spec.UID, sar.Spec.Groups = u.GetName(), u.GetUID(), u.GetGroups()
+		if extra := u.GetExtra(); len(extra) > 0 {
+			sar.Spec.Extra = map[string]authorizationv1.ExtraValue{}
+			for k, v := range extra {
+				sar.Spec.Extra[k] = v
+			}
+		}
+	}
+	if attrs.IsResourceRequest() {
+		sar.Spec.ResourceAttributes = &authorizationv1.ResourceAttributes{
+			Namespace: attrs.GetNamespace(), Verb: attrs.GetVerb(), Group: attrs.GetAPIGroup(),
+			Version: attrs.GetAPIVersion(), Resource: attrs.GetResource(), Subresource: attrs.GetSubresource(), Name: attrs.GetName(),
+		}
+	} else {
+		sar.Spec.NonResourceAttributes = &authorizationv1.NonResourceAttributes{Path: attrs.GetPath(), Verb: attrs.GetVerb()}
+	}
+	if err := a.c.Create(ctx, sar); err != nil {
+		return authorizer.DecisionNoOpinion, "", fmt.Errorf("SubjectAccessReview: %w", err)
+	}
+	switch {
+	case sar.Status.Allowed:
+		return authorizer.DecisionAllow, sar.Status.Reason, nil
+	case sar.Status.Denied:
+		return authorizer.DecisionDeny, sar.Status.Reason, nil
+	default:
+		return authorizer.DecisionNoOpinion, sar.Status.Reason, nil
+	}
+}
