@@ -12,6 +12,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -29,6 +30,8 @@ type Lookup interface {
 	Roles(ctx context.Context, user authenticationv1.UserInfo, namespace string) (roles, clusterRoles []string, err error)
 	// Authorizer answers the CEL `authorizer` variable for a request.
 	Authorizer() authorizer.UnconditionalAuthorizer
+	// KindFor is the kind a resource (without subresource) serves.
+	KindFor(resource schema.GroupVersionResource) (schema.GroupVersionKind, error)
 }
 
 // Handler is the fallback webhook's admission.Handler: it evaluates the
@@ -68,6 +71,14 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("reading namespace %s: %w", ar.Namespace, err))
 		}
 		in.Namespace = ns
+	}
+	if ar.SubResource != "" {
+		gvr := schema.GroupVersionResource{Group: ar.Resource.Group, Version: ar.Resource.Version, Resource: ar.Resource.Resource}
+		kind, err := h.Lookup.KindFor(gvr)
+		if err != nil {
+			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("resolving the kind of %s: %w", gvr, err))
+		}
+		in.ResourceKind = &kind
 	}
 	if h.Engine.NeedsRoles() {
 		roles, clusterRoles, err := h.Lookup.Roles(ctx, ar.UserInfo, ar.Namespace)

@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -36,6 +38,13 @@ func (l staticLookup) Roles(context.Context, authenticationv1.UserInfo, string) 
 }
 
 func (l staticLookup) Authorizer() authorizer.UnconditionalAuthorizer { return nil }
+
+func (l staticLookup) KindFor(gvr schema.GroupVersionResource) (schema.GroupVersionKind, error) {
+	if gvr.Resource == "pods" {
+		return schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, nil
+	}
+	return schema.GroupVersionKind{}, fmt.Errorf("unknown resource %s", gvr)
+}
 
 func newHandler(t testing.TB, spec kyvernov1.Spec, rules ...kyvernov1.Rule) *Handler {
 	t.Helper()

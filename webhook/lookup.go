@@ -186,6 +186,11 @@ func (l *ClusterLookup) Params(ctx context.Context, kind *admissionregistrationv
 	return out, nil
 }
 
+// KindFor implements Lookup through the manager's REST mapper (discovery).
+func (l *ClusterLookup) KindFor(resource schema.GroupVersionResource) (schema.GroupVersionKind, error) {
+	return l.Writer.RESTMapper().KindFor(resource)
+}
+
 // Authorizer implements Lookup: checks become SubjectAccessReviews.
 func (l *ClusterLookup) Authorizer() authorizer.UnconditionalAuthorizer {
 	return sarAuthorizer{c: l.Writer}

@@ -254,8 +254,11 @@ func (d *demo) grantManagerRole(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// role.yaml holds the ClusterRole, then the Role for the operator's
+	// namespace (the webhook's certificate Secret).
+	docs := bytes.Split(bytes.TrimPrefix(data, []byte("---\n")), []byte("\n---\n"))
 	var role rbacv1.ClusterRole
-	if err := yaml.UnmarshalStrict(bytes.TrimPrefix(data, []byte("---\n")), &role); err != nil {
+	if err := yaml.UnmarshalStrict(docs[0], &role); err != nil {
 		return fmt.Errorf("reading config/rbac/role.yaml: %w", err)
 	}
 	role.Name = managerRoleName
@@ -267,8 +270,35 @@ func (d *demo) grantManagerRole(ctx context.Context) error {
 	if err := d.client.Create(ctx, &role); err != nil {
 		return err
 	}
-	return d.client.Create(ctx, binding)
+	if err := d.client.Create(ctx, binding); err != nil {
+		return err
+	}
+	if err := d.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}}); err != nil {
+		return err
+	}
+	for _, doc := range docs[1:] {
+		var nsRole rbacv1.Role
+		if err := yaml.UnmarshalStrict(doc, &nsRole); err != nil {
+			return fmt.Errorf("reading config/rbac/role.yaml: %w", err)
+		}
+		nsRole.Namespace = operatorNamespace
+		if err := d.client.Create(ctx, &nsRole); err != nil {
+			return err
+		}
+		nsBinding := &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: operatorNamespace, Name: nsRole.Name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: nsRole.Name},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: managerUser}},
+		}
+		if err := d.client.Create(ctx, nsBinding); err != nil {
+			return err
+		}
+	}
+	return nil
 }
+
+// operatorNamespace is where the demo's manager keeps its webhook Secret.
+const operatorNamespace = "kyvap-system"
 
 // writeKubeconfig writes a kubeconfig for a new user of the envtest server
 // into the demo's temporary directory.
@@ -327,9 +357,18 @@ func startManager(binary, kubeconfig, logPath string, probePort, metricsPort int
 	if err != nil {
 		return nil, err
 	}
+	webhookPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	// The manager runs outside any cluster: the API server calls its webhook
+	// on this machine, by URL, over TLS with kyvap's own CA.
 	cmd := exec.Command(binary,
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probePort),
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort),
+		"--webhook-host=127.0.0.1", fmt.Sprintf("--webhook-port=%d", webhookPort),
+		fmt.Sprintf("--webhook-url=https://127.0.0.1:%d", webhookPort),
+		"--webhook-namespace="+operatorNamespace,
 	)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	cmd.Stdout, cmd.Stderr = logFile, logFile

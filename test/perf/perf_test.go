@@ -21,6 +21,8 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -88,7 +90,17 @@ func startManager(b testing.TB, args ...string) *manager {
 		b.Fatal(err)
 	}
 	m := &manager{metricsAddr: freePort(b)}
-	m.cmd = exec.Command(bin, append([]string{"--metrics-bind-address=" + m.metricsAddr, "--health-probe-bind-address=0", "--zap-log-level=error"}, args...)...)
+	// The manager runs as deployed, fallback webhook included; the API
+	// server reaches it on this machine by URL.
+	webhookAddr := freePort(b)
+	_, webhookPort, _ := net.SplitHostPort(webhookAddr)
+	if err := cp.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kyvap-system"}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		b.Fatal(err)
+	}
+	m.cmd = exec.Command(bin, append([]string{
+		"--metrics-bind-address=" + m.metricsAddr, "--health-probe-bind-address=0", "--zap-log-level=error",
+		"--webhook-host=127.0.0.1", "--webhook-port=" + webhookPort, "--webhook-url=https://" + webhookAddr, "--webhook-namespace=kyvap-system",
+	}, args...)...)
 	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+path)
 	m.cmd.Stderr = os.Stderr
 	if err := m.cmd.Start(); err != nil {

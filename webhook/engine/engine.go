@@ -23,7 +23,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
@@ -100,6 +99,10 @@ type Request struct {
 	Params       ParamSource
 	// Authorizer answers the CEL `authorizer` variable; nil says no opinion.
 	Authorizer authorizer.UnconditionalAuthorizer
+	// ResourceKind is the kind of the request's resource without its
+	// subresource (Pod for pods/exec, Deployment for deployments/scale):
+	// Kyverno matches kinds against it. Needed only for subresource requests.
+	ResourceKind *schema.GroupVersionKind
 	// Policies, when set, limits evaluation to the policies it accepts (the
 	// webhook evaluates, per configured webhook, the policies it serves).
 	Policies func(policy string, spec *kyvernov1.Spec) bool
@@ -407,6 +410,9 @@ func matchRequest(req *Request) (*match.Request, error) {
 		Roles:        req.Roles,
 		ClusterRoles: req.ClusterRoles,
 	}
+	if a.SubResource != "" && req.ResourceKind != nil {
+		m.Kind = *req.ResourceKind
+	}
 	var err error
 	if m.Object, err = content(a.Object); err != nil {
 		return nil, fmt.Errorf("request object: %w", err)
@@ -416,14 +422,6 @@ func matchRequest(req *Request) (*match.Request, error) {
 	}
 	if req.Namespace != nil {
 		m.NamespaceLabels = req.Namespace.Labels
-	}
-	if isNamespaceKind(a) {
-		// A Namespace is selected by its own labels.
-		obj := m.Object
-		if obj == nil {
-			obj = m.OldObject
-		}
-		m.NamespaceLabels = (&unstructured.Unstructured{Object: obj}).GetLabels()
 	}
 	return m, nil
 }

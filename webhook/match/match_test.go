@@ -245,6 +245,10 @@ exclude: {any: [{resources: {namespaceSelector: {}}}]}`, req: newReq(namespaceOb
 		{name: "other operation", rule: `match: {any: [{resources: {kinds: [Pod], operations: [UPDATE, DELETE]}}]}`, req: newReq(), want: false},
 		{name: "operations default to all: DELETE", rule: `match: {any: [{resources: {kinds: [Pod]}}]}`, req: newReq(asDelete), want: true},
 		{name: "operations default to all: CONNECT", rule: `match: {any: [{resources: {kinds: [Pod/exec]}}]}`, req: newReq(podExec), want: true},
+		{name: "UPDATE operation", rule: `match: {any: [{resources: {kinds: [Pod], operations: [UPDATE]}}]}`, req: newReq(op("UPDATE")), want: true},
+		{name: "UPDATE matches the new object only", rule: `match: {any: [{resources: {kinds: [Pod], names: [old]}}]}`, req: newReq(op("UPDATE"), func(r *Request) {
+			r.OldObject = map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "old"}}
+		}), want: false},
 		{name: "DELETE operation", rule: `match: {any: [{resources: {kinds: [Pod], operations: [DELETE]}}]}`, req: newReq(asDelete), want: true},
 		{name: "an operation mismatch hides a broken selector", rule: `match: {any: [{resources: {operations: [UPDATE], selector: {matchLabels: {"-x": y}}}}]}`, req: newReq(), want: false},
 
