@@ -10,7 +10,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -23,6 +22,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
@@ -357,7 +357,7 @@ func (e *Engine) Evaluate(ctx context.Context, req Request) ([]Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	mreq, err := matchRequest(&req)
+	mreq, err := matchRequest(&req, attrs)
 	if err != nil {
 		return nil, err
 	}
@@ -397,7 +397,9 @@ func isNamespaceKind(req *admissionv1.AdmissionRequest) bool {
 	return req.Kind.Group == "" && req.Kind.Version == "v1" && req.Kind.Kind == "Namespace"
 }
 
-func matchRequest(req *Request) (*match.Request, error) {
+// matchRequest is the request as the matcher sees it; it shares the objects
+// decoded once for CEL (neither side mutates them).
+func matchRequest(req *Request, attrs *admission.VersionedAttributes) (*match.Request, error) {
 	a := req.Admission
 	m := &match.Request{
 		Operation:    string(a.Operation),
@@ -413,26 +415,14 @@ func matchRequest(req *Request) (*match.Request, error) {
 	if a.SubResource != "" && req.ResourceKind != nil {
 		m.Kind = *req.ResourceKind
 	}
-	var err error
-	if m.Object, err = content(a.Object); err != nil {
-		return nil, fmt.Errorf("request object: %w", err)
+	if u, ok := attrs.GetObject().(*unstructured.Unstructured); ok && u != nil {
+		m.Object = u.Object
 	}
-	if m.OldObject, err = content(a.OldObject); err != nil {
-		return nil, fmt.Errorf("request oldObject: %w", err)
+	if u, ok := attrs.GetOldObject().(*unstructured.Unstructured); ok && u != nil {
+		m.OldObject = u.Object
 	}
 	if req.Namespace != nil {
 		m.NamespaceLabels = req.Namespace.Labels
-	}
-	return m, nil
-}
-
-func content(raw runtime.RawExtension) (map[string]any, error) {
-	if len(raw.Raw) == 0 {
-		return nil, nil
-	}
-	var m map[string]any
-	if err := json.Unmarshal(raw.Raw, &m); err != nil {
-		return nil, err
 	}
 	return m, nil
 }

@@ -1,0 +1,226 @@
+package perf
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/test/controlplane"
+	"github.com/kyvap/kyvap/translate"
+	"github.com/kyvap/kyvap/webhook"
+)
+
+// admissionPolicy is the policy both paths enforce: Enforce, one rule on
+// ConfigMaps in one namespace.
+func admissionPolicy(name, namespace string, viaWebhook bool) *kyvernov1.ClusterPolicy {
+	p := &kyvernov1.ClusterPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: kyvernov1.Spec{ValidationFailureAction: kyvernov1.Enforce, Background: ptr.To(false), Rules: []kyvernov1.Rule{{
+			Name: "small",
+			MatchResources: kyvernov1.MatchResources{Any: kyvernov1.ResourceFilters{{Resources: kyvernov1.ResourceDescription{
+				Kinds: []string{"ConfigMap"}, Namespaces: []string{namespace}, Operations: []kyvernov1.AdmissionOperation{kyvernov1.Create},
+			}}}},
+			Validation: &kyvernov1.Validation{CEL: &kyvernov1.CEL{Expressions: []admissionregistrationv1.Validation{{
+				Expression: "!has(object.data) || size(object.data) <= 8", Message: "at most 8 keys",
+			}}}},
+		}}},
+	}
+	if viaWebhook {
+		p.Annotations = map[string]string{translate.AnnotationGenerate: "false"}
+	}
+	return p
+}
+
+func freeTCPPort(b testing.TB) int {
+	_, port, _ := net.SplitHostPort(freePort(b))
+	n, _ := strconv.Atoi(port)
+	return n
+}
+
+// startAdmissionSetup runs the in-process operator with its webhook, the
+// same policy once as a VAP and once on the webhook, and waits until both
+// deny.
+func startAdmissionSetup(b *testing.B) {
+	ctx := context.Background()
+	for _, ns := range []string{"kyvap-system", "lat-vap", "lat-webhook", "lat-none"} {
+		if err := cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			b.Fatal(err)
+		}
+	}
+	port := freeTCPPort(b)
+	op, err := cp.StartOperatorWithWebhook(translate.Options{GenerateValidatingAdmissionPolicy: true}, ctrl.Options{},
+		webhook.Options{Host: "127.0.0.1", Port: port, Namespace: "kyvap-system", URL: fmt.Sprintf("https://127.0.0.1:%d", port)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = op.Stop()
+		_ = cp.Client.Delete(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhook.DefaultConfigurationName}})
+	})
+	for _, p := range []*kyvernov1.ClusterPolicy{admissionPolicy("lat-vap", "lat-vap", false), admissionPolicy("lat-webhook", "lat-webhook", true)} {
+		if err := cp.Client.Create(ctx, p); err != nil && !apierrors.IsAlreadyExists(err) {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = cp.Client.Delete(ctx, p) })
+		if _, _, err := controlplane.WaitForPolicyStatus(ctx, cp.Client, p.Name, time.Minute); err != nil {
+			b.Fatal(err)
+		}
+	}
+	big := map[string]string{}
+	for i := range 9 {
+		big[strconv.Itoa(i)] = "x"
+	}
+	for _, ns := range []string{"lat-vap", "lat-webhook"} {
+		err := controlplane.WaitForVAPEnforcement(ctx, func(ctx context.Context) (bool, error) {
+			err := cp.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "big"}, Data: big}, client.DryRunAll)
+			return err != nil && apierrors.IsInvalid(err), fmt.Errorf("not denied yet: %v", err)
+		})
+		if err != nil {
+			b.Fatalf("%s: %v", ns, err)
+		}
+	}
+}
+
+// BenchmarkAdmissionLatency measures end-to-end admission (a dry-run
+// create of an allowed ConfigMap through kube-apiserver) in a namespace
+// whose policy is enforced by its VAP, one whose identical policy is
+// enforced by kyvap's webhook, and one without policy, in the same run on
+// the same API server, interleaved so that load affects all three alike.
+// It reports each path's p50/p99 and the ratio webhook/VAP of the medians
+// (issue 5's goal: ≤ 2).
+func BenchmarkAdmissionLatency(b *testing.B) {
+	startAdmissionSetup(b)
+	ctx := context.Background()
+	paths := []string{"lat-vap", "lat-webhook", "lat-none"}
+	samples := map[string][]time.Duration{}
+	data := map[string]string{"a": "b"}
+	for b.Loop() {
+		for _, ns := range paths {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ok"}, Data: data}
+			start := time.Now()
+			if err := cp.Client.Create(ctx, cm, client.DryRunAll); err != nil {
+				b.Fatalf("%s: %v", ns, err)
+			}
+			samples[ns] = append(samples[ns], time.Since(start))
+		}
+	}
+	for _, ns := range paths {
+		s := samples[ns]
+		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+		b.ReportMetric(float64(percentile(s, 0.50).Microseconds()), ns+"-p50-µs")
+		b.ReportMetric(float64(percentile(s, 0.99).Microseconds()), ns+"-p99-µs")
+	}
+	b.ReportMetric(float64(percentile(samples["lat-webhook"], 0.50))/float64(percentile(samples["lat-vap"], 0.50)), "webhook/vap-p50")
+	b.ReportMetric(float64(percentile(samples["lat-webhook"], 0.99))/float64(percentile(samples["lat-vap"], 0.99)), "webhook/vap-p99")
+}
+
+// BenchmarkWebhookThroughput sends AdmissionReviews straight to the
+// webhook over TLS (as the API server does) from more and more concurrent
+// clients, and reports the highest throughput whose p99 stays ≤ 10 ms.
+func BenchmarkWebhookThroughput(b *testing.B) {
+	startAdmissionSetup(b)
+	ctx := context.Background()
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := cp.Client.Get(ctx, client.ObjectKey{Name: webhook.DefaultConfigurationName}, vwc); err != nil {
+		b.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(vwc.Webhooks[0].ClientConfig.CABundle)
+	httpClient := &http.Client{Transport: &http.Transport{
+		TLSClientConfig:     &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+		MaxIdleConnsPerHost: 256,
+	}}
+	url := *vwc.Webhooks[0].ClientConfig.URL // https://127.0.0.1:<port>/validate/fail/10
+	raw, _ := json.Marshal(corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "lat-webhook", Name: "ok"}, Data: map[string]string{"a": "b"}})
+	review, _ := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{
+			UID: "bench", Operation: admissionv1.Create, Namespace: "lat-webhook", Name: "ok",
+			Kind:     metav1.GroupVersionKind{Version: "v1", Kind: "ConfigMap"},
+			Resource: metav1.GroupVersionResource{Version: "v1", Resource: "configmaps"},
+			Object:   runtime.RawExtension{Raw: raw},
+		},
+	})
+	send := func() (time.Duration, error) {
+		start := time.Now()
+		resp, err := httpClient.Post(url, "application/json", bytes.NewReader(review))
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		var out admissionv1.AdmissionReview
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			return 0, err
+		}
+		if out.Response == nil || !out.Response.Allowed {
+			return 0, fmt.Errorf("not allowed: %+v", out.Response)
+		}
+		return time.Since(start), nil
+	}
+	const perLevel = 3 * time.Second
+	best := 0.0
+	for b.Loop() {
+		best = 0
+		for _, clients := range []int{1, 2, 4, 8, 16, 32, 64} {
+			var mu sync.Mutex
+			var latencies []time.Duration
+			var wg sync.WaitGroup
+			deadline := time.Now().Add(perLevel)
+			errs := make(chan error, clients)
+			for range clients {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					var mine []time.Duration
+					for time.Now().Before(deadline) {
+						d, err := send()
+						if err != nil {
+							errs <- err
+							return
+						}
+						mine = append(mine, d)
+					}
+					mu.Lock()
+					latencies = append(latencies, mine...)
+					mu.Unlock()
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				b.Fatal(err)
+			}
+			sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
+			p99 := percentile(latencies, 0.99)
+			rps := float64(len(latencies)) / perLevel.Seconds()
+			b.Logf("%2d clients: %6.0f requests/s, p50 %v, p99 %v", clients, rps, percentile(latencies, 0.50), p99)
+			if p99 > 10*time.Millisecond {
+				break
+			}
+			best = max(best, rps)
+		}
+	}
+	b.ReportMetric(best, "requests/s@p99≤10ms")
+}
