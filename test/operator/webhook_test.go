@@ -188,7 +188,7 @@ func TestGenerationToggleHandsRulesToVAPs(t *testing.T) {
 	waitForStatus(t, policy, controllers.ReasonGenerationDisabled)
 	err := controlplane.Eventually(context.Background(), 30*time.Second, func(ctx context.Context) (bool, error) {
 		vwc, err := webhookConfiguration(ctx)
-		return err == nil && len(registeredResources(vwc)) > 0, fmt.Errorf("configuration %v: %v", vwc, err)
+		return err == nil && len(registeredResources(vwc)) > 0, fmt.Errorf("configuration %v: %w", vwc, err)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +200,7 @@ func TestGenerationToggleHandsRulesToVAPs(t *testing.T) {
 	waitForStatus(t, policy, controllers.ReasonAllRulesTranslated)
 	err = controlplane.Eventually(context.Background(), 30*time.Second, func(ctx context.Context) (bool, error) {
 		vwc, err := webhookConfiguration(ctx)
-		return err == nil && vwc == nil, fmt.Errorf("configuration still registers %v (err %v)", registeredResources(vwc), err)
+		return err == nil && vwc == nil, fmt.Errorf("configuration still registers %v (err %w)", registeredResources(vwc), err)
 	})
 	if err != nil {
 		t.Fatalf("handing the rule to a VAP must remove the webhook's rules: %v", err)

@@ -94,7 +94,7 @@ func startAdmissionSetup(b *testing.B) {
 	for _, ns := range []string{"lat-vap", "lat-webhook"} {
 		err := controlplane.WaitForVAPEnforcement(ctx, func(ctx context.Context) (bool, error) {
 			err := cp.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "big"}, Data: big}, client.DryRunAll)
-			return err != nil && apierrors.IsInvalid(err), fmt.Errorf("not denied yet: %v", err)
+			return err != nil && apierrors.IsInvalid(err), fmt.Errorf("not denied yet: %w", err)
 		})
 		if err != nil {
 			b.Fatalf("%s: %v", ns, err)

@@ -46,7 +46,7 @@ func (s StaticParams) Params(_ context.Context, kind *admissionregistrationv1.Pa
 			return nil, fmt.Errorf("cannot use namespaced paramRef in policy binding that matches cluster-scoped resources")
 		}
 	}
-	var selector labels.Selector = labels.Everything()
+	selector := labels.Everything()
 	if ref.Name == "" {
 		if ref.Selector == nil {
 			return nil, fmt.Errorf("paramRef has neither name nor selector")
