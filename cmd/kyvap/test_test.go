@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const passingCase = "../../test/conformance/kyverno/check-deployment-namespace-cel"
+
+// failingCase writes a test whose expectation contradicts the policy.
+func failingCase(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{
+		"kyverno-test.yaml": `apiVersion: cli.kyverno.io/v1alpha1
+kind: Test
+metadata: {name: wrong}
+policies: [policy.yaml]
+resources: [resources.yaml]
+results:
+- {policy: team, rule: team-label, kind: ConfigMap, resources: [bad], result: pass}
+`,
+		"policy.yaml": `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: team}
+spec:
+  rules:
+  - name: team-label
+    match: {any: [{resources: {kinds: [ConfigMap]}}]}
+    validate:
+      cel:
+        expressions: [{expression: "has(object.metadata.labels)", message: "labels"}]
+`,
+		"resources.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bad}\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestRunTestExitCodes(t *testing.T) {
+	broken := t.TempDir()
+	if err := os.WriteFile(filepath.Join(broken, "kyverno-test.yaml"), []byte("apiVersion: cli.kyverno.io/v1alpha1\nkind: Test\npolicies: [\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := t.TempDir()
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{
+		{"passing suite", []string{"test", passingCase}, 0, "2 passed, 0 failed", ""},
+		{"failing suite", []string{"test", failingCase(t)}, 1, "0 passed, 1 failed", ""},
+		{"broken test file", []string{"test", broken}, 2, "", "kyverno-test.yaml:3: document 1: invalid YAML"},
+		{"missing directory", []string{"test", filepath.Join(empty, "nope")}, 2, "", "no such file or directory"},
+		{"no directory", []string{"test"}, 2, "", "no test directory given"},
+		{"bad output", []string{"test", "-o", "yaml", passingCase}, 2, "", "-o yaml: want text or json"},
+		{"no tests found", []string{"test", empty}, 0, "0 passed, 0 failed", "no kyverno-test.yaml found"},
+		{"no tests found, required", []string{"test", "--require-tests", empty}, 2, "", "no kyverno-test.yaml found"},
+		{"other file name", []string{"test", "--file-name", "other.yaml", passingCase}, 0, "0 passed, 0 failed", "no other.yaml found"},
+		{"flags after the directory", []string{"test", passingCase, "-o", "json"}, 0, `"passed": 2`, ""},
+		{"help", []string{"test", "-h"}, 0, "kyvap test [flags] DIR...", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(tt.args, strings.NewReader(""), &stdout, &stderr); code != tt.wantCode {
+				t.Errorf("exit code = %d, want %d\nstdout: %s\nstderr: %s", code, tt.wantCode, stdout.String(), stderr.String())
+			}
+			if !strings.Contains(stdout.String(), tt.wantStdout) {
+				t.Errorf("stdout = %q, want it to contain %q", stdout.String(), tt.wantStdout)
+			}
+			if !strings.Contains(stderr.String(), tt.wantStderr) {
+				t.Errorf("stderr = %q, want it to contain %q", stderr.String(), tt.wantStderr)
+			}
+		})
+	}
+}
+
+func TestRunTestJSON(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"test", "-o", "json", failingCase(t)}, strings.NewReader(""), &stdout, &stderr); code != 1 {
+		t.Fatalf("exit code = %d, want 1; stderr: %s", code, stderr.String())
+	}
+	var out struct {
+		Tests []struct {
+			Name string `json:"name"`
+			Rows []struct {
+				Expected string `json:"expected"`
+				VAP      struct {
+					Result string `json:"result"`
+					Match  *bool  `json:"match"`
+				} `json:"vap"`
+				Engine struct {
+					Result string `json:"result"`
+				} `json:"engine"`
+				Status string `json:"status"`
+				Reason string `json:"reason"`
+			} `json:"rows"`
+		} `json:"tests"`
+		Summary struct {
+			Passed, Failed, Skipped int
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout.String())
+	}
+	if len(out.Tests) != 1 || len(out.Tests[0].Rows) != 1 || out.Summary.Failed != 1 {
+		t.Fatalf("decoded = %+v", out)
+	}
+	row := out.Tests[0].Rows[0]
+	if row.Expected != "pass" || row.VAP.Result != "fail" || row.Engine.Result != "fail" || row.Status != "fail" ||
+		row.VAP.Match == nil || *row.VAP.Match || !strings.Contains(row.Reason, "VAP path: want pass, got fail") {
+		t.Errorf("row = %+v", row)
+	}
+}
