@@ -25,11 +25,15 @@ const (
 	celIsNamespaceKind = `(request.kind.group == '' && request.kind.kind == 'Namespace')`
 	// celResourceNamespace is Kyverno's resource namespace: the namespace of
 	// the request, or the object's own name for a Namespace.
-	celResourceNamespace = `(` + celIsNamespaceKind + ` ? ` + celResourceName + ` : request.namespace)`
-	celResourceLabels    = `(` + celResource + ` != null && has(` + celResource + `.metadata) && has(` + celResource + `.metadata.labels) ? ` + celResource + `.metadata.labels : {})`
-	celResourceAnnots    = `(` + celResource + ` != null && has(` + celResource + `.metadata) && has(` + celResource + `.metadata.annotations) ? ` + celResource + `.metadata.annotations : {})`
-	celNamespaceLabels   = `(has(namespaceObject.metadata) && has(namespaceObject.metadata.labels) ? namespaceObject.metadata.labels : {})`
-	celUsername          = `(has(request.userInfo.username) ? request.userInfo.username : '')`
+	celResourceNamespace = `(` + celIsNamespaceKind + ` ? ` + celResourceName + ` : ` + celRequestNamespace + `)`
+	// The API server leaves empty optional request fields out of `request`
+	// (omitempty): reading them unguarded errors on every request without one.
+	celRequestNamespace = `(has(request.namespace) ? request.namespace : '')`
+	celSubResource      = `(has(request.subResource) ? request.subResource : '')`
+	celResourceLabels   = `(` + celResource + ` != null && has(` + celResource + `.metadata) && has(` + celResource + `.metadata.labels) ? ` + celResource + `.metadata.labels : {})`
+	celResourceAnnots   = `(` + celResource + ` != null && has(` + celResource + `.metadata) && has(` + celResource + `.metadata.annotations) ? ` + celResource + `.metadata.annotations : {})`
+	celNamespaceLabels  = `(has(namespaceObject.metadata) && has(namespaceObject.metadata.labels) ? namespaceObject.metadata.labels : {})`
+	celUsername         = `(has(request.userInfo.username) ? request.userInfo.username : '')`
 )
 
 // celString quotes s as a CEL string literal.

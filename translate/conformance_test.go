@@ -150,7 +150,7 @@ var parityCases = map[string]parityCase{
 			s.Rules = append(s.Rules, "/v1/pods/ephemeralcontainers/CREATE")
 			sort.Strings(s.Rules)
 		},
-		conditions: []string{`request.namespace) in ["production", "staging"]`},
+		conditions: []string{`request.namespace : '')) in ["production", "staging"]`},
 	},
 	"cpol-match-kind-with-wildcard": {
 		why: "as cpol-match-all-exclude-one",
@@ -161,7 +161,7 @@ var parityCases = map[string]parityCase{
 			}
 			sort.Strings(s.Rules)
 		},
-		conditions: []string{`request.namespace) in ["production", "staging"]`},
+		conditions: []string{`request.namespace : '')) in ["production", "staging"]`},
 	},
 	"cpol-match-resource-in-specific-namespace": {why: "identical"},
 	"cpol-with-an-exception": {

@@ -268,7 +268,7 @@ func celKinds(kinds kindSet) string {
 	}
 	var terms []string
 	if kinds.topLevel {
-		terms = append(terms, `(request.subResource == '' || (request.resource.group == '' && request.resource.resource == 'pods' && request.subResource == 'ephemeralcontainers'))`)
+		terms = append(terms, `(`+celSubResource+` == '' || (request.resource.group == '' && request.resource.resource == 'pods' && `+celSubResource+` == 'ephemeralcontainers'))`)
 	}
 	type key struct{ group, sub string }
 	byKey := map[key][]string{}
@@ -287,8 +287,8 @@ func celKinds(kinds kindSet) string {
 		return keys[i].sub < keys[j].sub
 	})
 	for _, k := range keys {
-		terms = append(terms, fmt.Sprintf("(request.resource.group == %s && request.subResource == %s && request.resource.resource in %s)",
-			celString(k.group), celString(k.sub), celStringList(uniqueSorted(byKey[k]))))
+		terms = append(terms, fmt.Sprintf("(request.resource.group == %s && %s == %s && request.resource.resource in %s)",
+			celString(k.group), celSubResource, celString(k.sub), celStringList(uniqueSorted(byKey[k]))))
 	}
 	return celOr(terms)
 }

@@ -461,11 +461,16 @@ func (r *compiledRule) evaluate(ctx context.Context, req *Request, mreq *match.R
 			return r.errorOutcome(o, err.Error()), true
 		}
 		if len(found) == 0 {
-			if cel.ParamRef != nil && cel.ParamRef.ParameterNotFoundAction != nil && *cel.ParamRef.ParameterNotFoundAction == admissionregistrationv1.AllowAction {
-				o.Result = Pass
-				return o, true
+			// Kyverno's rule: a parameter named but missing is an error
+			// whatever the action; a selector that selects nothing is one
+			// only with an explicit Deny (translate writes the same actions
+			// on the binding).
+			ref := cel.ParamRef
+			if ref != nil && (ref.Name != "" || ref.ParameterNotFoundAction != nil && *ref.ParameterNotFoundAction == admissionregistrationv1.DenyAction) {
+				return r.errorOutcome(o, "no params found for policy binding with `Deny` parameterNotFoundAction"), true
 			}
-			return r.errorOutcome(o, "no params found for policy binding with `Deny` parameterNotFoundAction"), true
+			o.Result = Pass
+			return o, true
 		}
 		params = found
 	}
@@ -480,13 +485,15 @@ func (r *compiledRule) evaluate(ctx context.Context, req *Request, mreq *match.R
 		evaluated = true
 		for _, d := range res.Decisions {
 			switch {
+			case d.Evaluation == validating.EvalError && d.Action == validating.ActionDeny:
+				// failurePolicy Fail: the error counts as a violation, which
+				// Kyverno reports as a failure too.
+				o.Result, o.Blocking = Fail, true
+				o.addViolation(d)
 			case d.Evaluation == validating.EvalError:
+				// failurePolicy Ignore: admitted, as by the VAP.
 				if o.Result != Fail {
-					o.Result = Error
-				}
-				if d.Action == validating.ActionDeny {
-					o.Blocking = true
-					o.addViolation(d)
+					o.Result, o.Message = Error, d.Message
 				}
 			case d.Action == validating.ActionDeny:
 				o.Result, o.Blocking = Fail, true
