@@ -207,7 +207,7 @@ func (t *translation) build(rule *kyvernov1.Rule) (admissionregistrationv1.Valid
 		}
 	}
 	for i, ex := range t.exceptionsFor(rule.Name) {
-		if ex.Spec.Conditions != nil {
+		if ex.Spec.HasConditions() {
 			return vap, nil, fail(ReasonExceptionNotExpressible, "PolicyException %s/%s has JMESPath conditions", ex.Namespace, ex.Name)
 		}
 		var filters []kyvernov1.ResourceFilter

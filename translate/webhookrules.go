@@ -12,8 +12,8 @@ import (
 // rules' match blocks can select: the union over all filters (an `all`
 // block's intersection is narrower, and the fallback engine matches exactly;
 // the webhook only has to be called). Kinds served in several versions are
-// covered in each. An error names a kind that resolves to nothing, so no
-// rule is silently left without a webhook.
+// covered in each; kinds the cluster does not serve need no registration.
+// An error is the resolver's.
 func WebhookRules(resolver KindResolver, rules ...kyvernov1.Rule) ([]admissionregistrationv1.RuleWithOperations, error) {
 	var named []admissionregistrationv1.NamedRuleWithOperations
 	for i := range rules {
@@ -61,9 +61,9 @@ func webhookKinds(resolver KindResolver, kinds []string) (kindSet, error) {
 		if err != nil {
 			return kindSet{}, fmt.Errorf("kind %q: %w", kind, err)
 		}
-		if len(resolved) == 0 {
-			return kindSet{}, fmt.Errorf("kind %q matches no served resource", kind)
-		}
+		// A kind the cluster does not serve cannot be requested: nothing to
+		// register (discovery changes re-run this).
+
 		for _, r := range resolved {
 			seen[r] = true
 			if r.Group == "" && r.Resource == "pods" && r.Subresource == "" {

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,17 +59,19 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	in := engine.Request{Admission: &ar, Params: h.Lookup, Authorizer: h.Lookup.Authorizer()}
 	// Served under the webhook server, the path names the group; called
 	// directly (tests, benchmarks), every policy is evaluated.
+	var group *Group
 	if path, ok := pathFrom(ctx); ok {
 		g, err := ParseGroupPath(path)
 		if err != nil {
 			return admission.Errored(http.StatusNotFound, err)
 		}
+		group = &g
 		in.Policies = func(_ string, spec *kyvernov1.Spec) bool { return GroupOf(spec) == g }
 	}
 	if ar.Namespace != "" {
 		ns, err := h.Lookup.Namespace(ctx, ar.Namespace)
 		if err != nil {
-			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("reading namespace %s: %w", ar.Namespace, err))
+			return failed(group, http.StatusInternalServerError, fmt.Errorf("reading namespace %s: %w", ar.Namespace, err))
 		}
 		in.Namespace = ns
 	}
@@ -76,22 +79,33 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 		gvr := schema.GroupVersionResource{Group: ar.Resource.Group, Version: ar.Resource.Version, Resource: ar.Resource.Resource}
 		kind, err := h.Lookup.KindFor(gvr)
 		if err != nil {
-			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("resolving the kind of %s: %w", gvr, err))
+			return failed(group, http.StatusInternalServerError, fmt.Errorf("resolving the kind of %s: %w", gvr, err))
 		}
 		in.ResourceKind = &kind
 	}
 	if h.Engine.NeedsRoles() {
 		roles, clusterRoles, err := h.Lookup.Roles(ctx, ar.UserInfo, ar.Namespace)
 		if err != nil {
-			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("resolving the user's roles: %w", err))
+			return failed(group, http.StatusInternalServerError, fmt.Errorf("resolving the user's roles: %w", err))
 		}
 		in.Roles, in.ClusterRoles = roles, clusterRoles
 	}
 	outcomes, err := h.Engine.Evaluate(ctx, in)
 	if err != nil {
-		return admission.Errored(http.StatusBadRequest, err)
+		return failed(group, http.StatusBadRequest, err)
 	}
 	return Response(outcomes)
+}
+
+// failed answers a request the handler could not evaluate as the group's
+// failurePolicy says: the API server applies failurePolicy only when it
+// cannot call the webhook, so an Ignore webhook must admit (with a warning)
+// itself.
+func failed(group *Group, code int32, err error) admission.Response {
+	if group != nil && group.FailurePolicy == admissionregistrationv1.Ignore {
+		return admission.Allowed("").WithWarnings("kyvap's webhook could not evaluate the request (failurePolicy Ignore): " + err.Error())
+	}
+	return admission.Errored(code, err)
 }
 
 // Response turns outcomes into an admission response.

@@ -213,3 +213,17 @@ func FuzzHandler(f *testing.F) {
 		}
 	})
 }
+
+func TestHandlerFailureFollowsTheGroup(t *testing.T) {
+	h := newHandler(t, kyvernov1.Spec{ValidationFailureAction: kyvernov1.Enforce}, cmRule("false", "denied"))
+	req := configMapRequest(admissionv1.Create, "x", nil)
+	req.Object.Raw = []byte(`{"not json`)
+	failCtx := context.WithValue(context.Background(), pathKey{}, Group{admissionregistrationv1.Fail, 10}.Path())
+	if resp := h.Handle(failCtx, req); resp.Allowed {
+		t.Error("an unreadable request on a Fail webhook must be refused")
+	}
+	ignoreCtx := context.WithValue(context.Background(), pathKey{}, Group{admissionregistrationv1.Ignore, 10}.Path())
+	if resp := h.Handle(ignoreCtx, req); !resp.Allowed || len(resp.Warnings) != 1 {
+		t.Errorf("an unreadable request on an Ignore webhook must be admitted with a warning, got %+v", resp)
+	}
+}

@@ -56,3 +56,9 @@ type Exception struct {
 	PolicyName string   `json:"policyName"`
 	RuleNames  []string `json:"ruleNames"`
 }
+
+// HasConditions reports whether an exception carries JMESPath conditions;
+// an empty conditions block has none (Kyverno passes it).
+func (s *PolicyExceptionSpec) HasConditions() bool {
+	return s.Conditions != nil && (len(s.Conditions.AnyConditions) > 0 || len(s.Conditions.AllConditions) > 0)
+}

@@ -312,7 +312,7 @@ func unsupported(rule *kyvernov1.Rule, exceptions []kyvernov2.PolicyException) e
 		return fmt.Errorf("rule %q has context entries, which only Kyverno evaluates", rule.Name)
 	}
 	for _, ex := range exceptions {
-		if ex.Spec.Conditions != nil {
+		if ex.Spec.HasConditions() {
 			return fmt.Errorf("PolicyException %s/%s has JMESPath conditions, which only Kyverno evaluates", ex.Namespace, ex.Name)
 		}
 	}
@@ -435,7 +435,9 @@ func (r *compiledRule) evaluate(ctx context.Context, req *Request, mreq *match.R
 		o.Action = action(r.spec, r.rule, mreq)
 		return r.errorOutcome(o, fmt.Sprintf("matching: %v", err)), true
 	}
-	if !matched {
+	if !matched || r.unsupported != nil {
+		// A rule the engine cannot evaluate is not enforced by kyvap (its
+		// policy's status says so); guessing would give wrong verdicts.
 		return o, false
 	}
 	o.Action = action(r.spec, r.rule, mreq)
@@ -449,9 +451,6 @@ func (r *compiledRule) evaluate(ctx context.Context, req *Request, mreq *match.R
 			o.Result, o.Message = Skip, fmt.Sprintf("exempted by PolicyException %s/%s", ex.Namespace, ex.Name)
 			return o, true
 		}
-	}
-	if r.unsupported != nil {
-		return r.errorOutcome(o, r.unsupported.Error()), true
 	}
 	params := []runtime.Object{nil}
 	cel := r.rule.Validation.CEL
