@@ -69,8 +69,13 @@ envtest-assets: ## Build (or reuse) kube-apiserver, kube-controller-manager and 
 	@hack/build-control-plane.sh >/dev/null
 
 .PHONY: test
-test: envtest-assets ## Run unit and envtest suites against a real kube-apiserver.
+test: envtest-assets ## Run unit and envtest suites against a real kube-apiserver, then the verdict corpus.
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test $(TEST_FLAGS) ./...
+	$(MAKE) conformance
+
+.PHONY: conformance
+conformance: ## Run the Kyverno CLI test corpus through the generated VAPs and the fallback engine (kyvap test).
+	go run ./cmd/kyvap test test/conformance
 
 ##@ Benchmarks
 
