@@ -30,7 +30,10 @@ type FallbackSyncReconciler struct {
 	Sink      FallbackSink
 	Options   translate.Options
 
-	plans planCache
+	// plans is shared with the ClusterPolicyReconciler of the same manager
+	// (Setup does it): on the leader both translate the same inputs, and a
+	// shared cache makes the second translation free.
+	plans *planCache
 }
 
 // Reconcile translates one policy and hands its fallback rules to the sink.
@@ -60,6 +63,9 @@ func (r *FallbackSyncReconciler) Reconcile(ctx context.Context, req ctrl.Request
 // PolicyException index is registered by the ClusterPolicyReconciler, which
 // must be set up first.
 func (r *FallbackSyncReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.plans == nil {
+		r.plans = &planCache{}
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("fallbacksync").
 		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false)}).

@@ -64,6 +64,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts transla
 	if sink == nil {
 		return r, nil
 	}
-	sync := &FallbackSyncReconciler{Client: mgr.GetClient(), Resolvers: resolvers, Sink: sink, Options: opts}
+	sync := &FallbackSyncReconciler{Client: mgr.GetClient(), Resolvers: resolvers, Sink: sink, Options: opts, plans: &r.plans}
 	return r, sync.SetupWithManager(mgr)
 }

@@ -3,8 +3,10 @@ package translate
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -249,12 +251,21 @@ func (t *translation) build(rule *kyvernov1.Rule) (admissionregistrationv1.Valid
 	for _, mc := range match.conditions {
 		generated[mc.Name] = true
 	}
-	for _, mc := range rule.CELPreconditions {
+	preconditions := make([]admissionregistrationv1.MatchCondition, len(rule.CELPreconditions))
+	for i, mc := range rule.CELPreconditions {
 		if generated[mc.Name] {
 			return vap, nil, fail(ReasonVAPFieldInvalid, "celPrecondition name %q collides with a name kyvap generates", mc.Name)
 		}
+		preconditions[i] = mc
+		// Kyverno accepts any name (its own tests use "Label should be
+		// red"); a VAP needs a qualified name. The name only labels errors.
+		if len(validation.IsQualifiedName(mc.Name)) > 0 {
+			preconditions[i].Name = qualifiedConditionName(mc.Name, i, generated)
+			t.plan.Warnings = append(t.plan.Warnings, fmt.Sprintf("rule %q: celPrecondition %q is named %q in the ValidatingAdmissionPolicy (names there must be qualified names)", rule.Name, mc.Name, preconditions[i].Name))
+		}
+		generated[preconditions[i].Name] = true
 	}
-	spec.MatchConditions = append(append([]admissionregistrationv1.MatchCondition(nil), match.conditions...), rule.CELPreconditions...)
+	spec.MatchConditions = append(append([]admissionregistrationv1.MatchCondition(nil), match.conditions...), preconditions...)
 	if len(spec.MatchConditions) > maxMatchConditions {
 		return vap, nil, fail(ReasonMatchNotExpressible, "%d match conditions exceed the API server's limit of %d", len(spec.MatchConditions), maxMatchConditions)
 	}
@@ -410,4 +421,20 @@ func validationsWithRuleMessage(validations []admissionregistrationv1.Validation
 		}
 	}
 	return out
+}
+
+var notQualifiedChars = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+// qualifiedConditionName turns a celPrecondition name into a qualified name
+// ("Label should be red" → "Label-should-be-red"), or a positional one when
+// nothing usable is left or the result is taken.
+func qualifiedConditionName(name string, i int, taken map[string]bool) string {
+	candidate := strings.Trim(notQualifiedChars.ReplaceAllString(name, "-"), "-_.")
+	if len(candidate) > 63 {
+		candidate = strings.Trim(candidate[:63], "-_.")
+	}
+	if candidate == "" || len(validation.IsQualifiedName(candidate)) > 0 || taken[candidate] {
+		candidate = fmt.Sprintf("celprecondition-%d", i)
+	}
+	return candidate
 }

@@ -488,24 +488,37 @@ func ensureNamespace(t *testing.T, name string, labels map[string]string) {
 
 func upsert(t *testing.T, obj *unstructured.Unstructured) {
 	t.Helper()
-	ctx := context.Background()
 	if ns := obj.GetNamespace(); ns != "" {
 		ensureNamespace(t, ns, nil)
 	}
-	obj.SetResourceVersion("")
-	err := cp.Client.Create(ctx, obj)
-	if apierrors.IsAlreadyExists(err) {
-		current := &unstructured.Unstructured{}
-		current.SetGroupVersionKind(obj.GroupVersionKind())
-		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(obj), current); err != nil {
-			t.Fatal(err)
+	// Retried: the API server may still enforce, for a moment, a policy of
+	// the previous suite.
+	err := controlplane.Eventually(context.Background(), 30*time.Second, func(ctx context.Context) (bool, error) {
+		want := obj.DeepCopy()
+		want.SetResourceVersion("")
+		err := cp.Client.Create(ctx, want)
+		if apierrors.IsAlreadyExists(err) {
+			current := &unstructured.Unstructured{}
+			current.SetGroupVersionKind(obj.GroupVersionKind())
+			if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(obj), current); err != nil {
+				return false, err
+			}
+			want.SetResourceVersion(current.GetResourceVersion())
+			err = cp.Client.Update(ctx, want)
 		}
-		obj.SetResourceVersion(current.GetResourceVersion())
-		err = cp.Client.Update(ctx, obj)
-	}
+		return err == nil, err
+	})
 	if err != nil {
 		t.Fatalf("parameter %s %s: %v", obj.GetKind(), obj.GetName(), err)
 	}
+}
+
+// flagRun is the -run pattern: a partial run replays fewer requests.
+func flagRun() string {
+	if f := flag.Lookup("test.run"); f != nil {
+		return f.Value.String()
+	}
+	return ""
 }
 
 func freePort(t *testing.T) int {
@@ -516,12 +529,4 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-// flagRun is the -run pattern: a partial run replays fewer requests.
-func flagRun() string {
-	if f := flag.Lookup("test.run"); f != nil {
-		return f.Value.String()
-	}
-	return ""
 }
