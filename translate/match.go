@@ -94,6 +94,14 @@ func (k kindSet) onlyNamespaced() bool {
 // nothing, or to several versions of one group/resource, is a failure:
 // silently dropping it would narrow the rule.
 func resolveKinds(resolver KindResolver, kinds []string) (kindSet, *failure) {
+	return collectKinds(resolver, kinds, true)
+}
+
+// collectKinds resolves kinds. Strict (for VAPs) refuses a kind that
+// resolves to nothing or to several versions of one resource; lax (for
+// webhook registration) registers every version and skips unserved kinds,
+// which cannot be requested.
+func collectKinds(resolver KindResolver, kinds []string, strict bool) (kindSet, *failure) {
 	var set kindSet
 	if len(kinds) == 0 {
 		set.everything = true
@@ -113,22 +121,9 @@ func resolveKinds(resolver KindResolver, kinds []string) (kindSet, *failure) {
 		if err != nil {
 			return kindSet{}, fail(ReasonKindResolutionError, "kind %q: %v", kind, err)
 		}
-		if len(resolved) == 0 {
-			return kindSet{}, fail(ReasonKindUnresolved, "kind %q matches no served resource", kind)
-		}
-		versions := map[string][]string{}
-		for _, r := range resolved {
-			key := r.Group + "/" + r.Resource + "/" + r.Subresource
-			versions[key] = append(versions[key], r.Version)
-		}
-		keys := make([]string, 0, len(versions))
-		for k := range versions {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if vs := uniqueSorted(versions[k]); len(vs) > 1 {
-				return kindSet{}, fail(ReasonKindAmbiguous, "kind %q is served in several versions (%s of %s)", kind, strings.Join(vs, ", "), strings.TrimRight(k, "/"))
+		if strict {
+			if fl := strictResolution(kind, resolved); fl != nil {
+				return kindSet{}, fl
 			}
 		}
 		for _, r := range resolved {
@@ -145,6 +140,29 @@ func resolveKinds(resolver KindResolver, kinds []string) (kindSet, *failure) {
 	}
 	sortResources(set.resources)
 	return set, nil
+}
+
+// strictResolution refuses a kind that resolves to nothing or ambiguously.
+func strictResolution(kind string, resolved []Resource) *failure {
+	if len(resolved) == 0 {
+		return fail(ReasonKindUnresolved, "kind %q matches no served resource", kind)
+	}
+	versions := map[string][]string{}
+	for _, r := range resolved {
+		key := r.Group + "/" + r.Resource + "/" + r.Subresource
+		versions[key] = append(versions[key], r.Version)
+	}
+	keys := make([]string, 0, len(versions))
+	for k := range versions {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if vs := uniqueSorted(versions[k]); len(vs) > 1 {
+			return fail(ReasonKindAmbiguous, "kind %q is served in several versions (%s of %s)", kind, strings.Join(vs, ", "), strings.TrimRight(k, "/"))
+		}
+	}
+	return nil
 }
 
 // resolveFilter resolves one filter and refuses what needs RBAC look-ups.

@@ -20,9 +20,9 @@ func WebhookRules(resolver KindResolver, rules ...kyvernov1.Rule) ([]admissionre
 		m := rules[i].MatchResources
 		filters, _ := filtersOf(m)
 		for _, f := range filters {
-			kinds, err := webhookKinds(resolver, f.Resources.Kinds)
-			if err != nil {
-				return nil, fmt.Errorf("rule %q: %w", rules[i].Name, err)
+			kinds, fl := collectKinds(resolver, f.Resources.Kinds, false)
+			if fl != nil {
+				return nil, fmt.Errorf("rule %q: %s", rules[i].Name, fl.message)
 			}
 			ops := make([]string, 0, len(f.Resources.Operations))
 			for _, op := range f.Resources.Operations {
@@ -37,45 +37,4 @@ func WebhookRules(resolver KindResolver, rules ...kyvernov1.Rule) ([]admissionre
 		out[i] = r.RuleWithOperations
 	}
 	return out, nil
-}
-
-// webhookKinds is resolveKinds without the ambiguity refusal: a webhook may
-// register every version of a kind.
-func webhookKinds(resolver KindResolver, kinds []string) (kindSet, error) {
-	var set kindSet
-	if len(kinds) == 0 {
-		set.everything = true
-		return set, nil
-	}
-	seen := map[Resource]bool{}
-	for _, kind := range kinds {
-		if kind == "*" {
-			set.topLevel = true
-			continue
-		}
-		if sel, ok := parseKindSelector(kind); ok && sel == (kindSelector{"*", "*", "*", "*"}) {
-			set.everything = true
-			continue
-		}
-		resolved, err := resolver.Resolve(kind)
-		if err != nil {
-			return kindSet{}, fmt.Errorf("kind %q: %w", kind, err)
-		}
-		// A kind the cluster does not serve cannot be requested: nothing to
-		// register (discovery changes re-run this).
-
-		for _, r := range resolved {
-			seen[r] = true
-			if r.Group == "" && r.Resource == "pods" && r.Subresource == "" {
-				eph := r
-				eph.Subresource = "ephemeralcontainers"
-				seen[eph] = true
-			}
-		}
-	}
-	for r := range seen {
-		set.resources = append(set.resources, r)
-	}
-	sortResources(set.resources)
-	return set, nil
 }

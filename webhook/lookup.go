@@ -3,7 +3,6 @@ package webhook
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -18,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyvap/kyvap/webhook/match"
 )
 
 // ClusterLookup answers the engine's questions from the manager's cache
@@ -59,68 +60,17 @@ func (l *ClusterLookup) Roles(ctx context.Context, user authenticationv1.UserInf
 }
 
 // RolesOf resolves the Roles ("namespace:name") and ClusterRoles bound to a
-// user the way Kyverno does: every RoleBinding naming a Role counts; a
-// RoleBinding naming a ClusterRole counts only in the request's namespace;
-// ClusterRoleBindings count everywhere.
+// user the way Kyverno does (see match.RoleRefs).
 func RolesOf(rbs []rbacv1.RoleBinding, crbs []rbacv1.ClusterRoleBinding, user authenticationv1.UserInfo, namespace string) (roles, clusterRoles []string) {
-	seenRoles, seenClusterRoles := map[string]bool{}, map[string]bool{}
-	for _, rb := range rbs {
-		if !bindsUser(rb.Subjects, user, rb.Namespace) {
-			continue
-		}
-		switch rb.RoleRef.Kind {
-		case "Role":
-			seenRoles[rb.Namespace+":"+rb.RoleRef.Name] = true
-		case "ClusterRole":
-			if rb.Namespace == namespace {
-				seenClusterRoles[rb.RoleRef.Name] = true
-			}
-		}
+	rbPtrs := make([]*rbacv1.RoleBinding, len(rbs))
+	for i := range rbs {
+		rbPtrs[i] = &rbs[i]
 	}
-	for _, crb := range crbs {
-		if crb.RoleRef.Kind == "ClusterRole" && bindsUser(crb.Subjects, user, "") {
-			seenClusterRoles[crb.RoleRef.Name] = true
-		}
+	crbPtrs := make([]*rbacv1.ClusterRoleBinding, len(crbs))
+	for i := range crbs {
+		crbPtrs[i] = &crbs[i]
 	}
-	return sortedKeys(seenRoles), sortedKeys(seenClusterRoles)
-}
-
-func sortedKeys(m map[string]bool) []string {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func bindsUser(subjects []rbacv1.Subject, user authenticationv1.UserInfo, bindingNamespace string) bool {
-	for _, s := range subjects {
-		switch s.Kind {
-		case rbacv1.ServiceAccountKind:
-			ns := s.Namespace
-			if ns == "" {
-				ns = bindingNamespace
-			}
-			if ns != "" && user.Username == "system:serviceaccount:"+ns+":"+s.Name {
-				return true
-			}
-		case rbacv1.GroupKind:
-			for _, g := range user.Groups {
-				if g == s.Name {
-					return true
-				}
-			}
-		case rbacv1.UserKind:
-			if user.Username == s.Name {
-				return true
-			}
-		}
-	}
-	return false
+	return match.RoleRefs(rbPtrs, crbPtrs, user, namespace)
 }
 
 // Params implements engine.ParamSource with the API server's paramRef
