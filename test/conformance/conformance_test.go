@@ -142,10 +142,14 @@ func (p *predictor) predict(ctx context.Context, req *admissionv1.AdmissionReque
 	}
 	if !resp.Allowed {
 		v.allowed = false
+		v.denials = append(v.denials, resp.Message)
 		for _, pr := range resp.Policies {
 			for _, br := range pr.Bindings {
 				for _, d := range br.Decisions {
 					v.denials = append(v.denials, d.Message)
+				}
+				if br.ConfigError != "" {
+					v.denials = append(v.denials, br.ConfigError)
 				}
 			}
 		}
