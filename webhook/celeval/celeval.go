@@ -24,9 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
-	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
-	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/cel/environment"
@@ -50,69 +48,64 @@ func baseEnv() *environment.EnvSet {
 // Program is the compiled CEL of one ValidatingAdmissionPolicy spec. It is
 // immutable and safe for concurrent use.
 type Program struct {
-	validator validating.Validator
-	hasParams bool
+	validator *validator
+	// compileError is a failure to set up the environment: every evaluation
+	// then errors, following the failure policy, as in the API server.
+	compileError error
+	hasParams    bool
 }
 
 // Compile compiles the CEL of spec the way the API server compiles a
-// ValidatingAdmissionPolicy named name. Compile errors do not fail the call:
-// as in the API server, they surface as error decisions that follow the
-// spec's failurePolicy; CompileError reports them up front.
+// ValidatingAdmissionPolicy named name. An expression that does not compile
+// is not a Compile error: as in the API server, it surfaces when evaluated,
+// as an error decision that follows the spec's failurePolicy (translate
+// type-checks expressions before anything is generated).
 func Compile(name string, spec *admissionregistrationv1.ValidatingAdmissionPolicySpec) *Program {
 	hasParams := spec.ParamKind != nil
 	withAuthz := plugincel.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: true}
 	withoutAuthz := plugincel.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: false}
-	failurePolicy := spec.FailurePolicy
+	failurePolicy := admissionregistrationv1.Fail
+	if spec.FailurePolicy != nil {
+		failurePolicy = *spec.FailurePolicy
+	}
+	v := &validator{failurePolicy: failurePolicy}
 	compiler, err := plugincel.NewCompositedCompiler(baseEnv())
 	if err != nil {
-		return &Program{validator: validating.NewValidator(nil, nil, nil, nil, failurePolicy, err), hasParams: hasParams}
+		return &Program{validator: v, compileError: err, hasParams: hasParams}
 	}
 	variables := make([]plugincel.NamedExpressionAccessor, len(spec.Variables))
-	for i, v := range spec.Variables {
-		variables[i] = &validating.Variable{Name: v.Name, Expression: v.Expression}
+	for i, x := range spec.Variables {
+		variables[i] = &variable{Name: x.Name, Expression: x.Expression}
 	}
 	compiler.CompileAndStoreVariables(variables, withAuthz, environment.StoredExpressions)
 
-	var matcher matchconditions.Matcher
 	if len(spec.MatchConditions) > 0 {
 		conditions := make([]plugincel.ExpressionAccessor, len(spec.MatchConditions))
 		for i := range spec.MatchConditions {
 			conditions[i] = (*matchconditions.MatchCondition)(&spec.MatchConditions[i])
 		}
-		matcher = matchconditions.NewMatcher(compiler.CompileCondition(conditions, withAuthz, environment.StoredExpressions), failurePolicy, "policy", "validate", name)
+		v.matcher = matchconditions.NewMatcher(compiler.CompileCondition(conditions, withAuthz, environment.StoredExpressions), spec.FailurePolicy, "policy", "validate", name)
 	}
 	validations := make([]plugincel.ExpressionAccessor, len(spec.Validations))
 	messages := make([]plugincel.ExpressionAccessor, len(spec.Validations))
-	for i, v := range spec.Validations {
-		validations[i] = &validating.ValidationCondition{Expression: v.Expression, Message: v.Message, Reason: v.Reason}
-		if v.MessageExpression != "" {
-			messages[i] = &validating.MessageExpressionCondition{MessageExpression: v.MessageExpression}
+	for i, x := range spec.Validations {
+		validations[i] = &validationCondition{Expression: x.Expression, Message: x.Message, Reason: x.Reason}
+		if x.MessageExpression != "" {
+			messages[i] = &messageCondition{MessageExpression: x.MessageExpression}
 		}
 	}
 	annotations := make([]plugincel.ExpressionAccessor, len(spec.AuditAnnotations))
 	for i, a := range spec.AuditAnnotations {
-		annotations[i] = &validating.AuditAnnotationCondition{Key: a.Key, ValueExpression: a.ValueExpression}
+		annotations[i] = &auditAnnotationCondition{Key: a.Key, ValueExpression: a.ValueExpression}
 	}
-	return &Program{
-		validator: validating.NewValidator(
-			compiler.CompileCondition(validations, withAuthz, environment.StoredExpressions),
-			matcher,
-			compiler.CompileCondition(annotations, withAuthz, environment.StoredExpressions),
-			compiler.CompileCondition(messages, withoutAuthz, environment.StoredExpressions),
-			failurePolicy,
-			nil,
-		),
-		hasParams: hasParams,
-	}
+	v.validations = compiler.CompileCondition(validations, withAuthz, environment.StoredExpressions)
+	v.messages = compiler.CompileCondition(messages, withoutAuthz, environment.StoredExpressions)
+	v.annotations = compiler.CompileCondition(annotations, withAuthz, environment.StoredExpressions)
+	return &Program{validator: v, hasParams: hasParams}
 }
 
-// CompileError is the first compile error of the spec's expressions, if any.
-func (p *Program) CompileError() error {
-	if err := p.validator.CompileError(); err != nil {
-		return err
-	}
-	return nil
-}
+// CompileError is a failure to set up the CEL environment, if any.
+func (p *Program) CompileError() error { return p.compileError }
 
 // HasParams reports whether the spec declares a paramKind.
 func (p *Program) HasParams() bool { return p.hasParams }
@@ -134,13 +127,19 @@ type Input struct {
 
 // Validate evaluates the program with the API server's runtime cost budget.
 // An empty result means the match conditions excluded the request.
-func (p *Program) Validate(ctx context.Context, in Input) validating.ValidateResult {
+func (p *Program) Validate(ctx context.Context, in Input) Result {
 	authz := in.Authorizer
 	if authz == nil {
 		authz = denyAll{}
 	}
-	return p.validator.Validate(ctx, in.MatchedResource, in.Attributes, in.Params, in.Namespace, celconfig.RuntimeCELCostBudget, authz)
+	if p.compileError != nil {
+		return p.validator.failure(p.compileError.Error())
+	}
+	return p.validator.validate(ctx, in, authz)
 }
+
+// authorizerLike is what the CEL `authorizer` variable needs.
+type authorizerLike = authorizer.UnconditionalAuthorizer
 
 // denyAll answers every authorization check with "no opinion", which is
 // what an authorizer that knows nothing about the user says.

@@ -27,7 +27,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	admissionauthorizer "k8s.io/apiserver/pkg/admission/plugin/authorizer"
-	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
@@ -484,23 +483,23 @@ func (r *compiledRule) evaluate(ctx context.Context, req *Request, mreq *match.R
 		evaluated = true
 		for _, d := range res.Decisions {
 			switch {
-			case d.Evaluation == validating.EvalError && d.Action == validating.ActionDeny:
+			case d.Evaluation == celeval.EvalError && d.Action == celeval.ActionDeny:
 				// failurePolicy Fail: the error counts as a violation, which
 				// Kyverno reports as a failure too.
 				o.Result, o.Blocking = Fail, true
 				o.addViolation(d)
-			case d.Evaluation == validating.EvalError:
+			case d.Evaluation == celeval.EvalError:
 				// failurePolicy Ignore: admitted, as by the VAP.
 				if o.Result != Fail {
 					o.Result, o.Message = Error, d.Message
 				}
-			case d.Action == validating.ActionDeny:
+			case d.Action == celeval.ActionDeny:
 				o.Result, o.Blocking = Fail, true
 				o.addViolation(d)
 			}
 		}
 		for _, a := range res.AuditAnnotations {
-			if a.Action != validating.AuditAnnotationActionPublish {
+			if a.Action != celeval.AuditAnnotationActionPublish {
 				continue
 			}
 			if o.AuditAnnotations == nil {
@@ -523,7 +522,7 @@ func (r *compiledRule) evaluate(ctx context.Context, req *Request, mreq *match.R
 	return o, true
 }
 
-func (o *Outcome) addViolation(d validating.PolicyDecision) {
+func (o *Outcome) addViolation(d celeval.Decision) {
 	if len(o.Messages) == 0 {
 		o.Reason = d.Reason
 	}

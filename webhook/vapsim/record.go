@@ -157,13 +157,13 @@ type recordingEvaluator struct {
 func (e *recordingEvaluator) Validate(ctx context.Context, matchedResource schema.GroupVersionResource, versionedAttr *admission.VersionedAttributes, versionedParams runtime.Object, namespace *corev1.Namespace, _ int64, authz authorizer.UnconditionalAuthorizer) validating.ValidateResult {
 	// celeval.Program.Validate passes the API server's runtime budget
 	// (celconfig.RuntimeCELCostBudget), the value the dispatcher passes here.
-	result := e.program.Validate(ctx, celeval.Input{
+	result := toValidateResult(e.program.Validate(ctx, celeval.Input{
 		Attributes:      versionedAttr,
 		MatchedResource: matchedResource,
 		Params:          versionedParams,
 		Namespace:       namespace,
 		Authorizer:      authz,
-	})
+	}))
 	if br := e.rec.binding; br != nil {
 		if len(result.Decisions) > 0 || len(result.AuditAnnotations) > 0 {
 			br.Evaluated = true
@@ -242,4 +242,22 @@ type namespaceGetter struct {
 
 func (namespaceGetter) Get(_ context.Context, name string, _ metav1.GetOptions) (*corev1.Namespace, error) {
 	return nil, apierrors.NewNotFound(corev1.Resource("namespaces"), name)
+}
+
+// toValidateResult converts celeval's result into the API server's types,
+// which the dispatcher consumes; the vocabularies are the same.
+func toValidateResult(r celeval.Result) validating.ValidateResult {
+	out := validating.ValidateResult{}
+	for _, d := range r.Decisions {
+		out.Decisions = append(out.Decisions, validating.PolicyDecision{
+			Action: validating.PolicyDecisionAction(d.Action), Evaluation: validating.PolicyDecisionEvaluation(d.Evaluation),
+			Message: d.Message, Reason: d.Reason, Elapsed: d.Elapsed,
+		})
+	}
+	for _, a := range r.AuditAnnotations {
+		out.AuditAnnotations = append(out.AuditAnnotations, validating.PolicyAuditAnnotation{
+			Key: a.Key, Value: a.Value, Elapsed: a.Elapsed, Action: validating.PolicyAuditAnnotationAction(a.Action), Error: a.Error,
+		})
+	}
+	return out
 }
