@@ -74,24 +74,19 @@ func newPaths(r *runner) *paths {
 
 // withoutPreconditions is a copy of the VAP without the match conditions
 // that are the rule's own celPreconditions (kyvap's generated conditions
-// stay: they are part of matching).
+// stay: they are part of matching). translate appends the preconditions
+// after its own conditions, possibly renamed, so they are the last ones.
 func withoutPreconditions(st *policyState, v admissionregistrationv1.ValidatingAdmissionPolicy) admissionregistrationv1.ValidatingAdmissionPolicy {
 	v = *v.DeepCopy()
-	own := map[string]bool{}
+	own := 0
 	for _, rule := range st.policy.Spec.Rules {
 		if rule.Name == v.Annotations[translate.AnnotationRule] {
-			for _, c := range rule.CELPreconditions {
-				own[c.Name] = true
-			}
+			own = len(rule.CELPreconditions)
 		}
 	}
-	kept := v.Spec.MatchConditions[:0]
-	for _, c := range v.Spec.MatchConditions {
-		if !own[c.Name] {
-			kept = append(kept, c)
-		}
+	if own <= len(v.Spec.MatchConditions) {
+		v.Spec.MatchConditions = v.Spec.MatchConditions[:len(v.Spec.MatchConditions)-own]
 	}
-	v.Spec.MatchConditions = kept
 	return v
 }
 
