@@ -94,9 +94,9 @@ func TestValidatorMatchesTheAPIServer(t *testing.T) {
 			{Expression: "false", MessageExpression: "'   '"},
 			{Expression: "false", MessageExpression: "object.missing"},
 		}},
-		"runtime error under Fail": {Validations: []admissionregistrationv1.Validation{{Expression: "object.data.missing == 'x'"}}},
+		"runtime error under Fail":   {Validations: []admissionregistrationv1.Validation{{Expression: "object.data.missing == 'x'"}}},
 		"runtime error under Ignore": {FailurePolicy: &ignore, Validations: []admissionregistrationv1.Validation{{Expression: "object.data.missing == 'x'"}}},
-		"compile error": {Validations: []admissionregistrationv1.Validation{{Expression: "object.("}}},
+		"compile error":              {Validations: []admissionregistrationv1.Validation{{Expression: "object.("}}},
 		"variables and namespaceObject": {
 			Variables:   []admissionregistrationv1.Variable{{Name: "ns", Expression: "namespaceObject.metadata.name"}},
 			Validations: []admissionregistrationv1.Validation{{Expression: "variables.ns != 'team'", Message: "not in team"}},
