@@ -2,8 +2,9 @@
 // spec exactly as the API server's ValidatingAdmissionPolicy plugin does: the
 // same environment (newest compatibility version, strict cost), the same
 // composition of variables, match conditions, validations, message
-// expressions and audit annotations, and the same failure-policy handling,
-// because it uses k8s.io/apiserver's own compiler and validator.
+// expressions and audit annotations (k8s.io/apiserver's compiler, matcher and
+// evaluators), and the same decision rules (a copy of the plugin's validator,
+// checked against it by test, so the manager does not link the plugin).
 //
 // Both of kyvap's enforcement paths use it: the fallback engine compiles the
 // CEL part of a Kyverno rule into a spec, and the in-process VAP simulator
