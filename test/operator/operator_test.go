@@ -10,6 +10,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -117,10 +118,17 @@ func TestDriftIsReverted(t *testing.T) {
 	}
 	want := vaps[0].Spec.Validations[0].Expression
 
-	// Edit the spec: reverted.
+	// Edit the spec: reverted. Retried on conflict: kube-controller-manager
+	// writes the VAP's type-checking status concurrently.
 	edited := vaps[0].DeepCopy()
-	edited.Spec.Validations[0].Expression = "true"
-	if err := cp.Client.Update(ctx, edited); err != nil {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(edited), edited); err != nil {
+			return err
+		}
+		edited.Spec.Validations[0].Expression = "true"
+		return cp.Client.Update(ctx, edited)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	err = controlplane.Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
@@ -136,11 +144,14 @@ func TestDriftIsReverted(t *testing.T) {
 
 	// Add a field kyvap does not set: removed too.
 	var vap admissionregistrationv1.ValidatingAdmissionPolicy
-	if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(edited), &vap); err != nil {
-		t.Fatal(err)
-	}
-	vap.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "sneaky", ValueExpression: "'x'"}}
-	if err := cp.Client.Update(ctx, &vap); err != nil {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(edited), &vap); err != nil {
+			return err
+		}
+		vap.Spec.AuditAnnotations = []admissionregistrationv1.AuditAnnotation{{Key: "sneaky", ValueExpression: "'x'"}}
+		return cp.Client.Update(ctx, &vap)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	err = controlplane.Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
@@ -519,11 +530,17 @@ func TestMetrics(t *testing.T) {
 		t.Fatalf("%d VAPs", len(vaps))
 	}
 	edited := vaps[0].DeepCopy()
-	edited.Spec.Validations[0].Expression = "true"
-	if err := cp.Client.Update(ctx, edited); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(edited), edited); err != nil {
+			return err
+		}
+		edited.Spec.Validations[0].Expression = "true"
+		return cp.Client.Update(ctx, edited)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	err := controlplane.Eventually(ctx, 30*time.Second, func(context.Context) (bool, error) {
+	err = controlplane.Eventually(ctx, 30*time.Second, func(context.Context) (bool, error) {
 		d := metricValue(t, "kyvap_drift_reverts_total", map[string]string{"kind": "ValidatingAdmissionPolicy"}) - driftBefore
 		return d >= 1, fmt.Errorf("drift reverts grew by %v", d)
 	})

@@ -2,9 +2,11 @@ package vapsim
 
 import (
 	"fmt"
+	"sort"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
@@ -140,7 +142,7 @@ type staticInformer struct {
 func (s *staticInformer) Informer() cache.SharedIndexInformer { return syncedInformer{} }
 
 func (s *staticInformer) Lister() cache.GenericLister {
-	return cache.NewGenericLister(s.indexer, s.resource)
+	return sortedLister{cache.NewGenericLister(s.indexer, s.resource)}
 }
 
 // syncedInformer reports HasSynced, the only informer method
@@ -151,3 +153,35 @@ type syncedInformer struct {
 }
 
 func (syncedInformer) HasSynced() bool { return true }
+
+// sortedLister lists in namespace/name order. The API server's lister
+// returns map order, so which parameter's denial it reports first varies;
+// the simulator is deterministic instead.
+type sortedLister struct{ cache.GenericLister }
+
+func (l sortedLister) List(selector labels.Selector) ([]runtime.Object, error) {
+	out, err := l.GenericLister.List(selector)
+	return sortByKey(out), err
+}
+
+func (l sortedLister) ByNamespace(namespace string) cache.GenericNamespaceLister {
+	return sortedNamespaceLister{l.GenericLister.ByNamespace(namespace)}
+}
+
+type sortedNamespaceLister struct{ cache.GenericNamespaceLister }
+
+func (l sortedNamespaceLister) List(selector labels.Selector) ([]runtime.Object, error) {
+	out, err := l.GenericNamespaceLister.List(selector)
+	return sortByKey(out), err
+}
+
+func sortByKey(objs []runtime.Object) []runtime.Object {
+	key := func(o runtime.Object) string {
+		if a, err := meta.Accessor(o); err == nil {
+			return a.GetNamespace() + "/" + a.GetName()
+		}
+		return ""
+	}
+	sort.SliceStable(objs, func(i, j int) bool { return key(objs[i]) < key(objs[j]) })
+	return objs
+}
