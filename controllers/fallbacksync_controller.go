@@ -2,6 +2,11 @@ package controllers
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -34,6 +39,90 @@ type FallbackSyncReconciler struct {
 	// (Setup does it): on the leader both translate the same inputs, and a
 	// shared cache makes the second translation free.
 	plans *planCache
+
+	// pending are the policies that existed when the cache synced and have
+	// not been loaded yet; the replica is not ready until there are none.
+	mu      sync.Mutex
+	pending map[string]bool
+	// loaded are policies loaded before Start listed them.
+	loaded map[string]bool
+	synced atomic.Bool
+	cache  interface {
+		WaitForCacheSync(ctx context.Context) bool
+	}
+}
+
+// Start implements manager.Runnable: once the cache has synced it records
+// the policies to load before the replica may receive admission traffic.
+func (r *FallbackSyncReconciler) Start(ctx context.Context) error {
+	if !r.cache.WaitForCacheSync(ctx) {
+		return ctx.Err()
+	}
+	var policies kyvernov1.ClusterPolicyList
+	if err := r.List(ctx, &policies); err != nil {
+		return fmt.Errorf("listing ClusterPolicies: %w", err)
+	}
+	names := make([]string, len(policies.Items))
+	for i, p := range policies.Items {
+		names[i] = p.Name
+	}
+	r.expect(names)
+	return nil
+}
+
+// expect records the policies to load before the replica is ready, minus
+// those already loaded.
+func (r *FallbackSyncReconciler) expect(names []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pending = map[string]bool{}
+	for _, n := range names {
+		if !r.loaded[n] {
+			r.pending[n] = true
+		}
+	}
+	r.loaded = nil
+	r.synced.Store(len(r.pending) == 0)
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: every
+// replica loads its own engine.
+func (r *FallbackSyncReconciler) NeedLeaderElection() bool { return false }
+
+// done records that a policy is loaded (or gone).
+func (r *FallbackSyncReconciler) done(name string) {
+	if r.synced.Load() {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pending == nil {
+		// Start has not listed yet: remember, so it does not wait for it.
+		if r.loaded == nil {
+			r.loaded = map[string]bool{}
+		}
+		r.loaded[name] = true
+		return
+	}
+	delete(r.pending, name)
+	if len(r.pending) == 0 {
+		r.synced.Store(true)
+	}
+}
+
+// Checker is a readiness check: a replica is ready to judge admission
+// requests once every policy that existed at start-up is loaded into its
+// engine, so that a new replica never admits unchecked during a rollout.
+func (r *FallbackSyncReconciler) Checker(*http.Request) error {
+	if r.synced.Load() {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pending == nil {
+		return errors.New("waiting for the policy cache to sync")
+	}
+	return fmt.Errorf("%d ClusterPolicies not loaded into the fallback engine yet", len(r.pending))
 }
 
 // Reconcile translates one policy and hands its fallback rules to the sink.
@@ -43,6 +132,7 @@ func (r *FallbackSyncReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		if apierrors.IsNotFound(err) {
 			r.Sink.SetFallbackRules(req.Name, nil)
 			r.plans.forget(req.Name)
+			r.done(req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -56,6 +146,7 @@ func (r *FallbackSyncReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, err
 	}
 	r.Sink.SetFallbackRules(policy.Name, fallbackRules(&plan))
+	r.done(policy.Name)
 	return ctrl.Result{}, nil
 }
 
@@ -65,6 +156,10 @@ func (r *FallbackSyncReconciler) Reconcile(ctx context.Context, req ctrl.Request
 func (r *FallbackSyncReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.plans == nil {
 		r.plans = &planCache{}
+	}
+	r.cache = mgr.GetCache()
+	if err := mgr.Add(r); err != nil {
+		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("fallbacksync").

@@ -65,5 +65,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts transla
 		return r, nil
 	}
 	sync := &FallbackSyncReconciler{Client: mgr.GetClient(), Resolvers: resolvers, Sink: sink, Options: opts, plans: &r.plans}
-	return r, sync.SetupWithManager(mgr)
+	if err := sync.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	return r, mgr.AddReadyzCheck("fallback-rules-loaded", sync.Checker)
 }
