@@ -22,6 +22,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -161,7 +162,18 @@ func (p *predictor) predict(ctx context.Context, req *admissionv1.AdmissionReque
 			ns = n.DeepCopy()
 		}
 	}
-	outcomes, err := p.engine.Evaluate(ctx, engine.Request{Admission: req, Namespace: ns, Params: engine.StaticParams(p.suite.Params)})
+	// The webhook resolves the user's roles from the cluster's bindings; so
+	// does the prediction.
+	var rbs rbacv1.RoleBindingList
+	var crbs rbacv1.ClusterRoleBindingList
+	if err := cp.Client.List(ctx, &rbs); err != nil {
+		return v, err
+	}
+	if err := cp.Client.List(ctx, &crbs); err != nil {
+		return v, err
+	}
+	roles, clusterRoles := webhook.RolesOf(rbs.Items, crbs.Items, req.UserInfo, req.Namespace)
+	outcomes, err := p.engine.Evaluate(ctx, engine.Request{Admission: req, Namespace: ns, Params: engine.StaticParams(p.suite.Params), Roles: roles, ClusterRoles: clusterRoles})
 	if err != nil {
 		return v, err
 	}
@@ -185,8 +197,6 @@ func (p *predictor) predict(ctx context.Context, req *admissionv1.AdmissionReque
 // as the suite asks it, and why not.
 func replayable(s *clitest.Suite) string {
 	switch {
-	case s.UserInfo != nil:
-		return "the test impersonates users and roles"
 	case len(s.CRDs) > 0:
 		return "the test needs custom resource definitions"
 	case len(s.Policies) == 0:
@@ -303,6 +313,10 @@ func replaySuite(t *testing.T, s *clitest.Suite, generate bool, user authenticat
 		}
 	}
 
+	cfg := rest.CopyConfig(cp.Config)
+	if s.UserInfo != nil {
+		user = impersonate(t, s, cfg)
+	}
 	p := newPredictor(t, s, generate)
 	type check struct {
 		resource *clitest.Resource
@@ -330,10 +344,11 @@ func replaySuite(t *testing.T, s *clitest.Suite, generate bool, user authenticat
 			denied = append(denied, c)
 		}
 	}
+	t.Logf("%s: %d denials and %d admissions predicted", s.Path, len(denied), len(allowed))
 	// Denials first: once they are seen, enforcement is in place, and an
 	// admission is meaningful.
 	for _, c := range append(denied, allowed...) {
-		got, err := waitForVerdict(ctx, &c.resource.Object, c.want)
+		got, err := waitForVerdict(ctx, cfg, &c.resource.Object, c.want)
 		switch {
 		case errors.Is(err, errNotAdmissible):
 			notes = append(notes, "the API server refuses the object itself (not a valid "+c.resource.Object.GetKind()+")")
@@ -353,12 +368,12 @@ var errNotAdmissible = errors.New("the API server refuses the object before admi
 // matches want (VAPs and webhook configurations take effect
 // asynchronously), and returns the last answer. An object the API server
 // refuses on its own (invalid, already stored) gives errNotAdmissible.
-func waitForVerdict(ctx context.Context, obj *unstructured.Unstructured, want verdict) (verdict, error) {
+func waitForVerdict(ctx context.Context, base *rest.Config, obj *unstructured.Unstructured, want verdict) (verdict, error) {
 	var got verdict
 	notAdmissible := false
 	err := controlplane.Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
 		var warnings []string
-		cfg := rest.CopyConfig(cp.Config)
+		cfg := rest.CopyConfig(base)
 		cfg.WarningHandlerWithContext = collector{&warnings}
 		c, err := client.New(cfg, client.Options{Scheme: cp.Scheme})
 		if err != nil {
@@ -533,4 +548,62 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// conformanceGroup is the group impersonated users get to be allowed to
+// create the suite's objects at all.
+const conformanceGroup = "kyvap:conformance"
+
+// impersonate makes cfg send requests as the suite's user, and binds the
+// suite's roles and cluster roles to that user in the cluster, so that the
+// webhook finds them as Kyverno would. It returns the user the API server
+// will report (impersonated users are also system:authenticated).
+func impersonate(t *testing.T, s *clitest.Suite, cfg *rest.Config) authenticationv1.UserInfo {
+	t.Helper()
+	ctx := context.Background()
+	info := s.UserInfo.AdmissionUserInfo
+	user := authenticationv1.UserInfo{Username: info.Username, Groups: append(append([]string{}, info.Groups...), conformanceGroup, "system:authenticated")}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user.Username, Groups: user.Groups[:len(user.Groups)-1]}
+	subject := rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: info.Username}
+	if ns, name, ok := strings.Cut(strings.TrimPrefix(info.Username, "system:serviceaccount:"), ":"); ok && strings.HasPrefix(info.Username, "system:serviceaccount:") {
+		subject = rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}
+	}
+	var objs []client.Object
+	objs = append(objs, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "kyvap-conformance-admin"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: conformanceGroup}},
+	})
+	for i, role := range s.UserInfo.Roles {
+		ns, name, ok := strings.Cut(role, ":")
+		if !ok {
+			t.Fatalf("%s: role %q is not namespace:name", s.Path, role)
+		}
+		ensureNamespace(t, ns, nil)
+		objs = append(objs, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("kyvap-conformance-%d", i)},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+			Subjects:   []rbacv1.Subject{subject},
+		})
+	}
+	for i, role := range s.UserInfo.ClusterRoles {
+		objs = append(objs, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("kyvap-conformance-%d", i)},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   []rbacv1.Subject{subject},
+		})
+	}
+	for _, obj := range objs {
+		if err := cp.Client.Create(ctx, obj); err != nil {
+			t.Fatalf("%s: binding %s: %v", s.Path, obj.GetName(), err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, obj := range objs {
+			if err := cp.Client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("deleting binding %s: %v", obj.GetName(), err)
+			}
+		}
+	})
+	return user
 }
