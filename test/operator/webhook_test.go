@@ -119,9 +119,19 @@ func TestWebhookEnforcesWhenGenerationIsOff(t *testing.T) {
 		celRule("no-audited", "ConfigMap", "!has(object.data) || !('audited' in object.data)", "the key 'audited' is reported"))
 	create(t, enforce)
 	create(t, audit)
-	got := waitForStatus(t, enforce, controllers.ReasonGenerationDisabled)
-	if msg := got.Status.ValidatingAdmissionPolicy.Message; strings.Contains(msg, "NOT ENFORCED") || !strings.Contains(msg, "webhook") {
-		t.Errorf("status message %q should say the webhook enforces the rule", msg)
+	waitForStatus(t, enforce, controllers.ReasonGenerationDisabled)
+	// The status says NOT ENFORCED until the webhook configuration is in
+	// place, and is re-reported when it is.
+	err := controlplane.Eventually(context.Background(), 30*time.Second, func(ctx context.Context) (bool, error) {
+		got := &kyvernov1.ClusterPolicy{}
+		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(enforce), got); err != nil {
+			return false, err
+		}
+		msg := got.Status.ValidatingAdmissionPolicy.Message
+		return !strings.Contains(msg, "NOT ENFORCED") && strings.Contains(msg, "enforced by kyvap's webhook"), fmt.Errorf("status message %q", msg)
+	})
+	if err != nil {
+		t.Errorf("the status never said the webhook enforces the rule: %v", err)
 	}
 
 	waitForDenial(t, configMap(ns, "bad", map[string]string{"forbidden": "x"}), "the key 'forbidden' is not allowed")
