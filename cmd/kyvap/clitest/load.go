@@ -164,7 +164,7 @@ func LoadFile(file string) ([]Suite, error) {
 			errs = append(errs, err)
 			continue
 		}
-		s, err := loadSuite(file, doc.index, test)
+		s, err := loadSuite(file, doc.Index, test)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -183,7 +183,7 @@ var validResults = map[string]bool{"pass": true, "fail": true, "skip": true, "wa
 // (no apiVersion/kind, or the top-level name) and invalid results.
 func checkTest(file string, doc document, t *Test) error {
 	fail := func(key string, format string, args ...any) error {
-		return &manifest.Error{File: file, Line: keyLine(doc, key), Document: doc.index, Err: fmt.Errorf(format, args...)}
+		return &manifest.Error{File: file, Line: keyLine(doc, key), Document: doc.Index, Err: fmt.Errorf(format, args...)}
 	}
 	switch {
 	case t.APIVersion == "" || t.Kind == "":
@@ -363,17 +363,17 @@ func readDocuments(path string, fn func(file string, doc document, raw []byte, m
 			}
 			var meta metav1.TypeMeta
 			if err := json.Unmarshal(raw, &meta); err != nil {
-				return &manifest.Error{File: file, Line: doc.firstLine, Document: doc.index, Err: fmt.Errorf("not a Kubernetes object: %w", err)}
+				return &manifest.Error{File: file, Line: doc.FirstLine, Document: doc.Index, Err: fmt.Errorf("not a Kubernetes object: %w", err)}
 			}
 			if meta.APIVersion == "" || meta.Kind == "" {
-				return &manifest.Error{File: file, Line: doc.firstLine, Document: doc.index, Err: errors.New("apiVersion and kind are required")}
+				return &manifest.Error{File: file, Line: doc.FirstLine, Document: doc.Index, Err: errors.New("apiVersion and kind are required")}
 			}
 			if err := fn(file, doc, raw, meta); err != nil {
 				var me *manifest.Error
 				if errors.As(err, &me) {
 					return err
 				}
-				return &manifest.Error{File: file, Line: doc.firstLine, Document: doc.index, Err: err}
+				return &manifest.Error{File: file, Line: doc.FirstLine, Document: doc.Index, Err: err}
 			}
 		}
 	}
@@ -533,7 +533,7 @@ func (s *Suite) readObjects(path, what string) ([]Resource, error) {
 			}
 			s.CRDs = append(s.CRDs, crd)
 		}
-		out = append(out, Resource{Object: obj, File: file, Line: doc.firstLine})
+		out = append(out, Resource{Object: obj, File: file, Line: doc.FirstLine})
 		return nil
 	})
 	return out, err
@@ -567,7 +567,7 @@ func (s *Suite) readClusterResource(dir, path string) ([]Resource, error) {
 			if err := obj.UnmarshalJSON(r); err != nil {
 				return fmt.Errorf("spec.resources[%d]: %w", i, err)
 			}
-			out = append(out, Resource{Object: obj, File: file, Line: doc.firstLine})
+			out = append(out, Resource{Object: obj, File: file, Line: doc.FirstLine})
 		}
 		return nil
 	})
@@ -607,8 +607,8 @@ func (s *Suite) readValues(dir string) error {
 	check := func(where string, v any) error {
 		fail := func(format string, args ...any) error {
 			e := &manifest.Error{File: file, Err: fmt.Errorf(where+": "+format, args...)}
-			if doc.data != nil {
-				e.Line, e.Document = keyLine(doc, valueOperation), doc.index
+			if doc.Data != nil {
+				e.Line, e.Document = keyLine(doc, valueOperation), doc.Index
 			}
 			return e
 		}

@@ -149,9 +149,9 @@ func unwrapPathError(err error) error {
 // file names the input in errors. Nothing is added when it fails.
 func (s *Set) Read(file string, data []byte, accept Accept) error {
 	var read Set
-	for _, doc := range splitDocuments(data) {
+	for _, doc := range SplitDocuments(data) {
 		if err := read.readDocument(doc, accept); err != nil {
-			return &Error{File: file, Line: err.line, Document: doc.index, Err: err.err}
+			return &Error{File: file, Line: err.line, Document: doc.Index, Err: err.err}
 		}
 	}
 	s.Policies = append(s.Policies, read.Policies...)
@@ -160,22 +160,22 @@ func (s *Set) Read(file string, data []byte, accept Accept) error {
 	return nil
 }
 
-// document is one YAML document of a stream.
-type document struct {
-	// index is 1-based; firstLine is the 1-based line its content starts on.
-	index, firstLine int
-	data             []byte
+// Document is one YAML document of a stream.
+type Document struct {
+	// Index is 1-based; FirstLine is the 1-based line its content starts on.
+	Index, FirstLine int
+	Data             []byte
 }
 
-// splitDocuments cuts a YAML stream at its "---" separator lines, keeping
+// SplitDocuments cuts a YAML stream at its "---" separator lines, keeping
 // where each document starts so errors can name absolute lines. Documents
 // with nothing but whitespace are dropped; the index still counts them so
 // that it matches what an editor shows.
-func splitDocuments(data []byte) []document {
-	var docs []document
-	current := document{index: 1, firstLine: 1}
+func SplitDocuments(data []byte) []Document {
+	var docs []Document
+	current := Document{Index: 1, FirstLine: 1}
 	flush := func() {
-		if len(bytes.TrimSpace(current.data)) > 0 {
+		if len(bytes.TrimSpace(current.Data)) > 0 {
 			docs = append(docs, current)
 		}
 	}
@@ -184,12 +184,12 @@ func splitDocuments(data []byte) []document {
 		if isDocumentSeparator(line) {
 			if i > 0 {
 				flush()
-				current = document{index: current.index + 1}
+				current = Document{Index: current.Index + 1}
 			}
-			current.firstLine = i + 2
+			current.FirstLine = i + 2
 			continue
 		}
-		current.data = append(current.data, line...)
+		current.Data = append(current.Data, line...)
 	}
 	flush()
 	return docs
@@ -215,8 +215,8 @@ type documentError struct {
 var yamlLine = regexp.MustCompile(`line (\d+): (.*)`)
 
 // readDocument decodes one document: an object or a v1 List of objects.
-func (s *Set) readDocument(doc document, accept Accept) *documentError {
-	raw, err := toJSON(doc.data)
+func (s *Set) readDocument(doc Document, accept Accept) *documentError {
+	raw, err := toJSON(doc.Data)
 	if err != nil {
 		return syntaxError(doc, err)
 	}
@@ -224,7 +224,7 @@ func (s *Set) readDocument(doc document, accept Accept) *documentError {
 		return nil // only comments
 	}
 	if err := s.addObject(raw, accept); err != nil {
-		return &documentError{line: doc.firstLine, err: err}
+		return &documentError{line: doc.FirstLine, err: err}
 	}
 	return nil
 }
@@ -241,14 +241,14 @@ func toJSON(data []byte) ([]byte, error) {
 }
 
 // syntaxError turns a parser error's relative line into an absolute one.
-func syntaxError(doc document, err error) *documentError {
+func syntaxError(doc Document, err error) *documentError {
 	msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		if n, convErr := strconv.Atoi(m[1]); convErr == nil {
-			return &documentError{line: doc.firstLine + n - 1, err: errors.New("invalid YAML: " + m[2])}
+			return &documentError{line: doc.FirstLine + n - 1, err: errors.New("invalid YAML: " + m[2])}
 		}
 	}
-	return &documentError{line: doc.firstLine, err: errors.New("invalid YAML: " + strings.TrimPrefix(msg, "yaml: "))}
+	return &documentError{line: doc.FirstLine, err: errors.New("invalid YAML: " + strings.TrimPrefix(msg, "yaml: "))}
 }
 
 // addObject decodes one JSON object by its apiVersion and kind.

@@ -23,8 +23,8 @@ func TestSplitDocumentsKeepsAbsoluteLines(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
-			for _, d := range splitDocuments([]byte(tt.input)) {
-				got = append(got, fmt.Sprintf("%d@%d", d.index, d.firstLine))
+			for _, d := range SplitDocuments([]byte(tt.input)) {
+				got = append(got, fmt.Sprintf("%d@%d", d.Index, d.FirstLine))
 			}
 			if strings.Join(got, " ") != strings.Join(tt.want, " ") {
 				t.Errorf("documents = %v, want %v", got, tt.want)
