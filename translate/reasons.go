@@ -69,6 +69,10 @@ const (
 	// ReasonGeneratedCELError: an expression kyvap generated did not compile;
 	// a kyvap bug, reported rather than emitted.
 	ReasonGeneratedCELError Reason = "GeneratedCELError"
+	// ReasonRequestNamespaceOfNamespace: the rule can match Namespace
+	// objects and reads request.namespace, which Kyverno clears for them
+	// and the API server sets to the Namespace's own name.
+	ReasonRequestNamespaceOfNamespace Reason = "RequestNamespaceOfNamespace"
 	// ReasonEmptyRule: the rule has no expressions; Kyverno passes every
 	// request, so there is nothing to enforce.
 	ReasonEmptyRule Reason = "EmptyRule"

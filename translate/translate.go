@@ -226,6 +226,9 @@ func (t *translation) build(rule *kyvernov1.Rule) (admissionregistrationv1.Valid
 			return vap, nil, fail(ReasonExceptionNotExpressible, "PolicyException %s/%s: %s", ex.Namespace, ex.Name, fl.message)
 		}
 	}
+	if fl := kyvernoRuntimeDifferences(t.resolver, rule, match.kinds); fl != nil {
+		return vap, nil, fl
+	}
 	if len(match.constraints.ResourceRules) == 0 {
 		return vap, nil, fail(ReasonMatchNotExpressible, "the match block names only operations a VAP never sees")
 	}
@@ -239,8 +242,14 @@ func (t *translation) build(rule *kyvernov1.Rule) (admissionregistrationv1.Valid
 		ParamKind:        cel.ParamKind,
 		MatchConstraints: &match.constraints,
 		Validations:      validationsWithRuleMessage(cel.Expressions, rule.Validation.Message),
-		AuditAnnotations: cel.AuditAnnotations,
 		Variables:        cel.Variables,
+	}
+	if len(cel.AuditAnnotations) > 0 {
+		// Kyverno's engine computes audit annotations and discards them
+		// (validate_cel.go reads only the decisions), so they never change
+		// its verdict; in a VAP, an annotation that errors or does not
+		// compile denies the request.
+		t.plan.Warnings = append(t.plan.Warnings, fmt.Sprintf("rule %q: auditAnnotations are not carried into the ValidatingAdmissionPolicy: Kyverno ignores them at admission, and in a ValidatingAdmissionPolicy an annotation that fails to evaluate would deny the request", rule.Name))
 	}
 	failurePolicy := admissionregistrationv1.Fail
 	if t.policy.Spec.FailurePolicy != nil && *t.policy.Spec.FailurePolicy == kyvernov1.Ignore {
@@ -248,8 +257,10 @@ func (t *translation) build(rule *kyvernov1.Rule) (admissionregistrationv1.Valid
 	}
 	spec.FailurePolicy = &failurePolicy
 	generated := map[string]bool{}
+	ours := map[string]bool{}
 	for _, mc := range match.conditions {
 		generated[mc.Name] = true
+		ours[mc.Name] = true
 	}
 	preconditions := make([]admissionregistrationv1.MatchCondition, len(rule.CELPreconditions))
 	for i, mc := range rule.CELPreconditions {
@@ -272,15 +283,25 @@ func (t *translation) build(rule *kyvernov1.Rule) (admissionregistrationv1.Valid
 	if fl := checkFields(&spec); fl != nil {
 		return vap, nil, fl
 	}
-	if user, ours := checkVAPExpressions(&spec, t.version, generated); len(user) > 0 {
+	if user, generatedProblems := checkVAPExpressions(&spec, t.version, ours); len(user) > 0 {
 		if t.version.LessThan(newestCompatibilityVersion) {
-			if newest, _ := checkVAPExpressions(&spec, newestCompatibilityVersion, generated); len(newest) == 0 {
+			if newest, _ := checkVAPExpressions(&spec, newestCompatibilityVersion, ours); len(newest) == 0 {
 				return vap, nil, fail(ReasonCELNotAtCompatibilityVersion, "does not compile at CEL compatibility version %s: %s", t.version, problemsMessage(user))
 			}
 		}
 		return vap, nil, fail(ReasonCELCompileError, "%s", problemsMessage(user))
-	} else if len(ours) > 0 {
-		return vap, nil, fail(ReasonGeneratedCELError, "%s", problemsMessage(ours))
+	} else if len(generatedProblems) > 0 {
+		return vap, nil, fail(ReasonGeneratedCELError, "%s", problemsMessage(generatedProblems))
+	}
+	if fl := guardNamespacePredicates(&spec, ours); fl != nil {
+		return vap, nil, fl
+	}
+	if IsGuarded(&spec) {
+		// The user's expressions compiled above; anything failing now is
+		// in what kyvap wrapped around them.
+		if user, generatedProblems := checkVAPExpressions(&spec, t.version, ours); len(user)+len(generatedProblems) > 0 {
+			return vap, nil, fail(ReasonGeneratedCELError, "%s", problemsMessage(append(user, generatedProblems...)))
+		}
 	}
 
 	paramRef, fl := paramRefFor(cel)

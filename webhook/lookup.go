@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"sort"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyvap/kyvap/webhook/engine"
 	"github.com/kyvap/kyvap/webhook/match"
 )
 
@@ -89,6 +91,9 @@ func (l *ClusterLookup) Params(ctx context.Context, kind *admissionregistrationv
 		return nil, fmt.Errorf("paramKind %s: %w", gvk, err)
 	}
 	var opts []client.ListOption
+	if mapping.Scope.Name() != meta.RESTScopeNameNamespace && ref.Namespace != "" {
+		return nil, engine.ErrClusterScopedParamNamespace
+	}
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
 		ns := ref.Namespace
 		if ns == "" {
@@ -129,6 +134,16 @@ func (l *ClusterLookup) Params(ctx context.Context, kind *admissionregistrationv
 	if err := l.Reader.List(ctx, list, append(opts, client.MatchingLabelsSelector{Selector: selector})...); err != nil {
 		return nil, err
 	}
+	// In the API server's list order (namespace, then name): Kyverno's
+	// engine evaluates parameters in the order its list returns them, and
+	// the first one that is skipped or denied decides.
+	sort.Slice(list.Items, func(i, j int) bool {
+		a, b := &list.Items[i], &list.Items[j]
+		if a.GetNamespace() != b.GetNamespace() {
+			return a.GetNamespace() < b.GetNamespace()
+		}
+		return a.GetName() < b.GetName()
+	})
 	out := make([]runtime.Object, 0, len(list.Items))
 	for i := range list.Items {
 		out = append(out, &list.Items[i])

@@ -31,6 +31,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/cmd/kyvap/clitest"
 	"github.com/kyvap/kyvap/test/controlplane"
 	"github.com/kyvap/kyvap/translate"
@@ -324,6 +325,7 @@ func replaySuite(t *testing.T, s *clitest.Suite, generate bool, user authenticat
 		req      *admissionv1.AdmissionRequest
 	}
 	var denied, allowed []check
+	kyvernoDenies := enforcedFailures(t, s, generate)
 	for i := range s.Resources {
 		r := &s.Resources[i]
 		req, _, err := s.AdmissionRequest(s.Policies[0].Name, r, "")
@@ -357,9 +359,78 @@ func replaySuite(t *testing.T, s *clitest.Suite, generate bool, user authenticat
 			replayed++
 		default:
 			replayed++
+			if why, ok := kyvernoDenies[c.resource.Key()]; ok && got.allowed {
+				// The API server gave the predicted answer; it must also be
+				// Kyverno's.
+				t.Errorf("%s: %s: Kyverno denies it (%s), the API server admitted it", s.Path, c.resource.Key(), why)
+			}
 		}
 	}
 	return replayed, notes
+}
+
+// enforcedFailures are the resources (by key) the suite expects a rule to
+// fail on CREATE under Enforce, among the rules kyvap enforces: Kyverno
+// denies them, so the API server must too.
+func enforcedFailures(t *testing.T, s *clitest.Suite, generate bool) map[string]string {
+	t.Helper()
+	enforced := map[string]bool{} // policy/rule kyvap enforces
+	enforceOnly := map[string]bool{}
+	for i := range s.Policies {
+		p := &s.Policies[i]
+		plan, err := translate.Translate(translate.Input{Policy: p, Exceptions: s.Exceptions}, translate.NewStaticResolver(s.CRDs...), translate.Options{GenerateValidatingAdmissionPolicy: generate})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rr := range plan.Rules {
+			switch {
+			case rr.Verdict == translate.VerdictNotHandled || rr.Verdict == translate.VerdictInvalid:
+			case rr.Fallback != nil && engine.Unsupported(rr.Fallback) != nil:
+			default:
+				enforced[p.Name+"/"+rr.Rule] = true
+			}
+		}
+		for _, r := range p.Spec.Rules {
+			if s.UserInfo == nil && filtersOnUser(&r) {
+				// Without a user, Kyverno's CLI ignores user filters; the
+				// replay always has one.
+				continue
+			}
+			action := p.Spec.ValidationFailureAction
+			if r.Validation != nil && r.Validation.FailureAction != nil {
+				action = *r.Validation.FailureAction
+			}
+			overrides := len(p.Spec.ValidationFailureActionOverrides) > 0 || (r.Validation != nil && len(r.Validation.FailureActionOverrides) > 0)
+			enforceOnly[p.Name+"/"+r.Name] = action.IsEnforce() && !overrides
+		}
+	}
+	out := map[string]string{}
+	for i, res := range s.Test.Results {
+		if res.Result != "fail" || (res.Operation != "" && res.Operation != "CREATE") || res.Rule == "" {
+			continue
+		}
+		rule := strings.TrimPrefix(strings.TrimPrefix(res.Rule, "autogen-cronjob-"), "autogen-")
+		key := res.Policy + "/" + rule
+		if !enforced[key] || !enforceOnly[key] {
+			continue
+		}
+		selected, _ := s.SelectResources(i)
+		for _, r := range selected {
+			out[r.Key()] = fmt.Sprintf("%s fails", key)
+		}
+	}
+	return out
+}
+
+// filtersOnUser reports whether the rule's match filters on the user.
+func filtersOnUser(r *kyvernov1.Rule) bool {
+	m := &r.MatchResources
+	for _, f := range append(append(kyvernov1.ResourceFilters{{UserInfo: m.UserInfo}}, m.Any...), m.All...) {
+		if !f.UserInfo.IsEmpty() {
+			return true
+		}
+	}
+	return false
 }
 
 var errNotAdmissible = errors.New("the API server refuses the object before admission")

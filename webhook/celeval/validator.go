@@ -65,10 +65,14 @@ type AuditAnnotation struct {
 }
 
 // Result is an evaluation's decisions (one per validation) and audit
-// annotations. Both are empty when a match condition excluded the request.
+// annotations. Both are empty when a match condition excluded the request,
+// and so are they for a spec without validations: Excluded tells the two
+// apart.
 type Result struct {
 	Decisions        []Decision
 	AuditAnnotations []AuditAnnotation
+	// Excluded: a match condition was false, nothing was evaluated.
+	Excluded bool
 }
 
 // The expression kinds of a policy, as compiler inputs.
@@ -143,7 +147,7 @@ func (v *validator) validate(ctx context.Context, in Input, authz authorizerLike
 			return v.failure(m.Error.Error())
 		}
 		if !m.Matches {
-			return Result{}
+			return Result{Excluded: true}
 		}
 	}
 	withAuthz := plugincel.OptionalVariableBindings{VersionedParams: in.Params, Authorizer: authz}

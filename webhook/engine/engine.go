@@ -352,7 +352,7 @@ func (e *Engine) Evaluate(ctx context.Context, req Request) ([]Outcome, error) {
 	if len(snap.policies) == 0 {
 		return nil, nil
 	}
-	attrs, err := celeval.Attributes(req.Admission)
+	attrs, err := celeval.Attributes(celRequest(req.Admission))
 	if err != nil {
 		return nil, err
 	}
@@ -390,6 +390,18 @@ func (e *Engine) Evaluate(ctx context.Context, req Request) ([]Outcome, error) {
 		}
 	}
 	return out, nil
+}
+
+// celRequest is the request as Kyverno's CEL handler presents it: a
+// Namespace object's request has no namespace there (the API server sets
+// it to the Namespace's own name).
+func celRequest(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionRequest {
+	if !isNamespaceKind(req) || req.Namespace == "" {
+		return req
+	}
+	c := *req
+	c.Namespace = ""
+	return &c
 }
 
 func isNamespaceKind(req *admissionv1.AdmissionRequest) bool {
@@ -473,14 +485,17 @@ func (r *compiledRule) evaluate(ctx context.Context, req *Request, mreq *match.R
 		params = found
 	}
 	resource := schema.GroupVersionResource{Group: req.Admission.Resource.Group, Version: req.Admission.Resource.Version, Resource: req.Admission.Resource.Resource}
-	evaluated := false
 	o.Result = Pass
+	// Kyverno's CEL handler (validate_cel.go) evaluates the parameters in
+	// order and stops at the first one whose celPreconditions are false
+	// (the rule is skipped, whatever the others say) or that is denied.
+params:
 	for _, p := range params {
 		res := r.program.Validate(ctx, celeval.Input{Attributes: attrs, MatchedResource: resource, Params: p, Namespace: namespace, Authorizer: req.Authorizer})
-		if len(res.Decisions) == 0 && len(res.AuditAnnotations) == 0 && len(cel.Expressions) > 0 {
-			continue // a celPrecondition is false for this parameter
+		if res.Excluded {
+			o.Result, o.Message, o.Messages, o.Blocking, o.Reason = Skip, "celPreconditions not met", nil, false, ""
+			return o, true
 		}
-		evaluated = true
 		for _, d := range res.Decisions {
 			switch {
 			case d.Evaluation == celeval.EvalError && d.Action == celeval.ActionDeny:
@@ -511,10 +526,9 @@ func (r *compiledRule) evaluate(ctx context.Context, req *Request, mreq *match.R
 				o.AuditAnnotations[a.Key] = a.Value
 			}
 		}
-	}
-	if !evaluated {
-		o.Result, o.Message = Skip, "celPreconditions not met"
-		return o, true
+		if o.Result == Fail {
+			break params
+		}
 	}
 	if len(o.Messages) > 0 {
 		o.Message = o.Messages[0]

@@ -71,6 +71,25 @@ func TestEvaluate(t *testing.T) {
 	params.Validation.CEL.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
 	params.Validation.CEL.ParamRef = &admissionregistrationv1.ParamRef{Name: "settings", Namespace: "kyvap"}
 	exec := rule("no-exec", "Pod/exec", "false")
+	// Kyverno's CEL handler (validate_cel.go): a rule without expressions
+	// whose precondition is false is skipped, not passed.
+	emptyPrecondition := rule("empty", "ConfigMap", "true")
+	emptyPrecondition.Validation.CEL.Expressions = nil
+	emptyPrecondition.CELPreconditions = []admissionregistrationv1.MatchCondition{{Name: "only-y", Expression: "object.metadata.name == 'y'"}}
+	// Several parameters: the first one (by name) whose preconditions are
+	// false skips the rule, whatever the others would say.
+	selected := rule("selected", "ConfigMap", "object.metadata.name != params.data.forbidden")
+	selected.Validation.CEL.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
+	selected.Validation.CEL.ParamRef = &admissionregistrationv1.ParamRef{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": "limits"}}, Namespace: "kyvap"}
+	selected.CELPreconditions = []admissionregistrationv1.MatchCondition{{Name: "active", Expression: "params.data.active == 'yes'"}}
+	// paramRef.namespace with a cluster-scoped paramKind: Kyverno's
+	// CollectParams refuses it.
+	clusterParams := rule("cluster-params", "ConfigMap", "true")
+	clusterParams.Validation.CEL.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"}
+	clusterParams.Validation.CEL.ParamRef = &admissionregistrationv1.ParamRef{Name: "view", Namespace: "kyvap"}
+	// Kyverno clears request.namespace for Namespace objects.
+	namespaceName := rule("ns-name", "Namespace", "!has(request.namespace) || request.namespace == ''")
+	namespaceObject := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "team"}}
 
 	tests := []struct {
 		name  string
@@ -98,17 +117,33 @@ func TestEvaluate(t *testing.T) {
 			request("ConfigMap", "configmaps", "", admissionv1.Create, configMap("x")), nil, ""},
 		{"params", []translate.FallbackRule{{Policy: "p", Rule: params}},
 			request("ConfigMap", "configmaps", "", admissionv1.Create, configMap("bad")), nil, "params=fail"},
+		{"no expressions and a false precondition skip", []translate.FallbackRule{{Policy: "p", Rule: emptyPrecondition}},
+			request("ConfigMap", "configmaps", "", admissionv1.Create, configMap("x")), nil, "empty=skip"},
+		{"no expressions and a true precondition pass", []translate.FallbackRule{{Policy: "p", Rule: emptyPrecondition}},
+			request("ConfigMap", "configmaps", "", admissionv1.Create, configMap("y")), nil, "empty=pass"},
+		{"the first parameter failing the preconditions skips the rule", []translate.FallbackRule{{Policy: "p", Rule: selected}},
+			request("ConfigMap", "configmaps", "", admissionv1.Create, configMap("bad")), nil, "selected=skip"},
+		{"paramRef.namespace with a cluster-scoped paramKind is an error", []translate.FallbackRule{{Policy: "p", Rule: clusterParams}},
+			request("ConfigMap", "configmaps", "", admissionv1.Create, configMap("x")), nil, "cluster-params=error"},
+		{"a Namespace object's request has no namespace", []translate.FallbackRule{{Policy: "p", Rule: namespaceName}},
+			request("Namespace", "namespaces", "", admissionv1.Update, namespaceObject), nil, "ns-name=pass"},
 		{"subresource matched by its parent kind", []translate.FallbackRule{{Policy: "p", Rule: exec}},
 			request("PodExecOptions", "pods", "exec", admissionv1.Connect, map[string]any{"apiVersion": "v1", "kind": "PodExecOptions"}),
 			&schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, "no-exec=fail"},
 	}
 	settings := unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": "settings", "namespace": "kyvap"}, "data": map[string]any{"forbidden": "bad"}}}
+	// a-limits is inactive and comes first; b-limits would deny "bad".
+	inactive := unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "a-limits", "namespace": "kyvap", "labels": map[string]any{"role": "limits"}}, "data": map[string]any{"active": "no", "forbidden": "bad"}}}
+	active := unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "b-limits", "namespace": "kyvap", "labels": map[string]any{"role": "limits"}}, "data": map[string]any{"active": "yes", "forbidden": "bad"}}}
+	view := unstructured.Unstructured{Object: map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": map[string]any{"name": "view"}}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := New()
 			e.SetFallbackRules("p", tt.rules)
-			got, err := e.Evaluate(context.Background(), Request{Admission: tt.req, Params: StaticParams{settings}, ResourceKind: tt.kind})
+			got, err := e.Evaluate(context.Background(), Request{Admission: tt.req, Params: StaticParams{settings, active, inactive, view}, ResourceKind: tt.kind})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -37,6 +38,9 @@ func (s StaticParams) Params(_ context.Context, kind *admissionregistrationv1.Pa
 		}
 	}
 	ns := ""
+	if !namespaced && ref.Namespace != "" && s.hasKind(gvk) {
+		return nil, ErrClusterScopedParamNamespace
+	}
 	if namespaced {
 		ns = ref.Namespace
 		if ns == "" {
@@ -74,3 +78,20 @@ func (s StaticParams) Params(_ context.Context, kind *admissionregistrationv1.Pa
 	})
 	return out, nil
 }
+
+// hasKind reports whether some object is of kind gvk (the scope of a kind
+// without objects is unknown).
+func (s StaticParams) hasKind(gvk schema.GroupVersionKind) bool {
+	for i := range s {
+		if s[i].GroupVersionKind() == gvk {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrClusterScopedParamNamespace is what parameter sources return for a
+// paramRef.namespace next to a cluster-scoped paramKind: Kyverno's answer
+// (pkg/admissionpolicy CollectParams), where the API server would ignore
+// the namespace.
+var ErrClusterScopedParamNamespace = errors.New("paramRef.namespace must not be provided for a cluster-scoped `paramKind`")

@@ -19,22 +19,28 @@ import (
 type paths struct {
 	r *runner
 	// full simulates the plans' VAPs and bindings as the operator deploys
-	// them. bare has the rules' own celPreconditions removed, and
-	// unexcepted also has no PolicyException applied: a rule that full
-	// does not evaluate but bare does was stopped by a celPrecondition, one
-	// that only unexcepted evaluates by an exception. Kyverno reports both
-	// as skip; a rule none evaluates did not match.
-	full, bare, unexcepted *vapsim.Simulator
-	engine                 *engine.Engine
-	params                 engine.StaticParams
-	notes                  []string
+	// them. The probes tell which rules apply to a request at all: their
+	// VAPs have one validation, the rule's guard (translate.GuardVariable,
+	// the namespace-selection part of matching that only validations can
+	// evaluate) or true, so a VAP that a probe evaluates without a denial
+	// is one whose rule matched. fullProbe probes the deployed VAPs,
+	// bareProbe the rules without their own celPreconditions and
+	// unexceptedProbe also without PolicyExceptions: a rule that only
+	// bareProbe applies was stopped by a celPrecondition, one that only
+	// unexceptedProbe applies by an exception. Kyverno reports both as
+	// skip; a rule none applies did not match.
+	full, fullProbe, bareProbe, unexceptedProbe *vapsim.Simulator
+	engine                                      *engine.Engine
+	params                                      engine.StaticParams
+	notes                                       []string
 }
 
 // newPaths builds the simulators and the fallback engine.
 func newPaths(r *runner) *paths {
 	p := &paths{r: r, engine: engine.New(), params: engine.StaticParams(unstructuredObjects(r.suite.Params))}
 	var full, bare, unexcepted []admissionregistrationv1.ValidatingAdmissionPolicy
-	var bindings, unexceptedBindings []admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	var bindings, bareBindings, unexceptedBindings []admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	opts := translate.Options{GenerateValidatingAdmissionPolicy: true, CompatibilityVersion: r.opts.CompatibilityVersion}
 	for _, name := range r.order {
 		st := r.policies[name]
 		if st.err != nil {
@@ -42,16 +48,17 @@ func newPaths(r *runner) *paths {
 		}
 		full = append(full, st.vap.ValidatingAdmissionPolicies...)
 		bindings = append(bindings, st.vap.Bindings...)
-		for _, v := range st.vap.ValidatingAdmissionPolicies {
-			bare = append(bare, withoutPreconditions(st, v))
+		withoutPreconditions := st.policy.DeepCopy()
+		for i := range withoutPreconditions.Spec.Rules {
+			withoutPreconditions.Spec.Rules[i].CELPreconditions = nil
 		}
-		noExceptions, err := translate.Translate(translate.Input{Policy: st.policy, Exceptions: []kyvernov2.PolicyException{}}, r.resolver,
-			translate.Options{GenerateValidatingAdmissionPolicy: true, CompatibilityVersion: r.opts.CompatibilityVersion})
-		if err == nil {
-			for _, v := range noExceptions.ValidatingAdmissionPolicies {
-				unexcepted = append(unexcepted, withoutPreconditions(st, v))
-			}
-			unexceptedBindings = append(unexceptedBindings, noExceptions.Bindings...)
+		if plan, err := translate.Translate(translate.Input{Policy: withoutPreconditions, Exceptions: r.suite.Exceptions}, r.resolver, opts); err == nil {
+			bare = append(bare, plan.ValidatingAdmissionPolicies...)
+			bareBindings = append(bareBindings, plan.Bindings...)
+		}
+		if plan, err := translate.Translate(translate.Input{Policy: withoutPreconditions, Exceptions: []kyvernov2.PolicyException{}}, r.resolver, opts); err == nil {
+			unexcepted = append(unexcepted, plan.ValidatingAdmissionPolicies...)
+			unexceptedBindings = append(unexceptedBindings, plan.Bindings...)
 		}
 		var rules []translate.FallbackRule
 		for _, rr := range st.engine.Rules {
@@ -62,8 +69,9 @@ func newPaths(r *runner) *paths {
 		p.engine.SetFallbackRules(name, rules)
 	}
 	p.full = vapsim.New(full, bindings)
-	p.bare = vapsim.New(bare, bindings)
-	p.unexcepted = vapsim.New(unexcepted, unexceptedBindings)
+	p.fullProbe = vapsim.New(probes(full), bindings)
+	p.bareProbe = vapsim.New(probes(bare), bareBindings)
+	p.unexceptedProbe = vapsim.New(probes(unexcepted), unexceptedBindings)
 	for _, n := range p.full.Notes() {
 		if !strings.Contains(n, "matchPolicy Equivalent") { // bindings leave it to the API server's default; the VAP itself matches Exact
 			p.notes = append(p.notes, "VAP simulation: "+n)
@@ -72,57 +80,94 @@ func newPaths(r *runner) *paths {
 	return p
 }
 
-// withoutPreconditions is a copy of the VAP without the match conditions
-// that are the rule's own celPreconditions (kyvap's generated conditions
-// stay: they are part of matching). translate appends the preconditions
-// after its own conditions, possibly renamed, so they are the last ones.
-func withoutPreconditions(st *policyState, v admissionregistrationv1.ValidatingAdmissionPolicy) admissionregistrationv1.ValidatingAdmissionPolicy {
-	v = *v.DeepCopy()
-	own := 0
-	for _, rule := range st.policy.Spec.Rules {
-		if rule.Name == v.Annotations[translate.AnnotationRule] {
-			own = len(rule.CELPreconditions)
+// probes are copies of the VAPs whose only validation says whether the rule
+// applies: the guard of a guarded VAP, true otherwise.
+func probes(vaps []admissionregistrationv1.ValidatingAdmissionPolicy) []admissionregistrationv1.ValidatingAdmissionPolicy {
+	out := make([]admissionregistrationv1.ValidatingAdmissionPolicy, len(vaps))
+	for i := range vaps {
+		v := vaps[i].DeepCopy()
+		expression := "true"
+		if translate.IsGuarded(&v.Spec) {
+			expression = "variables." + translate.GuardVariable
 		}
+		v.Spec.Validations = []admissionregistrationv1.Validation{{Expression: expression, Message: "the rule does not apply"}}
+		v.Spec.AuditAnnotations = nil
+		out[i] = *v
 	}
-	if own <= len(v.Spec.MatchConditions) {
-		v.Spec.MatchConditions = v.Spec.MatchConditions[:len(v.Spec.MatchConditions)-own]
-	}
-	return v
+	return out
 }
 
-// simulate runs one simulator and maps every VAP that evaluated the request
-// (a binding matched and the match conditions held) back to its policy and
-// rule.
-func (p *paths) simulate(ctx context.Context, sim *vapsim.Simulator, req *admissionv1.AdmissionRequest) (map[string]map[string]PathResult, error) {
-	resp, err := sim.Evaluate(ctx, vapsim.Request{
+// simulate runs one simulator.
+func (p *paths) simulate(ctx context.Context, sim *vapsim.Simulator, req *admissionv1.AdmissionRequest) (vapsim.Response, error) {
+	return sim.Evaluate(ctx, vapsim.Request{
 		Admission:  req,
 		Namespaces: sortedNamespaces(p.r.ns),
 		Params:     unstructuredObjects(p.r.suite.Params),
 	})
+}
+
+// applying runs a probe simulator and returns the VAPs whose rule applies
+// to the request: a binding matched, and the probe's validation was not
+// false for it (an error counts as applying: the rule's own evaluation
+// reports it).
+func (p *paths) applying(ctx context.Context, probe *vapsim.Simulator, req *admissionv1.AdmissionRequest) (map[string]bool, error) {
+	resp, err := p.simulate(ctx, probe, req)
 	if err != nil {
 		return nil, err
 	}
-	for _, n := range resp.Notes {
-		if !strings.Contains(n, "not among the known namespaces") && !strings.Contains(n, "matchPolicy Equivalent") {
-			p.r.addWarning("VAP simulation: " + n)
+	out := map[string]bool{}
+	for _, pr := range resp.Policies {
+		if probeApplies(pr) {
+			out[pr.Policy] = true
 		}
 	}
-	results := map[string]map[string]PathResult{}
-	for _, pr := range resp.Policies {
-		policy, rule := p.ruleOf(pr.Policy)
+	return out, nil
+}
+
+// probeApplies reads one probe VAP's simulation.
+func probeApplies(pr vapsim.PolicyResult) bool {
+	if pr.ConfigError != "" {
+		return true
+	}
+	for _, b := range pr.Bindings {
+		switch {
+		case !b.Matched:
+			continue
+		case b.ConfigError != "":
+			return true
+		case !b.Evaluated:
+			if b.Params != nil && len(b.Params) == 0 {
+				return true // no parameter, allowed: the rule passes
+			}
+			continue
+		}
+		denied := false
+		for _, d := range b.Decisions {
+			if d.Evaluation == validating.EvalDeny {
+				denied = true
+			}
+		}
+		if !denied {
+			return true
+		}
+	}
+	return false
+}
+
+// rules maps VAP names to their rules, per policy.
+func (p *paths) rules(vaps map[string]bool) map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	for vap := range vaps {
+		policy, rule := p.ruleOf(vap)
 		if policy == "" {
 			continue
 		}
-		res, evaluated := vapResult(pr)
-		if !evaluated {
-			continue
+		if out[policy] == nil {
+			out[policy] = map[string]bool{}
 		}
-		if results[policy] == nil {
-			results[policy] = map[string]PathResult{}
-		}
-		results[policy][rule] = worse(results[policy][rule], res)
+		out[policy][rule] = true
 	}
-	return results, nil
+	return out
 }
 
 // ruleOf finds the policy and rule of a generated VAP.
@@ -185,19 +230,43 @@ func worse(a, b PathResult) PathResult {
 }
 
 // vap is the VAP path's result for every rule the request concerns. A
-// rule the deployed VAPs do not evaluate is skip when they would without
-// its celPreconditions or without the PolicyExceptions (Kyverno reports
-// both as skip), and has no result otherwise (it does not match).
+// rule the deployed VAPs do not apply is skip when they would without its
+// celPreconditions or without the PolicyExceptions (Kyverno reports both
+// as skip), and has no result otherwise (it does not match).
 func (p *paths) vap(ctx context.Context, req *admissionv1.AdmissionRequest) (map[string]map[string]PathResult, error) {
-	results, err := p.simulate(ctx, p.full, req)
+	resp, err := p.simulate(ctx, p.full, req)
 	if err != nil {
 		return nil, err
 	}
-	bare, err := p.simulate(ctx, p.bare, req)
+	for _, n := range resp.Notes {
+		if !strings.Contains(n, "not among the known namespaces") && !strings.Contains(n, "matchPolicy Equivalent") {
+			p.r.addWarning("VAP simulation: " + n)
+		}
+	}
+	applies, err := p.applying(ctx, p.fullProbe, req)
 	if err != nil {
 		return nil, err
 	}
-	unexcepted, err := p.simulate(ctx, p.unexcepted, req)
+	results := map[string]map[string]PathResult{}
+	for _, pr := range resp.Policies {
+		policy, rule := p.ruleOf(pr.Policy)
+		if policy == "" || !applies[pr.Policy] {
+			continue
+		}
+		res, evaluated := vapResult(pr)
+		if !evaluated {
+			continue
+		}
+		if results[policy] == nil {
+			results[policy] = map[string]PathResult{}
+		}
+		results[policy][rule] = worse(results[policy][rule], res)
+	}
+	bare, err := p.applying(ctx, p.bareProbe, req)
+	if err != nil {
+		return nil, err
+	}
+	unexcepted, err := p.applying(ctx, p.unexceptedProbe, req)
 	if err != nil {
 		return nil, err
 	}
@@ -210,15 +279,17 @@ func (p *paths) vap(ctx context.Context, req *admissionv1.AdmissionRequest) (map
 		}
 		results[policy][rule] = PathResult{Result: Skip, Message: why}
 	}
-	for policy, rules := range bare {
+	for policy, rules := range p.rules(bare) {
 		for rule := range rules {
-			skip(policy, rule, "celPreconditions not met")
+			// Only rules the deployed VAPs cover: without preconditions or
+			// exceptions a rule may translate that falls back with them.
+			if rr := p.r.policies[policy].rules[rule]; rr != nil && len(rr.ValidatingAdmissionPolicies) > 0 {
+				skip(policy, rule, "celPreconditions not met")
+			}
 		}
 	}
-	for policy, rules := range unexcepted {
+	for policy, rules := range p.rules(unexcepted) {
 		for rule := range rules {
-			// Only rules the deployed VAPs cover: without exceptions a rule
-			// may translate that falls back with them.
 			if rr := p.r.policies[policy].rules[rule]; rr != nil && len(rr.ValidatingAdmissionPolicies) > 0 {
 				skip(policy, rule, "a PolicyException applies")
 			}

@@ -1,0 +1,78 @@
+package translate
+
+import (
+	"fmt"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+)
+
+// GuardVariable is the VAP variable that carries the part of a rule's
+// matching the API server cannot evaluate in matchConditions: predicates
+// over the namespace's labels (namespaceSelector next to other attributes),
+// together with the rule's celPreconditions. Every validation is guarded by
+// it: `variables.kyvap_applies ? (expression) : true`.
+//
+// Why: the API server evaluates matchConditions without namespaceObject
+// (k8s.io/apiserver webhook/matchconditions passes none), so a namespace
+// label predicate there sees no labels. Validations and variables do get
+// namespaceObject. The celPreconditions move with the predicate because
+// Kyverno never evaluates a rule's preconditions when its match fails: a
+// precondition that errors on a resource outside the selected namespaces
+// must not deny it. CEL's && is commutative for errors (false && error is
+// false), which gives exactly that.
+const GuardVariable = "kyvap_applies"
+
+// namespaceObjectIdent is the CEL variable the guard exists for.
+const namespaceObjectIdent = "namespaceObject"
+
+// guardNamespacePredicates moves the match conditions kyvap generated that
+// read namespaceObject, and the rule's celPreconditions with them, into
+// GuardVariable, and guards every validation with it. ours names the
+// conditions kyvap generated. Nothing changes when no generated condition
+// reads the namespace.
+func guardNamespacePredicates(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec, ours map[string]bool) *failure {
+	needed := false
+	for _, mc := range spec.MatchConditions {
+		if ours[mc.Name] && strings.Contains(mc.Expression, namespaceObjectIdent) {
+			needed = true
+		}
+	}
+	if !needed {
+		return nil
+	}
+	var keep []admissionregistrationv1.MatchCondition
+	var guard []string
+	for _, mc := range spec.MatchConditions {
+		switch {
+		case ours[mc.Name] && !strings.Contains(mc.Expression, namespaceObjectIdent):
+			keep = append(keep, mc)
+		case !ours[mc.Name] && strings.Contains(mc.Expression, namespaceObjectIdent):
+			// Kyverno evaluates celPreconditions as match conditions, where
+			// namespaceObject is null; in a variable it would not be.
+			return fail(ReasonMatchNotExpressible, "celPrecondition %q reads namespaceObject, which Kyverno evaluates as null; the rule's namespace selection can only be checked where the API server provides the namespace, so the precondition cannot stay a match condition", mc.Name)
+		default:
+			guard = append(guard, "("+mc.Expression+"\n)")
+		}
+	}
+	for _, v := range spec.Variables {
+		if v.Name == GuardVariable {
+			return fail(ReasonVAPFieldInvalid, "variable name %q is reserved by kyvap for the rule's namespace selection", GuardVariable)
+		}
+	}
+	spec.MatchConditions = keep
+	spec.Variables = append([]admissionregistrationv1.Variable{{Name: GuardVariable, Expression: strings.Join(guard, " && ")}}, spec.Variables...)
+	for i := range spec.Validations {
+		// A line break before the closing parenthesis: the expression may
+		// end with a // comment.
+		spec.Validations[i].Expression = fmt.Sprintf("variables.%s ? (%s\n) : true", GuardVariable, spec.Validations[i].Expression)
+	}
+	return nil
+}
+
+// IsGuarded reports whether a generated VAP checks part of its matching in
+// GuardVariable (see there), so that a request it admits may be one the
+// rule does not apply to.
+func IsGuarded(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec) bool {
+	return len(spec.Variables) > 0 && spec.Variables[0].Name == GuardVariable
+}
