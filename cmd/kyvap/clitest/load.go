@@ -587,9 +587,8 @@ func (s *Suite) readValues(dir string) error {
 			if values != nil {
 				return errors.New("a values file holds one Values document")
 			}
-			if meta.APIVersion != APIVersion || meta.Kind != "Values" {
-				return fmt.Errorf("unsupported kind %s %s: want %s Values", meta.APIVersion, meta.Kind, APIVersion)
-			}
+			// Any apiVersion and kind: Kyverno's CLI reads the document as
+			// values whatever it declares.
 			values, doc = &Values{}, d
 			return decodeStrict(f, d, raw, values)
 		})

@@ -171,6 +171,12 @@ func (b *requestBuilder) admissionRequest(spec requestSpec) (*admissionv1.Admiss
 	if spec.oldObjectPatch != nil {
 		mergeMaps(spec.oldObjectPatch, oldObj)
 	}
+	if gvk.Group == "" && gvk.Kind == "Namespace" && sub == "" {
+		// The API server's defaulting (SetDefaults_Namespace) labels every
+		// Namespace with its name before admission sees it.
+		nameLabel(newObj)
+		nameLabel(oldObj)
+	}
 	var err error
 	switch spec.operation {
 	case admissionv1.Create:
@@ -322,4 +328,19 @@ func unstructuredObjects(in []unstructured.Unstructured) []unstructured.Unstruct
 		out[i] = *in[i].DeepCopy()
 	}
 	return out
+}
+
+// nameLabel sets a Namespace object's kubernetes.io/metadata.name label to
+// its name.
+func nameLabel(obj map[string]any) {
+	u := unstructured.Unstructured{Object: obj}
+	if u.GetName() == "" {
+		return
+	}
+	labels := u.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[corev1.LabelMetadataName] = u.GetName()
+	u.SetLabels(labels)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -146,7 +147,9 @@ spec:
 		{Fail, Fail, StatusPass, ""},
 		{Fail, Fail, StatusFail, "never reports warn"},
 		{Pass, Pass, StatusFail, "want fail, got pass"},
-		{None, None, StatusPass, "excluded"},
+		// No rule matches the Secret while the test expects fail: Kyverno's
+		// CLI would show an excluded pass, kyvap reports it.
+		{None, None, StatusFail, "no rule matched the resource on either path"},
 		{Skip, Skip, StatusPass, ""}, // the red rule's precondition is false for "good"
 		{Fail, Fail, StatusPass, ""},
 		{Fallback, Fail, StatusPass, ""},
@@ -176,9 +179,11 @@ spec:
 	if !warned {
 		t.Errorf("no warning about the unknown resource name: %q", report.Warnings)
 	}
-	// Failed: warn, good expected to fail, the missing policy, and "bad"
-	// under the last result (which expects pass for every resource).
-	if s := report.Summary; s.Passed != 10 || s.Failed != 4 || s.Skipped != 2 {
+	// Failed: warn, good expected to fail, the Secret no rule matches, the
+	// missing policy, and under the last result (which expects pass for
+	// every resource) "bad" and the three resources team-label does not
+	// match.
+	if s := report.Summary; s.Passed != 6 || s.Failed != 8 || s.Skipped != 2 {
 		t.Errorf("summary = %+v", s)
 	}
 }
@@ -329,5 +334,101 @@ func TestShorten(t *testing.T) {
 	}
 	if short := "expression 'a' resulted in error"; shorten(short) != short {
 		t.Errorf("shorten changed a short expression: %q", shorten(short))
+	}
+}
+
+// TestHarnessKyvernoShapes: Namespace requests carry the label the API
+// server's defaulting adds, a values file of any kind loads, and a
+// resource no rule matches fails a row expecting pass or fail.
+func TestHarnessKyvernoShapes(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"kyverno-test.yaml": `apiVersion: cli.kyverno.io/v1alpha1
+kind: Test
+metadata: {name: shapes}
+policies: [policy.yaml]
+resources: [resources.yaml]
+variables: values.yaml
+results:
+- {policy: ns, rule: labelled, kind: Namespace, resources: [team], result: pass}
+- {policy: ns, rule: labelled, kind: ConfigMap, resources: [cm], result: fail}
+- {policy: ns, rule: labelled, kind: ConfigMap, resources: [cm], result: skip}
+`,
+		"policy.yaml": `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: ns}
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: labelled
+    match: {any: [{resources: {kinds: [Namespace]}}]}
+    validate:
+      cel:
+        expressions:
+        - {expression: "object.metadata.labels['kubernetes.io/metadata.name'] == object.metadata.name"}
+`,
+		"resources.yaml": `apiVersion: v1
+kind: Namespace
+metadata: {name: team}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cm, namespace: team}
+`,
+		"values.yaml": `apiVersion: example.com/v9
+kind: Whatever
+metadata: {name: values}
+namespaceSelector:
+- {name: team, labels: {tier: prod}}
+`,
+	})
+	report := runDir(t, dir)
+	checkRows(t, report.Rows, map[string]string{
+		"labelled team": "pass pass pass pass",
+	})
+	var excluded []string
+	for _, r := range report.Rows {
+		if strings.HasSuffix(r.Resource, "/cm") {
+			excluded = append(excluded, r.Expected+" "+string(r.Status))
+		}
+	}
+	sort.Strings(excluded)
+	if want := []string{"fail fail", "skip pass"}; strings.Join(excluded, ",") != strings.Join(want, ",") {
+		t.Errorf("rows for a resource no rule matches: %q, want %q", excluded, want)
+	}
+}
+
+// TestUnservedKind: a resource of a built-in group in a version the
+// targeted Kubernetes does not serve is reported, not compared.
+func TestUnservedKind(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"kyverno-test.yaml": `apiVersion: cli.kyverno.io/v1alpha1
+kind: Test
+metadata: {name: unserved}
+policies: [policy.yaml]
+resources: [resources.yaml]
+results:
+- {policy: p, rule: r, kind: PodSecurityPolicy, resources: [psp], result: pass}
+`,
+		"policy.yaml": `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: p}
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: r
+    match: {any: [{resources: {kinds: [PodSecurityPolicy]}}]}
+    validate:
+      cel:
+        expressions: [{expression: "false"}]
+`,
+		"resources.yaml": `apiVersion: policy/v1beta1
+kind: PodSecurityPolicy
+metadata: {name: psp}
+spec: {}
+`,
+	})
+	report := runDir(t, dir)
+	if len(report.Rows) != 1 || report.Rows[0].Status != StatusSkipped || !strings.Contains(report.Rows[0].Reason, "not served") {
+		t.Fatalf("rows = %+v, want one skipped row saying the kind is not served", report.Rows)
 	}
 }
