@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -46,6 +47,18 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts transla
 	resolvers, err := NewDiscoveryResolvers(dc)
 	if err != nil {
 		return nil, err
+	}
+	if opts.CompatibilityVersion == "" {
+		// The cluster's API server compiles the VAPs: translate for its CEL
+		// environment, not for the newest this build knows.
+		info, err := dc.ServerVersion()
+		if err != nil {
+			return nil, fmt.Errorf("discovering the API server's version for its CEL compatibility version (set it with --cel-compatibility-version): %w", err)
+		}
+		if opts.CompatibilityVersion, err = translate.CompatibilityVersionOfServer(info.GitVersion); err != nil {
+			return nil, fmt.Errorf("%w (set the CEL compatibility version with --cel-compatibility-version)", err)
+		}
+		ctrl.Log.WithName("setup").Info("translating for the API server's CEL compatibility version", "serverVersion", info.GitVersion, "celCompatibilityVersion", opts.CompatibilityVersion)
 	}
 	r := &ClusterPolicyReconciler{
 		Client:    mgr.GetClient(),

@@ -136,3 +136,22 @@ func problemsMessage(problems []celProblem) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// CompatibilityVersionOfServer is the CEL compatibility version an API
+// server of the given version (its /version gitVersion, e.g. "v1.37.1")
+// compiles new ValidatingAdmissionPolicy expressions at: one minor below its
+// own (environment.DefaultCompatibilityVersion is the effective version's
+// MinCompatibilityVersion), so that a rollback to the previous minor still
+// understands what was stored. An API server started with
+// --emulated-version reports its binary version here; set
+// Options.CompatibilityVersion by hand then.
+func CompatibilityVersionOfServer(gitVersion string) (string, error) {
+	v, err := version.ParseGeneric(gitVersion)
+	if err != nil {
+		return "", fmt.Errorf("server version %q: %w", gitVersion, err)
+	}
+	if v.Major() != 1 || v.Minor() == 0 {
+		return "", fmt.Errorf("server version %q: not a Kubernetes 1.x version", gitVersion)
+	}
+	return fmt.Sprintf("%d.%d", v.Major(), v.Minor()-1), nil
+}

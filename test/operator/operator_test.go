@@ -548,3 +548,44 @@ func TestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCELCompatibilityVersionOfTheCluster: the operator translates for the
+// CEL environment the API server compiles new VAPs with (one minor below
+// its own version), discovered from /version. list.includes() arrived at
+// compatibility 1.37: the 1.37 API server refuses it in a new VAP, so the
+// rule goes to the fallback engine instead of failing to apply.
+func TestCELCompatibilityVersionOfTheCluster(t *testing.T) {
+	ctx := context.Background()
+	expression := "['a', 'b'].includes(object.metadata.name) == false"
+	// The API server itself refuses the expression in a VAP.
+	vap := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "kyvap-test-includes"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: expression}},
+		},
+	}
+	if err := cp.Client.Create(ctx, vap); err == nil {
+		_ = cp.Client.Delete(ctx, vap)
+		t.Fatal("the API server accepted list.includes() in a new VAP; this test needs an expression newer than its CEL compatibility version")
+	} else if !apierrors.IsInvalid(err) {
+		t.Fatalf("creating the VAP: %v", err)
+	}
+
+	startOperator(t, generateOn) // no CompatibilityVersion: discovered
+	policy := clusterPolicy("cel-newer-than-cluster", kyvernov1.Enforce,
+		celRule("includes", "ConfigMap", expression, "not a or b"))
+	create(t, policy)
+	got := waitForStatus(t, policy, controllers.ReasonFallback)
+	if msg := got.Status.ValidatingAdmissionPolicy.Message; !strings.Contains(msg, string(translate.ReasonCELNotAtCompatibilityVersion)) || !strings.Contains(msg, "1.36") {
+		t.Errorf("status message %q does not say the expression needs a newer CEL environment than 1.36", msg)
+	}
+	if vaps, _, _ := generatedFor(ctx, got); len(vaps) != 0 {
+		t.Errorf("%d VAPs generated for an expression the API server refuses", len(vaps))
+	}
+}
