@@ -6,6 +6,19 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 
 	"github.com/kyvap/kyvap/cmd/kyvap/clitest"
 )
@@ -26,6 +39,18 @@ Flags:
   --kube-version V          the target cluster's CEL compatibility version, e.g. 1.37
                             (default: the newest this build knows)
   --require-tests           fail (exit 2) when no test file is found
+  --cluster                 replay the suites against the live cluster of the current
+                            kubeconfig (or --kubeconfig), which must run kyvap: each
+                            suite's namespaces, parameters, exceptions, CRDs and
+                            policies are created, every resource is sent as a
+                            server-side dry run (as the suite's user, if any) and the
+                            API server's answers are compared with the expected
+                            results; everything created is deleted again, also on
+                            Ctrl-C
+  --kubeconfig FILE         kubeconfig for --cluster (default: $KUBECONFIG, ~/.kube/config)
+  --context NAME            kubeconfig context for --cluster
+  --allow-remote-cluster    let --cluster run against a server that is not on this
+                            machine (it creates and deletes objects there)
 
 Exit status:
   0  every result as expected (results kyvap cannot evaluate are counted as skipped)
@@ -45,6 +70,10 @@ type testFlags struct {
 	output       string
 	kubeVersion  string
 	requireTests bool
+	cluster      bool
+	kubeconfig   string
+	context      string
+	allowRemote  bool
 }
 
 // parseTestFlags parses args; help is true for -h.
@@ -56,6 +85,10 @@ func parseTestFlags(args []string) (f testFlags, help bool, err error) {
 	fs.StringVar(&f.output, "o", "text", "")
 	fs.StringVar(&f.kubeVersion, "kube-version", "", "")
 	fs.BoolVar(&f.requireTests, "require-tests", false, "")
+	fs.BoolVar(&f.cluster, "cluster", false, "")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "")
+	fs.StringVar(&f.context, "context", "", "")
+	fs.BoolVar(&f.allowRemote, "allow-remote-cluster", false, "")
 	// Flags may follow the directories, as with Kyverno's CLI.
 	rest := args
 	for {
@@ -75,6 +108,8 @@ func parseTestFlags(args []string) (f testFlags, help bool, err error) {
 		return f, false, fmt.Errorf("-o %s: want text or json", f.output)
 	case f.fileName == "":
 		return f, false, errors.New("--file-name must not be empty")
+	case !f.cluster && (f.kubeconfig != "" || f.context != "" || f.allowRemote):
+		return f, false, errors.New("--kubeconfig, --context and --allow-remote-cluster need --cluster")
 	}
 	return f, false, nil
 }
@@ -113,8 +148,28 @@ func runTest(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kyvap test: no %s found\n", f.fileName)
 	}
 	reports := make([]clitest.Report, 0, len(suites))
-	for i := range suites {
-		reports = append(reports, clitest.Run(context.Background(), &suites[i], clitest.Options{CompatibilityVersion: f.kubeVersion}))
+	if f.cluster {
+		cluster, err := liveCluster(f)
+		if err != nil {
+			fmt.Fprintf(stderr, "kyvap test: %v\n", err)
+			return exitUnusableInput
+		}
+		// Ctrl-C stops the replay; what it created is still deleted.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		for i := range suites {
+			if ctx.Err() != nil {
+				break
+			}
+			reports = append(reports, clitest.RunCluster(ctx, &suites[i], cluster, clitest.Options{CompatibilityVersion: f.kubeVersion}))
+		}
+		if err := cluster.Close(); err != nil {
+			fmt.Fprintf(stderr, "kyvap test: cleaning up: %v\n", err)
+		}
+	} else {
+		for i := range suites {
+			reports = append(reports, clitest.Run(context.Background(), &suites[i], clitest.Options{CompatibilityVersion: f.kubeVersion}))
+		}
 	}
 	results := clitest.NewResults(reports)
 	if f.output == "json" {
@@ -130,4 +185,28 @@ func runTest(args []string, stdout, stderr io.Writer) int {
 		return exitTestFailed
 	}
 	return exitOK
+}
+
+// liveCluster is the cluster of the kubeconfig, refused when it is not on
+// this machine unless --allow-remote-cluster says so.
+func liveCluster(f testFlags) (*clitest.Cluster, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if f.kubeconfig != "" {
+		rules.ExplicitPath = f.kubeconfig
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("--cluster: loading the kubeconfig: %w", err)
+	}
+	if !clitest.IsLocal(cfg) && !f.allowRemote {
+		return nil, fmt.Errorf("--cluster: the API server %s is not on this machine; the replay creates and deletes objects there: pass --allow-remote-cluster to allow it", cfg.Host)
+	}
+	// Kyverno 1.19 marks kyverno.io/v1 deprecated: every request would print it.
+	cfg.WarningHandlerWithContext = rest.NoWarnings{}
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(kyvernov1.AddToScheme(scheme))
+	utilruntime.Must(kyvernov2.AddToScheme(scheme))
+	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
+	return &clitest.Cluster{Config: cfg, Scheme: scheme}, nil
 }

@@ -69,6 +69,8 @@ func TestRunTestExitCodes(t *testing.T) {
 		{"other file name", []string{"test", "--file-name", "other.yaml", passingCase}, 0, "0 passed, 0 failed", "no other.yaml found"},
 		{"flags after the directory", []string{"test", passingCase, "-o", "json"}, 0, `"passed": 2`, ""},
 		{"help", []string{"test", "-h"}, 0, "kyvap test [flags] DIR...", ""},
+		{"cluster flags without --cluster", []string{"test", "--kubeconfig", "x", passingCase}, 2, "", "need --cluster"},
+		{"a remote cluster is refused", []string{"test", "--cluster", "--kubeconfig", remoteKubeconfig(t), passingCase}, 2, "", "is not on this machine"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,4 +124,21 @@ func TestRunTestJSON(t *testing.T) {
 		row.VAP.Match == nil || *row.VAP.Match || !strings.Contains(row.Reason, "VAP path: want pass, got fail") {
 		t.Errorf("row = %+v", row)
 	}
+}
+
+// remoteKubeconfig is a kubeconfig for a server that is not on this machine.
+func remoteKubeconfig(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	content := `apiVersion: v1
+kind: Config
+clusters: [{name: remote, cluster: {server: "https://api.example.com:6443"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: remote, context: {cluster: remote, user: u}}]
+current-context: remote
+`
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -33,6 +33,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/cmd/kyvap/clitest"
+	"github.com/kyvap/kyvap/controllers"
 	"github.com/kyvap/kyvap/test/controlplane"
 	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/webhook"
@@ -677,4 +678,63 @@ func impersonate(t *testing.T, s *clitest.Suite, cfg *rest.Config) authenticatio
 		}
 	})
 	return user
+}
+
+// TestClusterReplay replays every suite of the corpus with kyvap test
+// --cluster's code against the real API server enforcing what the
+// operator generated (VAPs, and the webhook for the rest): the API
+// server's answers must be Kyverno's expected results, for every request
+// the API server can be sent (CREATE, UPDATE and DELETE, custom
+// resources, impersonated users).
+func TestClusterReplay(t *testing.T) {
+	if clitest.DefaultStatusCondition != controllers.ConditionType {
+		t.Fatalf("clitest.DefaultStatusCondition %q is not controllers.ConditionType %q", clitest.DefaultStatusCondition, controllers.ConditionType)
+	}
+	ctx := context.Background()
+	ensureNamespace(t, "kyvap-system", nil)
+	port := freePort(t)
+	op, err := cp.StartOperatorWithWebhook(translate.Options{GenerateValidatingAdmissionPolicy: true}, ctrl.Options{},
+		webhook.Options{Host: "127.0.0.1", Port: port, Namespace: "kyvap-system", URL: fmt.Sprintf("https://127.0.0.1:%d", port)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := op.Stop(); err != nil {
+			t.Errorf("operator: %v", err)
+		}
+		_ = cp.Client.Delete(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhook.DefaultConfigurationName}})
+	}()
+	cluster := &clitest.Cluster{Config: cp.Config, Scheme: cp.Scheme}
+	// The test control plane has no namespace controller: deleted
+	// namespaces never terminate, so the replay's are left to the end.
+	defer func() {
+		if err := cluster.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	var total clitest.Summary
+	operations := map[string]int{}
+	for _, s := range corpus(t) {
+		t.Run(strings.TrimSuffix(s.Path, "/kyverno-test.yaml"), func(t *testing.T) {
+			report := clitest.RunCluster(ctx, &s, cluster, clitest.Options{})
+			total.Add(report.Summary)
+			for _, row := range report.Rows {
+				switch row.Status {
+				case clitest.StatusFail:
+					t.Errorf("%s/%s on %s (%s): %s", row.Policy, row.Rule, row.Resource, row.Operation, row.Reason)
+				case clitest.StatusPass:
+					operations[row.Operation]++
+				}
+			}
+			for _, w := range report.Warnings {
+				if strings.HasPrefix(w, "cleaning up") {
+					t.Errorf("%s", w)
+				}
+			}
+		})
+	}
+	t.Logf("API server agreed with Kyverno's expected results: %s; by operation %v", total, operations)
+	if flagRun() == "" && (total.Passed < 150 || operations["UPDATE"] == 0 || operations["DELETE"] == 0) {
+		t.Errorf("only %d rows replayed (%v)", total.Passed, operations)
+	}
 }

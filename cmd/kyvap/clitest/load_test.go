@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/kyvap/kyvap/cmd/kyvap/manifest"
 )
 
@@ -311,5 +313,16 @@ spec: {}
 	got := suites[0].Ignored
 	if len(got) != 2 || got[0].Name != "team-a/local" || got[1].Kind != "ValidatingAdmissionPolicy" {
 		t.Errorf("ignored = %+v", got)
+	}
+}
+
+func TestIsLocal(t *testing.T) {
+	for host, want := range map[string]bool{
+		"https://127.0.0.1:6443": true, "https://[::1]:443": true, "https://localhost:8443": true, "127.0.0.1:6443": true,
+		"https://10.0.0.1:6443": false, "https://api.example.com": false, "https://localhost.example.com": false,
+	} {
+		if got := IsLocal(&rest.Config{Host: host}); got != want {
+			t.Errorf("IsLocal(%q) = %v, want %v", host, got, want)
+		}
 	}
 }

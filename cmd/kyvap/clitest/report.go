@@ -75,6 +75,9 @@ type Row struct {
 	// engine with every CEL rule handed to it.
 	VAP    PathResult `json:"vap"`
 	Engine PathResult `json:"engine"`
+	// Cluster is the API server's answer, in a replay on a live cluster
+	// (kyvap test --cluster); the offline paths are not evaluated then.
+	Cluster *PathResult `json:"cluster,omitempty"`
 	Status Status     `json:"status"`
 	// Reason explains a skipped row or a failure.
 	Reason string `json:"reason,omitempty"`
@@ -143,6 +146,8 @@ type Report struct {
 	// Rules has the translation verdict of every rule of every policy.
 	Rules    []RuleVerdict `json:"rules,omitempty"`
 	Rows     []Row         `json:"rows"`
+	// Cluster: the rows were replayed on a live cluster.
+	Cluster bool `json:"cluster,omitempty"`
 	Summary  Summary       `json:"summary"`
 	Warnings []string      `json:"warnings,omitempty"`
 }
@@ -222,7 +227,11 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  warning: %s\n", warning)
 	}
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  #\tPOLICY\tRULE\tRESOURCE\tEXPECTED\tVAP\tENGINE\tOK")
+	if r.Cluster {
+		fmt.Fprintln(tw, "  #\tPOLICY\tRULE\tRESOURCE\tEXPECTED\tAPI SERVER\tOK")
+	} else {
+		fmt.Fprintln(tw, "  #\tPOLICY\tRULE\tRESOURCE\tEXPECTED\tVAP\tENGINE\tOK")
+	}
 	var notes []string
 	for i, row := range r.Rows {
 		rule := row.Rule
@@ -240,7 +249,15 @@ func (r *Report) WriteText(w io.Writer) error {
 		case StatusSkipped:
 			mark = "-"
 		}
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, row.Policy, rule, resource, row.Expected, row.VAP.Result, row.Engine.Result, mark)
+		if r.Cluster {
+			got := Result("-")
+			if row.Cluster != nil {
+				got = row.Cluster.Result
+			}
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, row.Policy, rule, resource, row.Expected, got, mark)
+		} else {
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, row.Policy, rule, resource, row.Expected, row.VAP.Result, row.Engine.Result, mark)
+		}
 		if row.Reason != "" && row.Status != StatusPass {
 			notes = append(notes, fmt.Sprintf("  %d: %s", i+1, shorten(row.Reason)))
 		}

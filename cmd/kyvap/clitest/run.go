@@ -77,16 +77,7 @@ type evaluation struct {
 // the expectation, following the Kyverno CLI's rules for selecting
 // resources and rules.
 func Run(ctx context.Context, s *Suite, opts Options) Report {
-	r := &runner{
-		suite:       s,
-		opts:        opts,
-		resolver:    translate.NewStaticResolver(s.CRDs...),
-		policies:    map[string]*policyState{},
-		evaluations: map[string]*evaluation{},
-	}
-	r.builder = requestBuilder{suite: s, resolver: r.resolver}
-	r.noUser = s.UserInfo == nil || reflect.DeepEqual(*s.UserInfo, RequestInfo{})
-	r.ns = s.namespaces()
+	r := newRunner(s, opts)
 	report := Report{Name: s.Name, Path: s.Path, Document: s.Document, Rows: []Row{}}
 	r.translate(&report)
 	r.paths = newPaths(r)
@@ -98,6 +89,20 @@ func Run(ctx context.Context, s *Suite, opts Options) Report {
 	}
 	report.Warnings = append(append(append([]string(nil), s.Warnings...), r.warnings...), r.paths.notes...)
 	return report
+}
+
+func newRunner(s *Suite, opts Options) *runner {
+	r := &runner{
+		suite:       s,
+		opts:        opts,
+		resolver:    translate.NewStaticResolver(s.CRDs...),
+		policies:    map[string]*policyState{},
+		evaluations: map[string]*evaluation{},
+	}
+	r.builder = requestBuilder{suite: s, resolver: r.resolver}
+	r.noUser = s.UserInfo == nil || reflect.DeepEqual(*s.UserInfo, RequestInfo{})
+	r.ns = s.namespaces()
+	return r
 }
 
 // translate translates every policy both ways.
@@ -422,6 +427,10 @@ func (r *runner) compare(st *policyState, res *TestResult, base Row, ev *evaluat
 		row.Engine = lookup(ev.engine, st.policy.Name, name)
 		if st.fallbackNames[name] && row.VAP.Result == None {
 			row.VAP = PathResult{Result: Fallback, Message: "left to the fallback engine by the translation"}
+		}
+		if rr := st.rules[baseRule(name)]; rr != nil && rr.Reason == translate.ReasonEmptyRule && row.VAP.Result == None {
+			// Nothing to emit: the rule admits everything, pass or skip.
+			row.VAP = PathResult{Result: NotApplicable, Message: "the rule has no expressions: no ValidatingAdmissionPolicy, every request is admitted"}
 		}
 		if r.noUser && matchesOnUser(st.policy, baseRule(name)) {
 			row.VAP = PathResult{Result: NotApplicable, Message: "the test gives no user, so Kyverno ignores the rule's user filters (its background-scan behaviour); admission requests always have a user"}

@@ -1,0 +1,463 @@
+package clitest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/translate"
+)
+
+var nonName = regexp.MustCompile(`[^a-zA-Z0-9-]+`)
+
+// Names of rules in the API server's answers: a VAP's denial and warning
+// name the VAP; kyvap's webhook names the policy and rule.
+var (
+	vapInAnswer     = regexp.MustCompile(`ValidatingAdmissionPolicy '([^']+)'`)
+	webhookInAnswer = regexp.MustCompile(`ClusterPolicy '([^']+)' rule '([^']+)'`)
+)
+
+// RunCluster replays the suite against a live cluster running kyvap and
+// compares the API server's answers with the expected results. It creates
+// the suite's namespaces, parameters, exceptions and CRDs, then one policy
+// at a time (so that one policy's denial cannot hide another's): the old
+// objects of its UPDATE and DELETE requests, the policy, a wait for kyvap's
+// status, every request of its results as a server-side dry run (as the
+// suite's user when it has one), and the removal of the policy. Everything
+// it created is deleted before it returns, also when ctx is cancelled.
+//
+// An expected fail must be named by the API server (the denial under
+// Enforce, a warning under Audit); pass and skip must not be (the API
+// server cannot tell them apart); error must be named unless the policy's
+// failurePolicy is Ignore. Rows kyvap does not enforce are skipped, with
+// the reason, as in Run.
+func RunCluster(ctx context.Context, s *Suite, c *Cluster, opts Options) Report {
+	r := newRunner(s, opts)
+	report := Report{Name: s.Name, Path: s.Path, Document: s.Document, Rows: []Row{}, Cluster: true}
+	r.translate(&report)
+	fail := func(format string, args ...any) Report {
+		row := Row{Status: StatusFail, Reason: fmt.Sprintf(format, args...)}
+		report.Rows = append(report.Rows, row)
+		report.Summary.count(row)
+		report.Warnings = append(append([]string(nil), s.Warnings...), r.warnings...)
+		return report
+	}
+	in, err := c.Install(ctx, s)
+	defer func() {
+		if err := in.Remove(); err != nil {
+			report.Warnings = append(report.Warnings, "cleaning up: "+err.Error())
+		}
+	}()
+	if err != nil {
+		return fail("installing the suite's objects: %v", err)
+	}
+	if err := in.addCRDs(ctx, s.CRDs); err != nil {
+		return fail("installing the suite's CRDs: %v", err)
+	}
+	byPolicy := map[string][]int{}
+	for i, res := range s.Test.Results {
+		name := res.Policy
+		if slash := strings.LastIndex(name, "/"); slash >= 0 {
+			name = name[slash+1:]
+		}
+		byPolicy[name] = append(byPolicy[name], i)
+	}
+	for i := range s.Policies {
+		p := &s.Policies[i]
+		rows, err := r.replayPolicy(ctx, c, in, p, byPolicy[p.Name])
+		if err != nil {
+			return fail("ClusterPolicy %s: %v", p.Name, err)
+		}
+		delete(byPolicy, p.Name)
+		for _, row := range rows {
+			report.Summary.count(row)
+			report.Rows = append(report.Rows, row)
+		}
+		if ctx.Err() != nil {
+			return fail("interrupted: %v", ctx.Err())
+		}
+	}
+	// Results naming no policy of the suite: as offline.
+	var rest []int
+	for _, idx := range byPolicy {
+		rest = append(rest, idx...)
+	}
+	sort.Ints(rest)
+	for _, i := range rest {
+		for _, row := range r.rowsFor(ctx, i) {
+			row.Cluster = &PathResult{Result: None}
+			report.Summary.count(row)
+			report.Rows = append(report.Rows, row)
+		}
+	}
+	report.Warnings = append(append(append([]string(nil), s.Warnings...), r.warnings...), report.Warnings...)
+	return report
+}
+
+// clusterRequest is one request of a policy's results.
+type clusterRequest struct {
+	row Row
+	res *TestResult
+	req *admissionv1.AdmissionRequest
+	// obj is what is sent; old the stored object an UPDATE or DELETE needs.
+	obj, old *unstructured.Unstructured
+}
+
+// replayPolicy checks the results of one policy.
+func (r *runner) replayPolicy(ctx context.Context, c *Cluster, in *Installation, p *kyvernov1.ClusterPolicy, results []int) ([]Row, error) {
+	var rows []Row
+	var requests []clusterRequest
+	var olds []client.Object
+	defer func() {
+		for _, o := range olds {
+			_ = in.c.Delete(context.Background(), o)
+		}
+	}()
+	seenOld := map[string]bool{}
+	for _, i := range results {
+		res := &r.suite.Test.Results[i]
+		base := Row{Policy: res.Policy, Rule: res.Rule, Expected: res.Result}
+		if kind := nonKyvernoResult(res); kind != "" {
+			rows = append(rows, skippedRow(base, "", fmt.Sprintf("a %s result: kyvap translates Kyverno ClusterPolicies only", kind)))
+			continue
+		}
+		if reason := r.notEnforced(p, res.Rule); reason != "" {
+			rows = append(rows, skippedRow(base, "", reason))
+			continue
+		}
+		selected, warnings := r.suite.SelectResources(i)
+		r.warnings = append(r.warnings, warnings...)
+		for _, resource := range selected {
+			if why := r.unserved(resource); why != "" {
+				rows = append(rows, skippedRow(base, resource.Key(), why))
+				continue
+			}
+			if r.noUser && matchesOnUser(p, baseRule(res.Rule)) {
+				rows = append(rows, skippedRow(base, resource.Key(), "the test gives no user, so Kyverno ignores the rule's user filters (its background-scan behaviour); admission requests always have a user"))
+				continue
+			}
+			spec := r.suite.requestFor(p.Name, resource, res.Operation)
+			row := base
+			row.Resource, row.Operation = resource.Key(), string(spec.operation)
+			req, _, err := r.builder.admissionRequest(spec)
+			if err != nil {
+				row.Status, row.Reason = StatusFail, err.Error()
+				rows = append(rows, row)
+				continue
+			}
+			if req.SubResource != "" {
+				rows = append(rows, skippedRow(base, resource.Key(), "a subresource request: kyvap test --cluster sends objects through their own resource only"))
+				continue
+			}
+			obj, old, err := requestObjects(req)
+			if err != nil {
+				row.Status, row.Reason = StatusFail, err.Error()
+				rows = append(rows, row)
+				continue
+			}
+			if spec.operation == admissionv1.Delete {
+				obj = old
+			}
+			requests = append(requests, clusterRequest{row: row, res: res, req: req, obj: obj, old: old})
+		}
+	}
+	// CREATE requests first; then the old objects of the others are stored
+	// (before the policy exists, which might deny them) and the policy is
+	// installed again for them.
+	var creates, others []clusterRequest
+	for _, cr := range requests {
+		if cr.req.Operation == admissionv1.Create {
+			creates = append(creates, cr)
+		} else {
+			others = append(others, cr)
+		}
+	}
+	checked, err := r.checkRequests(ctx, c, in, p, creates)
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, checked...)
+	var ready []clusterRequest
+	for _, cr := range others {
+		key := cr.row.Resource
+		if !seenOld[key] {
+			seenOld[key] = true
+			old := cr.old.DeepCopy()
+			old.SetResourceVersion("")
+			if err := in.createOld(ctx, old); err != nil {
+				row := cr.row
+				row.Status, row.Reason = StatusFail, fmt.Sprintf("creating the old object: %v", err)
+				rows = append(rows, row)
+				continue
+			}
+			olds = append(olds, old)
+		}
+		ready = append(ready, cr)
+	}
+	checked, err = r.checkRequests(ctx, c, in, p, ready)
+	if err != nil {
+		return nil, err
+	}
+	return append(rows, checked...), nil
+}
+
+// checkRequests installs the policy, sends the requests and removes the
+// policy again.
+func (r *runner) checkRequests(ctx context.Context, c *Cluster, in *Installation, p *kyvernov1.ClusterPolicy, requests []clusterRequest) ([]Row, error) {
+	if len(requests) == 0 {
+		return nil, nil
+	}
+	var rows []Row
+	before := len(in.policies)
+	if err := in.AddPolicies(ctx, []kyvernov1.ClusterPolicy{*p}, time.Minute); err != nil {
+		return nil, err
+	}
+	added := in.created[len(in.created)-1]
+	defer func() {
+		_ = in.c.Delete(context.Background(), added)
+		in.created = in.created[:len(in.created)-1]
+		in.policies = in.policies[:before]
+		_ = in.waitForVAPsGoneOf(context.Background(), p.Name)
+	}()
+	vapRules, err := in.vapRules(ctx, p.Name)
+	if err != nil {
+		return nil, err
+	}
+	cfg := c.UserConfig(r.suite)
+	settle := c.Settle
+	if settle == 0 {
+		settle = 15 * time.Second
+	}
+	for _, cr := range requests {
+		var answer Answer
+		var judged PathResult
+		deadline := time.Now().Add(settle)
+		for {
+			answer = c.Ask(ctx, cfg, cr.req, cr.obj)
+			judged = judge(answer, p, cr.res, vapRules)
+			if *judged.Match || time.Now().After(deadline) || ctx.Err() != nil {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		row := cr.row
+		row.Cluster = &judged
+		row.VAP, row.Engine = PathResult{Result: NotApplicable}, PathResult{Result: NotApplicable}
+		switch {
+		case answer.NotAdmissible != nil:
+			row.Status, row.Reason = StatusSkipped, "the API server refuses the object before admission: "+firstLine(answer.NotAdmissible.Error())
+			row.Cluster = &PathResult{Result: NotApplicable, Message: answer.NotAdmissible.Error()}
+		case *judged.Match:
+			row.Status = StatusPass
+			row.Reason = judged.Message
+		default:
+			row.Status, row.Reason = StatusFail, fmt.Sprintf("API server: want %s, got %s: %s", cr.res.Result, judged.Result, answer)
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+func skippedRow(base Row, resource, reason string) Row {
+	row := base
+	row.Resource, row.Status, row.Reason = resource, StatusSkipped, reason
+	row.VAP, row.Engine = PathResult{Result: NotApplicable}, PathResult{Result: NotApplicable}
+	row.Cluster = &PathResult{Result: NotApplicable}
+	return row
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// notEnforced says why kyvap does not enforce the result's rule(s), or "".
+func (r *runner) notEnforced(p *kyvernov1.ClusterPolicy, rule string) string {
+	st := r.policies[p.Name]
+	if st == nil || st.err != nil {
+		return ""
+	}
+	if rule == "" {
+		return ""
+	}
+	if rr := st.rules[baseRule(rule)]; rr != nil {
+		return skipReason(rr)
+	}
+	return ""
+}
+
+// requestObjects decodes the new and old object of a request.
+func requestObjects(req *admissionv1.AdmissionRequest) (obj, old *unstructured.Unstructured, err error) {
+	decode := func(raw []byte) (*unstructured.Unstructured, error) {
+		if len(raw) == 0 {
+			return nil, nil
+		}
+		u := &unstructured.Unstructured{}
+		return u, json.Unmarshal(raw, &u.Object)
+	}
+	if obj, err = decode(req.Object.Raw); err != nil {
+		return nil, nil, err
+	}
+	if old, err = decode(req.OldObject.Raw); err != nil {
+		return nil, nil, err
+	}
+	return obj, old, nil
+}
+
+// judge reads the API server's answer for one expected result: which of
+// the policy's rules it names, and whether that is what the test expects.
+func judge(a Answer, p *kyvernov1.ClusterPolicy, res *TestResult, vapRules map[string]string) PathResult {
+	named := func(text string) []string {
+		var rules []string
+		for _, m := range vapInAnswer.FindAllStringSubmatch(text, -1) {
+			if rule, ok := vapRules[m[1]]; ok {
+				rules = append(rules, rule)
+			}
+		}
+		for _, m := range webhookInAnswer.FindAllStringSubmatch(text, -1) {
+			if m[1] == p.Name {
+				rules = append(rules, m[2])
+			}
+		}
+		return rules
+	}
+	selected := func(rules []string) bool {
+		for _, rule := range rules {
+			if RuleSelected(res.Rule, rule) {
+				return true
+			}
+		}
+		return false
+	}
+	denied := !a.Allowed && selected(named(a.Denial))
+	warned := false
+	for _, w := range a.Warnings {
+		warned = warned || selected(named(w))
+	}
+	out := PathResult{Result: Pass, Message: a.String()}
+	switch {
+	case a.NotAdmissible != nil:
+		out.Result = NotApplicable
+	case denied || warned:
+		out.Result = Fail
+	case !a.Allowed:
+		// Another rule of the policy denied first: the API server reports
+		// one denial, so this rule's own verdict is not visible.
+		out.Result = Skip
+		out.Message = "denied by another rule of the policy (the API server reports one denial): " + a.Denial
+	}
+	ok := false
+	switch res.Result {
+	case "fail":
+		ok = out.Result == Fail || (out.Result == Skip && otherFailureExpected(a, p))
+	case "pass", "skip":
+		ok = out.Result == Pass || out.Result == Skip
+	case "error":
+		ignore := p.Spec.FailurePolicy != nil && *p.Spec.FailurePolicy == kyvernov1.Ignore
+		ok = out.Result == Fail || (ignore && out.Result == Pass)
+	}
+	if out.Result == NotApplicable {
+		ok = true
+	}
+	out.Match = &ok
+	return out
+}
+
+// otherFailureExpected: the denial came from some rule of the policy, which
+// the API server reported instead of the expected one.
+func otherFailureExpected(a Answer, p *kyvernov1.ClusterPolicy) bool {
+	return !a.Allowed && (strings.Contains(a.Denial, "kyvap-"+p.Name+"-") || strings.Contains(a.Denial, "ClusterPolicy '"+p.Name+"'"))
+}
+
+// vapRules maps the names of the policy's VAPs in the cluster to their rules.
+func (in *Installation) vapRules(ctx context.Context, policy string) (map[string]string, error) {
+	var vaps admissionregistrationv1.ValidatingAdmissionPolicyList
+	if err := in.c.List(ctx, &vaps, client.MatchingLabels{translate.LabelManagedBy: translate.ManagedByValue}); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, v := range vaps.Items {
+		if v.Annotations[translate.AnnotationPolicy] == policy {
+			out[v.Name] = v.Annotations[translate.AnnotationRule]
+		}
+	}
+	return out, nil
+}
+
+// waitForVAPsGoneOf waits until the policy's VAPs are deleted.
+func (in *Installation) waitForVAPsGoneOf(ctx context.Context, policy string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		rules, err := in.vapRules(ctx, policy)
+		if err == nil && len(rules) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the ValidatingAdmissionPolicies of %s are still there", policy)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// addCRDs creates the suite's CRDs and waits until they are served.
+func (in *Installation) addCRDs(ctx context.Context, crds []apiextensionsv1.CustomResourceDefinition) error {
+	for i := range crds {
+		crd := crds[i].DeepCopy()
+		crd.ResourceVersion = ""
+		if err := in.create(ctx, crd, true); err != nil {
+			return fmt.Errorf("CustomResourceDefinition %s: %w", crd.Name, err)
+		}
+	}
+	for i := range crds {
+		name := crds[i].Name
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		for {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := in.c.Get(wctx, client.ObjectKey{Name: name}, crd); err == nil && established(crd) {
+				break
+			}
+			select {
+			case <-wctx.Done():
+				cancel()
+				return fmt.Errorf("CustomResourceDefinition %s is not established", name)
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		cancel()
+	}
+	return nil
+}
+
+func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// createOld stores the old object of an UPDATE or DELETE request.
+func (in *Installation) createOld(ctx context.Context, old *unstructured.Unstructured) error {
+	err := in.retried(ctx, func() error { return in.c.Create(ctx, old.DeepCopy()) })
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
