@@ -78,7 +78,7 @@ type Row struct {
 	// Cluster is the API server's answer, in a replay on a live cluster
 	// (kyvap test --cluster); the offline paths are not evaluated then.
 	Cluster *PathResult `json:"cluster,omitempty"`
-	Status Status     `json:"status"`
+	Status  Status      `json:"status"`
 	// Reason explains a skipped row or a failure.
 	Reason string `json:"reason,omitempty"`
 }
@@ -144,12 +144,12 @@ type Report struct {
 	Path     string `json:"path"`
 	Document int    `json:"document"`
 	// Rules has the translation verdict of every rule of every policy.
-	Rules    []RuleVerdict `json:"rules,omitempty"`
-	Rows     []Row         `json:"rows"`
+	Rules []RuleVerdict `json:"rules,omitempty"`
+	Rows  []Row         `json:"rows"`
 	// Cluster: the rows were replayed on a live cluster.
-	Cluster bool `json:"cluster,omitempty"`
-	Summary  Summary       `json:"summary"`
-	Warnings []string      `json:"warnings,omitempty"`
+	Cluster  bool     `json:"cluster,omitempty"`
+	Summary  Summary  `json:"summary"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // RuleVerdict is how kyvap translates a rule (with VAP generation on).
