@@ -73,6 +73,9 @@ const (
 	// objects and reads request.namespace, which Kyverno clears for them
 	// and the API server sets to the Namespace's own name.
 	ReasonRequestNamespaceOfNamespace Reason = "RequestNamespaceOfNamespace"
+	// ReasonAutogenAnnotationInvalid: the policy's autogen-controllers
+	// annotation is "all", which Kyverno refuses (verdict Invalid).
+	ReasonAutogenAnnotationInvalid Reason = "AutogenAnnotationInvalid"
 	// ReasonEmptyRule: the rule has no expressions; Kyverno passes every
 	// request, so there is nothing to enforce.
 	ReasonEmptyRule Reason = "EmptyRule"

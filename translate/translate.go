@@ -145,6 +145,10 @@ func (t *translation) rule(rule *kyvernov1.Rule) RuleResult {
 	switch {
 	case !rule.HasValidateCEL():
 		return RuleResult{Rule: rule.Name, Verdict: VerdictNotHandled, Reason: ReasonNonCELRule, Message: "not a validate.cel rule; Kyverno enforces it"}
+	case t.policy.Annotations[kyvernov1.AutogenControllersAnnotation] == "all":
+		// Kyverno's policy validation (api/kyverno/v1 ValidateAutogenAnnotation)
+		// refuses the policy: it never enforces any of its rules.
+		return RuleResult{Rule: rule.Name, Verdict: VerdictInvalid, Reason: ReasonAutogenAnnotationInvalid, Message: "the annotation " + kyvernov1.AutogenControllersAnnotation + ": all is refused by Kyverno (\"does not support 'all' anymore\"); remove it or list the controllers"}
 	case !t.policy.Spec.AdmissionEnabled():
 		return RuleResult{Rule: rule.Name, Verdict: VerdictNotHandled, Reason: ReasonAdmissionDisabled, Message: "spec.admission is false; the policy does not apply at admission"}
 	case !t.opts.GenerateValidatingAdmissionPolicy:

@@ -509,6 +509,9 @@ func skipReason(rr *translate.RuleResult) string {
 	case translate.VerdictNotHandled:
 		return fmt.Sprintf("%s: not a CEL rule kyvap enforces; Kyverno evaluates it", rr.Reason)
 	case translate.VerdictInvalid:
+		if rr.Reason == translate.ReasonAutogenAnnotationInvalid {
+			return fmt.Sprintf("%s: Kyverno refuses the policy", rr.Reason)
+		}
 		return fmt.Sprintf("%s: the rule's CEL does not compile", rr.Reason)
 	}
 	if rr.Fallback != nil {
