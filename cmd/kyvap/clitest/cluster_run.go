@@ -196,13 +196,16 @@ func (r *runner) replayPolicy(ctx context.Context, c *Cluster, in *Installation,
 			seenOld[key] = true
 			old := cr.old.DeepCopy()
 			old.SetResourceVersion("")
-			if err := in.createOld(ctx, old); err != nil {
+			created, err := in.createOld(ctx, old)
+			if err != nil {
 				row := cr.row
 				row.Status, row.Reason = StatusFail, fmt.Sprintf("creating the old object: %v", err)
 				rows = append(rows, row)
 				continue
 			}
-			olds = append(olds, old)
+			if created {
+				olds = append(olds, old)
+			}
 		}
 		ready = append(ready, cr)
 	}
@@ -453,11 +456,12 @@ func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
 	return false
 }
 
-// createOld stores the old object of an UPDATE or DELETE request.
-func (in *Installation) createOld(ctx context.Context, old *unstructured.Unstructured) error {
-	err := in.retried(ctx, func() error { return in.c.Create(ctx, old.DeepCopy()) })
+// createOld stores the old object of an UPDATE or DELETE request; one
+// that exists already is used as it is (and left in place).
+func (in *Installation) createOld(ctx context.Context, old *unstructured.Unstructured) (created bool, err error) {
+	err = in.retried(ctx, func() error { return in.c.Create(ctx, old.DeepCopy()) })
 	if apierrors.IsAlreadyExists(err) {
-		return nil
+		return false, nil
 	}
-	return err
+	return err == nil, err
 }
