@@ -247,6 +247,15 @@ func controllersRule(rule *kyvernov1.Rule, controllers []string) *kyvernov1.Rule
 	}
 	if len(valid) > 0 {
 		kinds = valid
+		// Kyverno generates the variants per request, for the request's kind
+		// (ComputeRules(policy, kind)): an annotation listing Pod makes a Pod
+		// request get the variant too, with kinds [Pod] and the template
+		// paths. One variant matching both gives the same verdicts.
+		for _, c := range controllers {
+			if c == "Pod" {
+				kinds = append(kinds, "Pod")
+			}
+		}
 	}
 	sort.Strings(kinds)
 	return retarget(rule, autogenRuleName("autogen", rule.Name), kinds, func(k []string) bool { return containsKind(k, "Pod") })
@@ -298,4 +307,125 @@ func autogenRules(rule *kyvernov1.Rule, controllers []string) []kyvernov1.Rule {
 		}
 	}
 	return out
+}
+
+// hasAutogenVariants reports whether Kyverno generates pod-controller
+// variants for some rule of the policy (its own rules named autogen-* never
+// get any).
+func hasAutogenVariants(policy *kyvernov1.ClusterPolicy, controllers []string) bool {
+	for i := range policy.Spec.Rules {
+		if len(autogenRules(&policy.Spec.Rules[i], controllers)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// shadowedAutogenRule narrows a user rule whose name starts with
+// "autogen-" the way Kyverno evaluates it in a policy that gets pod
+// controller variants: ComputeRules drops such rules for requests of the
+// controllers' kinds, and the policy cache (built from the rules without
+// them) routes a request to the policy only when another of its rules
+// matches the request's kind. So the rule applies only to the kinds it
+// matches that are not controllers and that another rule (or a generated
+// variant) matches. ok is false when kyvap cannot tell (wildcard kinds); a
+// nil rule with ok means Kyverno never evaluates it.
+func shadowedAutogenRule(rule *kyvernov1.Rule, policy *kyvernov1.ClusterPolicy, controllers []string) (narrowed *kyvernov1.Rule, ok bool) {
+	controllerKinds := map[string]bool{}
+	for _, c := range controllers {
+		controllerKinds[c] = true
+	}
+	routed := map[string]bool{}
+	routedAll := false
+	addKinds := func(r *kyvernov1.Rule) {
+		for _, d := range descriptionsOf(&r.MatchResources) {
+			for _, k := range d.Kinds {
+				if hasWildcard(k) {
+					routedAll = true
+				}
+				routed[kindName(k)] = true
+			}
+			if len(d.Kinds) == 0 && !d.IsEmpty() {
+				routedAll = true
+			}
+		}
+	}
+	for i := range policy.Spec.Rules {
+		other := &policy.Spec.Rules[i]
+		if strings.HasPrefix(other.Name, "autogen-") {
+			continue
+		}
+		addKinds(other)
+		for _, variant := range autogenRules(other, controllers) {
+			addKinds(&variant)
+		}
+	}
+	out := rule.DeepCopy()
+	keep := func(kinds []string) ([]string, bool) {
+		var kept []string
+		for _, k := range kinds {
+			if hasWildcard(k) {
+				return nil, false
+			}
+			name := kindName(k)
+			if !controllerKinds[name] && (routedAll || routed[name]) {
+				kept = append(kept, k)
+			}
+		}
+		return kept, true
+	}
+	filters := append(append(kyvernov1.ResourceFilters{}, out.MatchResources.Any...), out.MatchResources.All...)
+	legacy := len(filters) == 0
+	if legacy {
+		kinds, fine := keep(out.MatchResources.Resources.Kinds)
+		if !fine || len(out.MatchResources.Resources.Kinds) == 0 {
+			return nil, false
+		}
+		if len(kinds) == 0 {
+			return nil, true
+		}
+		out.MatchResources.Resources.Kinds = kinds
+		return out, true
+	}
+	narrow := func(list kyvernov1.ResourceFilters, all bool) (kyvernov1.ResourceFilters, bool, bool) {
+		var kept kyvernov1.ResourceFilters
+		for _, f := range list {
+			if len(f.Resources.Kinds) == 0 {
+				return nil, false, false
+			}
+			kinds, fine := keep(f.Resources.Kinds)
+			if !fine {
+				return nil, false, false
+			}
+			if len(kinds) == 0 {
+				if all {
+					return nil, true, true // one filter can never match: the rule never applies
+				}
+				continue
+			}
+			f.Resources.Kinds = kinds
+			kept = append(kept, f)
+		}
+		return kept, len(kept) == 0, true
+	}
+	if len(out.MatchResources.Any) > 0 {
+		kept, never, fine := narrow(out.MatchResources.Any, false)
+		if !fine {
+			return nil, false
+		}
+		if never {
+			return nil, true
+		}
+		out.MatchResources.Any = kept
+		return out, true
+	}
+	kept, never, fine := narrow(out.MatchResources.All, true)
+	if !fine {
+		return nil, false
+	}
+	if never {
+		return nil, true
+	}
+	out.MatchResources.All = kept
+	return out, true
 }

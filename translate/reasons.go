@@ -76,6 +76,10 @@ const (
 	// ReasonAutogenAnnotationInvalid: the policy's autogen-controllers
 	// annotation is "all", which Kyverno refuses (verdict Invalid).
 	ReasonAutogenAnnotationInvalid Reason = "AutogenAnnotationInvalid"
+	// ReasonAutogenRuleName: a rule named autogen-* in a policy Kyverno
+	// generates pod-controller variants for, on kinds where Kyverno never
+	// evaluates it or where kyvap cannot tell (verdict Invalid).
+	ReasonAutogenRuleName Reason = "AutogenRuleName"
 	// ReasonEmptyRule: the rule has no expressions; Kyverno passes every
 	// request, so there is nothing to enforce.
 	ReasonEmptyRule Reason = "EmptyRule"

@@ -3,6 +3,7 @@ package translate
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
@@ -142,6 +143,19 @@ func (t *translation) fallbackResult(rule *kyvernov1.Rule, reason Reason, messag
 
 // rule translates one rule.
 func (t *translation) rule(rule *kyvernov1.Rule) RuleResult {
+	if strings.HasPrefix(rule.Name, "autogen-") && rule.HasValidateCEL() && hasAutogenVariants(t.policy, t.controllers) {
+		narrowed, ok := shadowedAutogenRule(rule, t.policy, t.controllers)
+		switch {
+		case !ok:
+			return RuleResult{Rule: rule.Name, Verdict: VerdictInvalid, Reason: ReasonAutogenRuleName, Message: "the rule is named autogen-* in a policy Kyverno generates pod-controller variants for: Kyverno skips it for the controllers' kinds and evaluates it only on kinds its other rules match, which kyvap cannot determine for wildcard or missing kinds; rename the rule"}
+		case narrowed == nil:
+			return RuleResult{Rule: rule.Name, Verdict: VerdictInvalid, Reason: ReasonAutogenRuleName, Message: "the rule is named autogen-* in a policy Kyverno generates pod-controller variants for: Kyverno skips it for the controllers' kinds and evaluates it only on kinds its other rules match, which leaves none; rename the rule"}
+		}
+		if !reflect.DeepEqual(narrowed.MatchResources, rule.MatchResources) {
+			t.plan.Warnings = append(t.plan.Warnings, fmt.Sprintf("rule %q: named autogen-* in a policy with pod-controller variants, so Kyverno evaluates it only on %v (not on the controllers' kinds, and only on kinds other rules route to the policy); kyvap does the same", rule.Name, matchKinds(narrowed)))
+		}
+		rule = narrowed
+	}
 	switch {
 	case !rule.HasValidateCEL():
 		return RuleResult{Rule: rule.Name, Verdict: VerdictNotHandled, Reason: ReasonNonCELRule, Message: "not a validate.cel rule; Kyverno enforces it"}
@@ -462,4 +476,13 @@ func qualifiedConditionName(name string, i int, taken map[string]bool) string {
 		candidate = fmt.Sprintf("celprecondition-%d", i)
 	}
 	return candidate
+}
+
+// matchKinds lists the kinds of a rule's match filters.
+func matchKinds(rule *kyvernov1.Rule) []string {
+	var out []string
+	for _, d := range descriptionsOf(&rule.MatchResources) {
+		out = append(out, d.Kinds...)
+	}
+	return uniqueSorted(out)
 }

@@ -297,7 +297,7 @@ func (r *runner) notEnforced(p *kyvernov1.ClusterPolicy, rule string) string {
 	if rule == "" {
 		return ""
 	}
-	if rr := st.rules[baseRule(rule)]; rr != nil {
+	if rr := st.rule(rule); rr != nil {
 		return skipReason(rr)
 	}
 	return ""

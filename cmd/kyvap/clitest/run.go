@@ -179,7 +179,7 @@ func (r *runner) rowsFor(ctx context.Context, i int) []Row {
 		row.VAP, row.Engine = PathResult{Result: None}, PathResult{Result: None}
 		return []Row{row}
 	}
-	if res.Rule != "" && st.rules[baseRule(res.Rule)] == nil {
+	if res.Rule != "" && st.rule(res.Rule) == nil {
 		r.warnings = append(r.warnings, fmt.Sprintf("results[%d]: policy %q has no rule %q; Kyverno's CLI counts its resources as excluded (passed)", i, name, res.Rule))
 	}
 	var rows []Row
@@ -383,7 +383,7 @@ func (r *runner) compare(st *policyState, res *TestResult, base Row, ev *evaluat
 		}
 	}
 	if res.Rule != "" {
-		if rr := st.rules[baseRule(res.Rule)]; rr != nil {
+		if rr := st.rule(res.Rule); rr != nil {
 			if reason := skipReason(rr); reason != "" {
 				row := base
 				row.Status, row.Reason = StatusSkipped, reason
@@ -415,7 +415,7 @@ func (r *runner) compare(st *policyState, res *TestResult, base Row, ev *evaluat
 		if name != res.Rule {
 			row.ReportedRule = name
 		}
-		if rr := st.rules[baseRule(name)]; rr != nil && res.Rule == "" {
+		if rr := st.rule(name); rr != nil && res.Rule == "" {
 			if reason := skipReason(rr); reason != "" {
 				row.Status, row.Reason = StatusSkipped, reason
 				row.VAP, row.Engine = PathResult{Result: NotApplicable}, PathResult{Result: NotApplicable}
@@ -428,7 +428,7 @@ func (r *runner) compare(st *policyState, res *TestResult, base Row, ev *evaluat
 		if st.fallbackNames[name] && row.VAP.Result == None {
 			row.VAP = PathResult{Result: Fallback, Message: "left to the fallback engine by the translation"}
 		}
-		if rr := st.rules[baseRule(name)]; rr != nil && rr.Reason == translate.ReasonEmptyRule && row.VAP.Result == None {
+		if rr := st.rule(name); rr != nil && rr.Reason == translate.ReasonEmptyRule && row.VAP.Result == None {
 			// Nothing to emit: the rule admits everything, pass or skip.
 			row.VAP = PathResult{Result: NotApplicable, Message: "the rule has no expressions: no ValidatingAdmissionPolicy, every request is admitted"}
 		}
@@ -541,4 +541,14 @@ func matchesOnUser(p *kyvernov1.ClusterPolicy, rule string) bool {
 		}
 	}
 	return false
+}
+
+// rule is the translation of a rule as results name it: the rule itself
+// (users may name a rule autogen-*), else the rule an autogen variant comes
+// from.
+func (st *policyState) rule(name string) *translate.RuleResult {
+	if rr := st.rules[name]; rr != nil {
+		return rr
+	}
+	return st.rules[baseRule(name)]
 }
