@@ -113,7 +113,7 @@ type Installation struct {
 }
 
 // Install creates what a replay of the suite needs, except its policies:
-// the namespaces (with the values' labels; a namespace that exists gets
+// the CRDs (waiting until they are served), the namespaces (with the values' labels; a namespace that exists gets
 // them and has its own restored by Remove), the parameter objects that do
 // not exist yet, the PolicyExceptions, and, for a suite with a user, that
 // user's role bindings. Remove undoes it, also when Install fails half way.
@@ -157,6 +157,9 @@ func (c *Cluster) Install(ctx context.Context, s *Suite) (*Installation, error) 
 		if err := in.create(ctx, ex, false); err != nil {
 			return in, fmt.Errorf("PolicyException %s/%s: %w", ex.Namespace, ex.Name, err)
 		}
+	}
+	if err := in.addCRDs(ctx, s.CRDs); err != nil {
+		return in, err
 	}
 	if s.UserInfo != nil {
 		if err := in.bindUser(ctx, s); err != nil {
@@ -359,7 +362,9 @@ func (in *Installation) Remove() error {
 	var errs []error
 	for i := len(in.created) - 1; i >= 0; i-- {
 		obj := in.created[i]
-		if err := in.c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+		// Retried: the policies, deleted first, may still be enforced for a
+		// moment (an old object under a policy against deletes).
+		if err := in.retried(ctx, func() error { return in.c.Delete(ctx, obj) }); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("deleting %T %s: %w", obj, obj.GetName(), err))
 		}
 	}

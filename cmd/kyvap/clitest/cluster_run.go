@@ -63,9 +63,6 @@ func RunCluster(ctx context.Context, s *Suite, c *Cluster, opts Options) Report 
 	if err != nil {
 		return fail("installing the suite's objects: %v", err)
 	}
-	if err := in.addCRDs(ctx, s.CRDs); err != nil {
-		return fail("installing the suite's CRDs: %v", err)
-	}
 	byPolicy := map[string][]int{}
 	for i, res := range s.Test.Results {
 		name := res.Policy
@@ -122,7 +119,7 @@ func (r *runner) replayPolicy(ctx context.Context, c *Cluster, in *Installation,
 	var olds []client.Object
 	defer func() {
 		for _, o := range olds {
-			_ = in.c.Delete(context.Background(), o)
+			_ = in.retried(context.Background(), func() error { return in.c.Delete(context.Background(), o) })
 		}
 	}()
 	seenOld := map[string]bool{}
@@ -161,7 +158,7 @@ func (r *runner) replayPolicy(ctx context.Context, c *Cluster, in *Installation,
 				rows = append(rows, skippedRow(base, resource.Key(), "a subresource request: kyvap test --cluster sends objects through their own resource only"))
 				continue
 			}
-			obj, old, err := requestObjects(req)
+			obj, old, err := RequestObjects(req)
 			if err != nil {
 				row.Status, row.Reason = StatusFail, err.Error()
 				rows = append(rows, row)
@@ -303,8 +300,8 @@ func (r *runner) notEnforced(p *kyvernov1.ClusterPolicy, rule string) string {
 	return ""
 }
 
-// requestObjects decodes the new and old object of a request.
-func requestObjects(req *admissionv1.AdmissionRequest) (obj, old *unstructured.Unstructured, err error) {
+// RequestObjects decodes the new and old object of a request.
+func RequestObjects(req *admissionv1.AdmissionRequest) (obj, old *unstructured.Unstructured, err error) {
 	decode := func(raw []byte) (*unstructured.Unstructured, error) {
 		if len(raw) == 0 {
 			return nil, nil
@@ -454,6 +451,19 @@ func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
 		}
 	}
 	return false
+}
+
+// StoreOldObject stores the old object of an UPDATE or DELETE request
+// before the policies are added, for Remove to delete; one that exists
+// already is used as it is (and left in place).
+func (in *Installation) StoreOldObject(ctx context.Context, old *unstructured.Unstructured) error {
+	obj := old.DeepCopy()
+	obj.SetResourceVersion("")
+	created, err := in.createOld(ctx, obj)
+	if created {
+		in.created = append(in.created, obj)
+	}
+	return err
 }
 
 // createOld stores the old object of an UPDATE or DELETE request; one
