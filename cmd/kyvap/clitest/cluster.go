@@ -173,6 +173,16 @@ func (c *Cluster) Install(ctx context.Context, s *Suite) (*Installation, error) 
 func (in *Installation) namespace(ctx context.Context, name string, labels map[string]string) error {
 	ns := &corev1.Namespace{}
 	err := in.c.Get(ctx, client.ObjectKey{Name: name}, ns)
+	deadline := time.Now().Add(time.Minute)
+	for err == nil && ns.DeletionTimestamp != nil && time.Now().Before(deadline) {
+		// Deleted by an earlier run: wait until it is gone.
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+		err = in.c.Get(ctx, client.ObjectKey{Name: name}, ns)
+	}
 	if apierrors.IsNotFound(err) {
 		err = in.retried(ctx, func() error {
 			return in.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}})
@@ -187,7 +197,7 @@ func (in *Installation) namespace(ctx context.Context, name string, labels map[s
 		return fmt.Errorf("namespace %s: %w", name, err)
 	}
 	if ns.DeletionTimestamp != nil {
-		return fmt.Errorf("namespace %s is being deleted", name)
+		return fmt.Errorf("namespace %s is being deleted (by an earlier run?) and still there after a minute; a cluster without a namespace controller never finishes deleting namespaces", name)
 	}
 	changed := false
 	for k, v := range labels {

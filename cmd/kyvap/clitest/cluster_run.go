@@ -22,6 +22,10 @@ import (
 
 var nonName = regexp.MustCompile(`[^a-zA-Z0-9-]+`)
 
+// ForeignDenial starts the reason of a row skipped because something other
+// than the policy under test denied its request.
+const ForeignDenial = "another policy of the cluster denied the request first"
+
 // Names of rules in the API server's answers: a VAP's denial and warning
 // name the VAP; kyvap's webhook names the policy and rule.
 var (
@@ -259,6 +263,8 @@ func (r *runner) checkRequests(ctx context.Context, c *Cluster, in *Installation
 		case answer.NotAdmissible != nil:
 			row.Status, row.Reason = StatusSkipped, "the API server refuses the object before admission: "+firstLine(answer.NotAdmissible.Error())
 			row.Cluster = &PathResult{Result: NotApplicable, Message: answer.NotAdmissible.Error()}
+		case judged.Result == NotApplicable:
+			row.Status, row.Reason = StatusSkipped, ForeignDenial+" ("+denier(answer.Denial)+")"
 		case *judged.Match:
 			row.Status = StatusPass
 			row.Reason = judged.Message
@@ -354,6 +360,14 @@ func judge(a Answer, p *kyvernov1.ClusterPolicy, res *TestResult, vapRules map[s
 		out.Result = NotApplicable
 	case denied || warned:
 		out.Result = Fail
+	case !a.Allowed && !otherFailureExpected(a, p):
+		// Something else in the cluster (another policy, another webhook)
+		// denied the request first: this policy's verdict is not visible.
+		out.Result = NotApplicable
+		out.Message = "another policy denied the request first: " + a.Denial
+		f := false
+		out.Match = &f
+		return out
 	case !a.Allowed:
 		// Another rule of the policy denied first: the API server reports
 		// one denial, so this rule's own verdict is not visible.
@@ -474,4 +488,16 @@ func (in *Installation) createOld(ctx context.Context, old *unstructured.Unstruc
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// denier names what denied a request: the VAP, or the webhook's policy and
+// rule, as the denial says.
+func denier(denial string) string {
+	if m := webhookInAnswer.FindStringSubmatch(denial); m != nil {
+		return "ClusterPolicy " + m[1] + " rule " + m[2]
+	}
+	if m := vapInAnswer.FindStringSubmatch(denial); m != nil {
+		return "ValidatingAdmissionPolicy " + m[1]
+	}
+	return firstLine(denial)
 }
