@@ -16,6 +16,14 @@ import (
 // newestCompatibilityVersion is the newest CEL environment this build knows.
 var newestCompatibilityVersion = version.MustParseGeneric(baseversion.DefaultKubeBinaryVersion)
 
+// KyvernoCELVersion is the CEL environment of the Kyverno release kyvap
+// mirrors (v1.19.1): it is built with k8s.io/apiserver v0.36, whose
+// environment holds every CEL library introduced up to Kubernetes 1.36
+// (Kyverno compiles rules in the stored-expressions environment, which
+// has them all). A rule that does not compile there fails every request
+// it matches in Kyverno, whatever newer API servers accept.
+var KyvernoCELVersion = version.MajorMinor(1, 36)
+
 // compatibilityVersion parses Options.CompatibilityVersion ("1.37").
 func compatibilityVersion(s string) (*version.Version, error) {
 	if s == "" {

@@ -59,6 +59,11 @@ const (
 	// newest CEL environment but not at the target cluster's compatibility
 	// version; the fallback engine runs it.
 	ReasonCELNotAtCompatibilityVersion Reason = "CELNotAtCompatibilityVersion"
+	// ReasonCELNotInKyverno: an expression compiles with the newer CEL
+	// environment of the cluster but not in Kyverno's (KyvernoCELVersion),
+	// where the rule fails every request it matches; the fallback engine,
+	// compiling in Kyverno's environment, reproduces that.
+	ReasonCELNotInKyverno Reason = "CELNotInKyverno"
 	// ReasonCELCostExceeded: an expression's minimum estimated cost exceeds
 	// the API server's per-expression limit, so the API server would reject it.
 	ReasonCELCostExceeded Reason = "CELCostExceeded"

@@ -304,12 +304,19 @@ func (t *translation) build(rule *kyvernov1.Rule) (admissionregistrationv1.Valid
 	if user, generatedProblems := checkVAPExpressions(&spec, t.version, ours); len(user) > 0 {
 		if t.version.LessThan(newestCompatibilityVersion) {
 			if newest, _ := checkVAPExpressions(&spec, newestCompatibilityVersion, ours); len(newest) == 0 {
+				if kyverno, _ := checkVAPExpressions(&spec, KyvernoCELVersion, ours); len(kyverno) > 0 {
+					return vap, nil, kyvernoCELFailure(kyverno)
+				}
 				return vap, nil, fail(ReasonCELNotAtCompatibilityVersion, "does not compile at CEL compatibility version %s: %s", t.version, problemsMessage(user))
 			}
 		}
 		return vap, nil, fail(ReasonCELCompileError, "%s", problemsMessage(user))
 	} else if len(generatedProblems) > 0 {
 		return vap, nil, fail(ReasonGeneratedCELError, "%s", problemsMessage(generatedProblems))
+	} else if KyvernoCELVersion.LessThan(t.version) {
+		if kyverno, _ := checkVAPExpressions(&spec, KyvernoCELVersion, ours); len(kyverno) > 0 {
+			return vap, nil, kyvernoCELFailure(kyverno)
+		}
 	}
 	if fl := guardNamespacePredicates(&spec, ours); fl != nil {
 		return vap, nil, fl
@@ -485,4 +492,11 @@ func matchKinds(rule *kyvernov1.Rule) []string {
 		out = append(out, d.Kinds...)
 	}
 	return uniqueSorted(out)
+}
+
+// kyvernoCELFailure: the rule compiles for the cluster but not in Kyverno's
+// CEL environment, where every request it matches fails; kyvap's webhook
+// compiles fallback rules in Kyverno's environment and does the same.
+func kyvernoCELFailure(problems []celProblem) *failure {
+	return fail(ReasonCELNotInKyverno, "does not compile in Kyverno's CEL environment (Kubernetes %s libraries), where every request the rule matches fails: %s", KyvernoCELVersion, problemsMessage(problems))
 }

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
@@ -34,6 +35,8 @@ import (
 var (
 	envOnce sync.Once
 	envSet  *environment.EnvSet
+	// kyvernoEnvSets caches the environments of Environment values.
+	kyvernoEnvSets sync.Map // "major.minor" -> *environment.EnvSet
 )
 
 // baseEnv is the API server's runtime environment for admission policies:
@@ -44,6 +47,30 @@ func baseEnv() *environment.EnvSet {
 		envSet = environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())
 	})
 	return envSet
+}
+
+// Environment selects the CEL environment a program is compiled in.
+type Environment struct {
+	// Version, when set, compiles with exactly the libraries introduced up
+	// to that compatibility version (the NewExpressions environment at it):
+	// what a Kyverno built with k8s.io/apiserver of that minor version has
+	// in its (stored-expressions) environment. Nil is the API server's
+	// runtime environment for stored VAPs (every library this build knows).
+	Version *version.Version
+}
+
+func (e Environment) compiler() (*plugincel.CompositedCompiler, environment.Type, error) {
+	if e.Version == nil {
+		c, err := plugincel.NewCompositedCompiler(baseEnv())
+		return c, environment.StoredExpressions, err
+	}
+	key := e.Version.String()
+	set, ok := kyvernoEnvSets.Load(key)
+	if !ok {
+		set, _ = kyvernoEnvSets.LoadOrStore(key, environment.MustBaseEnvSet(version.MajorMinor(e.Version.Major(), e.Version.Minor())))
+	}
+	c, err := plugincel.NewCompositedCompiler(set.(*environment.EnvSet))
+	return c, environment.NewExpressions, err
 }
 
 // Program is the compiled CEL of one ValidatingAdmissionPolicy spec. It is
@@ -62,6 +89,11 @@ type Program struct {
 // as an error decision that follows the spec's failurePolicy (translate
 // type-checks expressions before anything is generated).
 func Compile(name string, spec *admissionregistrationv1.ValidatingAdmissionPolicySpec) *Program {
+	return CompileIn(Environment{}, name, spec)
+}
+
+// CompileIn is Compile in the given CEL environment.
+func CompileIn(env Environment, name string, spec *admissionregistrationv1.ValidatingAdmissionPolicySpec) *Program {
 	hasParams := spec.ParamKind != nil
 	withAuthz := plugincel.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: true}
 	withoutAuthz := plugincel.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: false}
@@ -70,7 +102,7 @@ func Compile(name string, spec *admissionregistrationv1.ValidatingAdmissionPolic
 		failurePolicy = *spec.FailurePolicy
 	}
 	v := &validator{failurePolicy: failurePolicy}
-	compiler, err := plugincel.NewCompositedCompiler(baseEnv())
+	compiler, mode, err := env.compiler()
 	if err != nil {
 		return &Program{validator: v, compileError: err, hasParams: hasParams}
 	}
@@ -78,14 +110,14 @@ func Compile(name string, spec *admissionregistrationv1.ValidatingAdmissionPolic
 	for i, x := range spec.Variables {
 		variables[i] = &variable{Name: x.Name, Expression: x.Expression}
 	}
-	compiler.CompileAndStoreVariables(variables, withAuthz, environment.StoredExpressions)
+	compiler.CompileAndStoreVariables(variables, withAuthz, mode)
 
 	if len(spec.MatchConditions) > 0 {
 		conditions := make([]plugincel.ExpressionAccessor, len(spec.MatchConditions))
 		for i := range spec.MatchConditions {
 			conditions[i] = (*matchconditions.MatchCondition)(&spec.MatchConditions[i])
 		}
-		v.matcher = matchconditions.NewMatcher(compiler.CompileCondition(conditions, withAuthz, environment.StoredExpressions), spec.FailurePolicy, "policy", "validate", name)
+		v.matcher = matchconditions.NewMatcher(compiler.CompileCondition(conditions, withAuthz, mode), spec.FailurePolicy, "policy", "validate", name)
 	}
 	validations := make([]plugincel.ExpressionAccessor, len(spec.Validations))
 	messages := make([]plugincel.ExpressionAccessor, len(spec.Validations))
@@ -99,9 +131,9 @@ func Compile(name string, spec *admissionregistrationv1.ValidatingAdmissionPolic
 	for i, a := range spec.AuditAnnotations {
 		annotations[i] = &auditAnnotationCondition{Key: a.Key, ValueExpression: a.ValueExpression}
 	}
-	v.validations = compiler.CompileCondition(validations, withAuthz, environment.StoredExpressions)
-	v.messages = compiler.CompileCondition(messages, withoutAuthz, environment.StoredExpressions)
-	v.annotations = compiler.CompileCondition(annotations, withAuthz, environment.StoredExpressions)
+	v.validations = compiler.CompileCondition(validations, withAuthz, mode)
+	v.messages = compiler.CompileCondition(messages, withoutAuthz, mode)
+	v.annotations = compiler.CompileCondition(annotations, withAuthz, mode)
 	return &Program{validator: v, hasParams: hasParams}
 }
 

@@ -269,7 +269,9 @@ func compileRule(policy string, rule kyvernov1.Rule, spec *kyvernov1.Spec, excep
 	if c.unsupported = unsupported(&rule, exceptions); c.unsupported != nil || !rule.HasValidateCEL() {
 		return c
 	}
-	c.program = celeval.Compile(policy+"/"+rule.Name, ruleSpec(&rule, spec))
+	// In Kyverno's CEL environment: an expression Kyverno cannot compile
+	// fails there, and must here.
+	c.program = celeval.CompileIn(celeval.Environment{Version: translate.KyvernoCELVersion}, policy+"/"+rule.Name, ruleSpec(&rule, spec))
 	return c
 }
 

@@ -127,6 +127,8 @@ func TestEvaluate(t *testing.T) {
 			request("ConfigMap", "configmaps", "", admissionv1.Create, configMap("x")), nil, "cluster-params=error"},
 		{"a Namespace object's request has no namespace", []translate.FallbackRule{{Policy: "p", Rule: namespaceName}},
 			request("Namespace", "namespaces", "", admissionv1.Update, namespaceObject), nil, "ns-name=pass"},
+		{"CEL newer than Kyverno's environment fails, as in Kyverno", []translate.FallbackRule{{Policy: "p", Rule: rule("includes", "ConfigMap", "['x'].includes(object.metadata.name)")}},
+			request("ConfigMap", "configmaps", "", admissionv1.Create, configMap("x")), nil, "includes=fail"},
 		{"subresource matched by its parent kind", []translate.FallbackRule{{Policy: "p", Rule: exec}},
 			request("PodExecOptions", "pods", "exec", admissionv1.Connect, map[string]any{"apiVersion": "v1", "kind": "PodExecOptions"}),
 			&schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, "no-exec=fail"},
