@@ -301,22 +301,8 @@ func (t *translation) build(rule *kyvernov1.Rule) (admissionregistrationv1.Valid
 	if fl := checkFields(&spec); fl != nil {
 		return vap, nil, fl
 	}
-	if user, generatedProblems := checkVAPExpressions(&spec, t.version, ours); len(user) > 0 {
-		if t.version.LessThan(newestCompatibilityVersion) {
-			if newest, _ := checkVAPExpressions(&spec, newestCompatibilityVersion, ours); len(newest) == 0 {
-				if kyverno, _ := checkVAPExpressions(&spec, KyvernoCELVersion, ours); len(kyverno) > 0 {
-					return vap, nil, kyvernoCELFailure(kyverno)
-				}
-				return vap, nil, fail(ReasonCELNotAtCompatibilityVersion, "does not compile at CEL compatibility version %s: %s", t.version, problemsMessage(user))
-			}
-		}
-		return vap, nil, fail(ReasonCELCompileError, "%s", problemsMessage(user))
-	} else if len(generatedProblems) > 0 {
-		return vap, nil, fail(ReasonGeneratedCELError, "%s", problemsMessage(generatedProblems))
-	} else if KyvernoCELVersion.LessThan(t.version) {
-		if kyverno, _ := checkVAPExpressions(&spec, KyvernoCELVersion, ours); len(kyverno) > 0 {
-			return vap, nil, kyvernoCELFailure(kyverno)
-		}
+	if fl := t.checkCEL(&spec, ours); fl != nil {
+		return vap, nil, fl
 	}
 	if fl := guardNamespacePredicates(&spec, ours); fl != nil {
 		return vap, nil, fl
@@ -492,6 +478,32 @@ func matchKinds(rule *kyvernov1.Rule) []string {
 		out = append(out, d.Kinds...)
 	}
 	return uniqueSorted(out)
+}
+
+// checkCEL compiles the VAP's expressions for the cluster (t.version) and
+// for Kyverno's environment. CEL environments only grow with the version,
+// so one compile at the older of the two proves both; the other versions
+// are tried only to name a failure.
+func (t *translation) checkCEL(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec, ours map[string]bool) *failure {
+	oldest := t.version
+	if KyvernoCELVersion.LessThan(oldest) {
+		oldest = KyvernoCELVersion
+	}
+	user, generated := checkVAPExpressions(spec, oldest, ours)
+	switch {
+	case len(user) == 0 && len(generated) == 0:
+		return nil
+	case len(user) == 0:
+		return fail(ReasonGeneratedCELError, "%s", problemsMessage(generated))
+	}
+	if newest, _ := checkVAPExpressions(spec, newestCompatibilityVersion, ours); len(newest) > 0 {
+		return fail(ReasonCELCompileError, "%s", problemsMessage(newest))
+	}
+	if kyverno, _ := checkVAPExpressions(spec, KyvernoCELVersion, ours); len(kyverno) > 0 {
+		return kyvernoCELFailure(kyverno)
+	}
+	cluster, _ := checkVAPExpressions(spec, t.version, ours)
+	return fail(ReasonCELNotAtCompatibilityVersion, "does not compile at CEL compatibility version %s: %s", t.version, problemsMessage(cluster))
 }
 
 // kyvernoCELFailure: the rule compiles for the cluster but not in Kyverno's
