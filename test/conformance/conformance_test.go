@@ -265,12 +265,12 @@ func replayable(s *clitest.Suite) string {
 }
 
 // TestRealAPIServer replays the corpus against kube-apiserver: every
-// resource of every replayable test is created (dry run) with the suite's
-// policies enforced, once as generated VAPs (plus the webhook for what
-// stays on the fallback engine) and once by kyvap's webhook alone, and the
-// API server's answer must be the one predicted in-process.
+// request of every suite (each resource, with the operations its results
+// ask for) is sent (dry run) with the suite's policies enforced, once as
+// generated VAPs (plus the webhook for what stays on the fallback engine)
+// and once by kyvap's webhook alone, and the API server's answer must be
+// the one predicted in-process.
 func TestRealAPIServer(t *testing.T) {
-	ctx := context.Background()
 	user := currentUser(t)
 	ensureNamespace(t, "kyvap-system", nil)
 	suites := corpus(t)
@@ -281,18 +281,7 @@ func TestRealAPIServer(t *testing.T) {
 			name = "webhook"
 		}
 		t.Run(name, func(t *testing.T) {
-			port := freePort(t)
-			op, err := cp.StartOperatorWithWebhook(translate.Options{GenerateValidatingAdmissionPolicy: generate}, ctrl.Options{},
-				webhook.Options{Host: "127.0.0.1", Port: port, Namespace: "kyvap-system", URL: fmt.Sprintf("https://127.0.0.1:%d", port)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() {
-				if err := op.Stop(); err != nil {
-					t.Errorf("operator: %v", err)
-				}
-				_ = cp.Client.Delete(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhook.DefaultConfigurationName}})
-			}()
+			defer startOperator(t, generate)()
 			replayed, skipped := 0, map[string]int{}
 			for k := range operations {
 				delete(operations, k)
@@ -316,6 +305,24 @@ func TestRealAPIServer(t *testing.T) {
 				t.Errorf("only %d requests replayed (%v)", replayed, operations)
 			}
 		})
+	}
+}
+
+// startOperator runs the operator with its webhook (on a local port the
+// API server calls), VAP generation as given, and returns its stop.
+func startOperator(t *testing.T, generate bool) (stop func()) {
+	t.Helper()
+	port := freePort(t)
+	op, err := cp.StartOperatorWithWebhook(translate.Options{GenerateValidatingAdmissionPolicy: generate}, ctrl.Options{},
+		webhook.Options{Host: "127.0.0.1", Port: port, Namespace: "kyvap-system", URL: fmt.Sprintf("https://127.0.0.1:%d", port)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if err := op.Stop(); err != nil {
+			t.Errorf("operator: %v", err)
+		}
+		_ = cp.Client.Delete(context.Background(), &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhook.DefaultConfigurationName}})
 	}
 }
 
@@ -682,18 +689,7 @@ func TestClusterReplay(t *testing.T) {
 	}
 	ctx := context.Background()
 	ensureNamespace(t, "kyvap-system", nil)
-	port := freePort(t)
-	op, err := cp.StartOperatorWithWebhook(translate.Options{GenerateValidatingAdmissionPolicy: true}, ctrl.Options{},
-		webhook.Options{Host: "127.0.0.1", Port: port, Namespace: "kyvap-system", URL: fmt.Sprintf("https://127.0.0.1:%d", port)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := op.Stop(); err != nil {
-			t.Errorf("operator: %v", err)
-		}
-		_ = cp.Client.Delete(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhook.DefaultConfigurationName}})
-	}()
+	defer startOperator(t, true)()
 	replay := cluster(t)
 	var total clitest.Summary
 	operations := map[string]int{}
