@@ -343,13 +343,7 @@ func replaySuite(t *testing.T, s *clitest.Suite, generate bool, user authenticat
 	if err != nil {
 		t.Fatalf("%s: %v", s.Path, err)
 	}
-	type check struct {
-		resource *clitest.Resource
-		want     verdict
-		req      *admissionv1.AdmissionRequest
-		obj      *unstructured.Unstructured
-	}
-	var pending []check
+	var creates, others []check
 	stored := map[string]bool{}
 	for _, ro := range requestsOf(s) {
 		r := ro.resource
@@ -367,25 +361,62 @@ func replaySuite(t *testing.T, s *clitest.Suite, generate bool, user authenticat
 			t.Errorf("%s: %s: %v", s.Path, r.Key(), err)
 			continue
 		}
-		if req.Operation != admissionv1.Create {
-			if stored[r.Key()] {
-				notes = append(notes, "a second non-CREATE request for one stored object")
-				continue
-			}
-			stored[r.Key()] = true
-			// Stored before the policies exist, which might deny it.
-			if err := in.StoreOldObject(ctx, old); err != nil {
-				t.Fatalf("%s: storing the old object of %s: %v", s.Path, r.Key(), err)
-			}
-			if req.Operation == admissionv1.Delete {
-				obj = old
+		if req.Operation == admissionv1.Create {
+			creates = append(creates, check{resource: r, req: req, obj: obj})
+			continue
+		}
+		if stored[r.Key()] {
+			notes = append(notes, "a second non-CREATE request for one stored object")
+			continue
+		}
+		stored[r.Key()] = true
+		if req.Operation == admissionv1.Delete {
+			obj = old
+		}
+		others = append(others, check{resource: r, req: req, obj: obj, old: old})
+	}
+	// CREATE requests first; then the old objects of the others are stored
+	// (before the policies exist, which might deny them) and the policies
+	// are added again.
+	for phase, pending := range [][]check{creates, others} {
+		if len(pending) == 0 {
+			continue
+		}
+		if phase == 1 {
+			for _, c := range pending {
+				if err := in.StoreOldObject(ctx, c.old); err != nil {
+					t.Fatalf("%s: storing the old object of %s: %v", s.Path, c.resource.Key(), err)
+				}
 			}
 		}
-		pending = append(pending, check{resource: r, req: req, obj: obj})
+		if err := in.AddPolicies(ctx, s.Policies, time.Minute); err != nil {
+			t.Fatalf("%s: %v", s.Path, err)
+		}
+		n, phaseNotes := checkAll(t, s, generate, user, pending)
+		replayed += n
+		notes = append(notes, phaseNotes...)
+		if err := in.RemovePolicies(ctx); err != nil {
+			t.Fatalf("%s: %v", s.Path, err)
+		}
+		waitForCleanup(t, s)
 	}
-	if err := in.AddPolicies(ctx, s.Policies, time.Minute); err != nil {
-		t.Fatalf("%s: %v", s.Path, err)
-	}
+	return replayed, notes
+}
+
+// check is one request of a suite and the verdict predicted for it.
+type check struct {
+	resource *clitest.Resource
+	want     verdict
+	req      *admissionv1.AdmissionRequest
+	// obj is what is sent; old is the stored object of UPDATE and DELETE.
+	obj, old *unstructured.Unstructured
+}
+
+// checkAll predicts each request in-process and compares the API server's
+// answer with the prediction (the suite's policies are in place).
+func checkAll(t *testing.T, s *clitest.Suite, generate bool, user authenticationv1.UserInfo, pending []check) (replayed int, notes []string) {
+	t.Helper()
+	ctx := context.Background()
 	cfg := cluster(t).UserConfig(s)
 	if s.UserInfo != nil {
 		// The user the API server reports for the impersonation.

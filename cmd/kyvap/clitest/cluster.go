@@ -335,6 +335,35 @@ func (in *Installation) AddPolicies(ctx context.Context, policies []kyvernov1.Cl
 	return nil
 }
 
+// RemovePolicies deletes the policies AddPolicies created and waits until
+// their VAPs are gone, leaving the rest of the installation in place.
+func (in *Installation) RemovePolicies(ctx context.Context) error {
+	names := map[string]bool{}
+	for _, name := range in.policies {
+		names[name] = true
+	}
+	var kept []client.Object
+	var errs []error
+	for _, obj := range in.created {
+		if _, isPolicy := obj.(*kyvernov1.ClusterPolicy); !isPolicy || !names[obj.GetName()] {
+			kept = append(kept, obj)
+			continue
+		}
+		if err := in.c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting ClusterPolicy %s: %w", obj.GetName(), err))
+			kept = append(kept, obj)
+		}
+	}
+	in.created = kept
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := in.waitForVAPsGone(wctx); err != nil {
+		errs = append(errs, err)
+	}
+	in.policies = nil
+	return errors.Join(errs...)
+}
+
 func (in *Installation) waitForStatus(ctx context.Context, name string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -224,17 +224,10 @@ func (r *runner) checkRequests(ctx context.Context, c *Cluster, in *Installation
 		return nil, nil
 	}
 	var rows []Row
-	before := len(in.policies)
 	if err := in.AddPolicies(ctx, []kyvernov1.ClusterPolicy{*p}, time.Minute); err != nil {
 		return nil, err
 	}
-	added := in.created[len(in.created)-1]
-	defer func() {
-		_ = in.c.Delete(context.Background(), added)
-		in.created = in.created[:len(in.created)-1]
-		in.policies = in.policies[:before]
-		_ = in.waitForVAPsGoneOf(context.Background(), p.Name)
-	}()
+	defer func() { _ = in.RemovePolicies(context.Background()) }()
 	vapRules, err := in.vapRules(ctx, p.Name)
 	if err != nil {
 		return nil, err
@@ -410,23 +403,6 @@ func (in *Installation) vapRules(ctx context.Context, policy string) (map[string
 		}
 	}
 	return out, nil
-}
-
-// waitForVAPsGoneOf waits until the policy's VAPs are deleted.
-func (in *Installation) waitForVAPsGoneOf(ctx context.Context, policy string) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	for {
-		rules, err := in.vapRules(ctx, policy)
-		if err == nil && len(rules) == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the ValidatingAdmissionPolicies of %s are still there", policy)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }
 
 // addCRDs creates the suite's CRDs and waits until they are served.
