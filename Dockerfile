@@ -9,7 +9,7 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 GOOS=${TARGETOS:-linux} GOARCH=${TARGETARCH} \
-    go build -trimpath -ldflags "-s -w -X github.com/kyvap/kyvap/cmd/internal/version.Version=${VERSION}" \
+    go build -trimpath -ldflags "-s -w -X github.com/kyvap/kyvap/internal/version.Version=${VERSION}" \
     -o manager ./cmd/manager
 
 FROM gcr.io/distroless/static:nonroot

@@ -12,7 +12,7 @@ export KUBE_VERSION ETCD_VERSION KYVERNO_VERSION
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMG ?= ghcr.io/kyvap/kyvap:$(VERSION)
-LDFLAGS := -s -w -X github.com/kyvap/kyvap/cmd/internal/version.Version=$(VERSION)
+LDFLAGS := -s -w -X github.com/kyvap/kyvap/internal/version.Version=$(VERSION)
 
 LOCALBIN ?= $(CURDIR)/bin
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
@@ -42,7 +42,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for api/.
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate RBAC from the +kubebuilder:rbac markers.
-	$(CONTROLLER_GEN) rbac:roleName=manager-role paths="./controllers/..." paths="./webhook/..." paths="./cmd/..." output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=manager-role paths="./controllers/..." paths="./webhook/..." paths="./engine/..." paths="./internal/..." paths="./cmd/..." output:rbac:artifacts:config=config/rbac
 
 .PHONY: fmt
 fmt: ## Run gofmt and go mod tidy.

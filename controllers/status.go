@@ -10,7 +10,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/translate"
-	"github.com/kyvap/kyvap/webhook/engine"
+	"github.com/kyvap/kyvap/engine"
 )
 
 // maxConditionMessage is the API's limit on metav1.Condition.Message.

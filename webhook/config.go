@@ -12,7 +12,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/translate"
-	"github.com/kyvap/kyvap/webhook/engine"
+	"github.com/kyvap/kyvap/engine"
 )
 
 // DefaultTimeoutSeconds is Kyverno's default webhookTimeoutSeconds.

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
-	"github.com/kyvap/kyvap/webhook/engine"
+	"github.com/kyvap/kyvap/engine"
 )
 
 // Lookup gathers, per request, what the engine needs from the cluster.

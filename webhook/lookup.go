@@ -19,8 +19,8 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kyvap/kyvap/webhook/engine"
-	"github.com/kyvap/kyvap/webhook/match"
+	"github.com/kyvap/kyvap/engine"
+	"github.com/kyvap/kyvap/engine/match"
 )
 
 // ClusterLookup answers the engine's questions from the manager's cache

@@ -13,7 +13,7 @@ import (
 
 	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/webhook/certs"
-	"github.com/kyvap/kyvap/webhook/engine"
+	"github.com/kyvap/kyvap/engine"
 )
 
 // Certificate management modes.

@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/kyvap/kyvap/cmd/internal/version"
+	"github.com/kyvap/kyvap/internal/version"
 )
 
 const usage = `kyvap turns Kyverno CEL policies into ValidatingAdmissionPolicies.

@@ -20,7 +20,7 @@ import (
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 
-	"github.com/kyvap/kyvap/cmd/kyvap/clitest"
+	"github.com/kyvap/kyvap/internal/kyvernosuite"
 )
 
 const testUsage = `Usage:
@@ -80,8 +80,8 @@ type testFlags struct {
 func parseTestFlags(args []string) (f testFlags, help bool, err error) {
 	fs := flag.NewFlagSet("kyvap test", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&f.fileName, "file-name", clitest.DefaultFileName, "")
-	fs.StringVar(&f.fileName, "f", clitest.DefaultFileName, "")
+	fs.StringVar(&f.fileName, "file-name", kyvernosuite.DefaultFileName, "")
+	fs.StringVar(&f.fileName, "f", kyvernosuite.DefaultFileName, "")
 	fs.StringVar(&f.output, "o", "text", "")
 	fs.StringVar(&f.kubeVersion, "kube-version", "", "")
 	fs.BoolVar(&f.requireTests, "require-tests", false, "")
@@ -125,10 +125,10 @@ func runTest(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kyvap test: %v\n\n%s", err, testUsage)
 		return exitUnusableInput
 	}
-	var suites []clitest.Suite
+	var suites []kyvernosuite.Suite
 	var loadErrs []error
 	for _, dir := range f.dirs {
-		s, err := clitest.LoadNamed(dir, f.fileName)
+		s, err := kyvernosuite.LoadNamed(dir, f.fileName)
 		suites = append(suites, s...)
 		if err != nil {
 			loadErrs = append(loadErrs, err)
@@ -147,7 +147,7 @@ func runTest(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "kyvap test: no %s found\n", f.fileName)
 	}
-	reports := make([]clitest.Report, 0, len(suites))
+	reports := make([]kyvernosuite.Report, 0, len(suites))
 	if f.cluster {
 		cluster, err := liveCluster(f)
 		if err != nil {
@@ -161,17 +161,17 @@ func runTest(args []string, stdout, stderr io.Writer) int {
 			if ctx.Err() != nil {
 				break
 			}
-			reports = append(reports, clitest.RunCluster(ctx, &suites[i], cluster, clitest.Options{CompatibilityVersion: f.kubeVersion}))
+			reports = append(reports, kyvernosuite.RunCluster(ctx, &suites[i], cluster, kyvernosuite.Options{CompatibilityVersion: f.kubeVersion}))
 		}
 		if err := cluster.Close(); err != nil {
 			fmt.Fprintf(stderr, "kyvap test: cleaning up: %v\n", err)
 		}
 	} else {
 		for i := range suites {
-			reports = append(reports, clitest.Run(context.Background(), &suites[i], clitest.Options{CompatibilityVersion: f.kubeVersion}))
+			reports = append(reports, kyvernosuite.Run(context.Background(), &suites[i], kyvernosuite.Options{CompatibilityVersion: f.kubeVersion}))
 		}
 	}
-	results := clitest.NewResults(reports)
+	results := kyvernosuite.NewResults(reports)
 	if f.output == "json" {
 		err = results.WriteJSON(stdout)
 	} else {
@@ -189,7 +189,7 @@ func runTest(args []string, stdout, stderr io.Writer) int {
 
 // liveCluster is the cluster of the kubeconfig, refused when it is not on
 // this machine unless --allow-remote-cluster says so.
-func liveCluster(f testFlags) (*clitest.Cluster, error) {
+func liveCluster(f testFlags) (*kyvernosuite.Cluster, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if f.kubeconfig != "" {
 		rules.ExplicitPath = f.kubeconfig
@@ -198,7 +198,7 @@ func liveCluster(f testFlags) (*clitest.Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--cluster: loading the kubeconfig: %w", err)
 	}
-	if !clitest.IsLocal(cfg) && !f.allowRemote {
+	if !kyvernosuite.IsLocal(cfg) && !f.allowRemote {
 		return nil, fmt.Errorf("--cluster: the API server %s is not on this machine; the replay creates and deletes objects there: pass --allow-remote-cluster to allow it", cfg.Host)
 	}
 	// Kyverno 1.19 marks kyverno.io/v1 deprecated: every request would print it.
@@ -208,5 +208,5 @@ func liveCluster(f testFlags) (*clitest.Cluster, error) {
 	utilruntime.Must(kyvernov1.AddToScheme(scheme))
 	utilruntime.Must(kyvernov2.AddToScheme(scheme))
 	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
-	return &clitest.Cluster{Config: cfg, Scheme: scheme}, nil
+	return &kyvernosuite.Cluster{Config: cfg, Scheme: scheme}, nil
 }

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kyvap/kyvap/cmd/kyvap/manifest"
+	"github.com/kyvap/kyvap/internal/manifest"
 	"github.com/kyvap/kyvap/translate"
 )
 

@@ -32,13 +32,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
-	"github.com/kyvap/kyvap/cmd/kyvap/clitest"
+	"github.com/kyvap/kyvap/internal/kyvernosuite"
 	"github.com/kyvap/kyvap/controllers"
 	"github.com/kyvap/kyvap/test/controlplane"
 	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/webhook"
-	"github.com/kyvap/kyvap/webhook/engine"
-	"github.com/kyvap/kyvap/webhook/vapsim"
+	"github.com/kyvap/kyvap/engine"
+	"github.com/kyvap/kyvap/internal/vapsim"
 )
 
 var cp *controlplane.ControlPlane
@@ -46,7 +46,7 @@ var cp *controlplane.ControlPlane
 // replayCluster installs suites on the test control plane with kyvap test
 // --cluster's code (see cluster).
 var (
-	replayCluster *clitest.Cluster
+	replayCluster *kyvernosuite.Cluster
 	replayOnce    sync.Once
 	// operations counts the requests replayed by TestRealAPIServer.
 	operations = map[string]int{}
@@ -60,10 +60,10 @@ var (
 // installs and removals would otherwise run into. Its namespaces are never
 // deleted: the control plane has no namespace controller, so they would
 // never finish terminating.
-func cluster(t *testing.T) *clitest.Cluster {
+func cluster(t *testing.T) *kyvernosuite.Cluster {
 	t.Helper()
 	replayOnce.Do(func() {
-		replayCluster = &clitest.Cluster{Config: cp.Config, Scheme: cp.Scheme}
+		replayCluster = &kyvernosuite.Cluster{Config: cp.Config, Scheme: cp.Scheme}
 		if err := keepParamInformer(context.Background()); err != nil {
 			t.Fatalf("parameter informer keeper: %v", err)
 		}
@@ -106,9 +106,9 @@ func TestMain(m *testing.M) {
 	os.Exit(controlplane.RunSuite(m, controlplane.Options{GarbageCollector: true}, &cp))
 }
 
-func corpus(t *testing.T) []clitest.Suite {
+func corpus(t *testing.T) []kyvernosuite.Suite {
 	t.Helper()
-	suites, err := clitest.Load(".")
+	suites, err := kyvernosuite.Load(".")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,15 +124,15 @@ func corpus(t *testing.T) []clitest.Suite {
 func TestPathsAgree(t *testing.T) {
 	compared, fallbackOnly := 0, 0
 	for _, s := range corpus(t) {
-		report := clitest.Run(context.Background(), &s, clitest.Options{})
+		report := kyvernosuite.Run(context.Background(), &s, kyvernosuite.Options{})
 		for _, row := range report.Rows {
 			switch {
-			case row.Status == clitest.StatusSkipped:
+			case row.Status == kyvernosuite.StatusSkipped:
 				continue
-			case row.VAP.Result == clitest.Fallback:
+			case row.VAP.Result == kyvernosuite.Fallback:
 				fallbackOnly++
 				continue
-			case row.VAP.Result == clitest.NotApplicable:
+			case row.VAP.Result == kyvernosuite.NotApplicable:
 				continue
 			}
 			compared++
@@ -165,13 +165,13 @@ func (v verdict) String() string {
 
 // predictor computes, in-process, what the API server should answer.
 type predictor struct {
-	suite    *clitest.Suite
+	suite    *kyvernosuite.Suite
 	generate bool
 	sim      *vapsim.Simulator
 	engine   *engine.Engine
 }
 
-func newPredictor(t *testing.T, s *clitest.Suite, generate bool) *predictor {
+func newPredictor(t *testing.T, s *kyvernosuite.Suite, generate bool) *predictor {
 	t.Helper()
 	p := &predictor{suite: s, generate: generate, engine: engine.New()}
 	resolver := translate.NewStaticResolver(s.CRDs...)
@@ -256,7 +256,7 @@ func (p *predictor) predict(ctx context.Context, req *admissionv1.AdmissionReque
 
 // replayable says whether the API server can be asked the suite's question
 // as the suite asks it, and why not.
-func replayable(s *clitest.Suite) string {
+func replayable(s *kyvernosuite.Suite) string {
 	switch {
 	case len(s.Policies) == 0:
 		return "no ClusterPolicy"
@@ -330,7 +330,7 @@ func startOperator(t *testing.T, generate bool) (stop func()) {
 // code (namespaces, parameters, exceptions, CRDs, the user's bindings, the
 // old objects of UPDATE and DELETE requests, then the policies), sends
 // every resource's request and removes everything again.
-func replaySuite(t *testing.T, s *clitest.Suite, generate bool, user authenticationv1.UserInfo) (replayed int, notes []string) {
+func replaySuite(t *testing.T, s *kyvernosuite.Suite, generate bool, user authenticationv1.UserInfo) (replayed int, notes []string) {
 	t.Helper()
 	ctx := context.Background()
 	in, err := cluster(t).Install(ctx, s)
@@ -356,7 +356,7 @@ func replaySuite(t *testing.T, s *clitest.Suite, generate bool, user authenticat
 			notes = append(notes, "a subresource request")
 			continue
 		}
-		obj, old, err := clitest.RequestObjects(req)
+		obj, old, err := kyvernosuite.RequestObjects(req)
 		if err != nil {
 			t.Errorf("%s: %s: %v", s.Path, r.Key(), err)
 			continue
@@ -405,7 +405,7 @@ func replaySuite(t *testing.T, s *clitest.Suite, generate bool, user authenticat
 
 // check is one request of a suite and the verdict predicted for it.
 type check struct {
-	resource *clitest.Resource
+	resource *kyvernosuite.Resource
 	want     verdict
 	req      *admissionv1.AdmissionRequest
 	// obj is what is sent; old is the stored object of UPDATE and DELETE.
@@ -414,14 +414,14 @@ type check struct {
 
 // checkAll predicts each request in-process and compares the API server's
 // answer with the prediction (the suite's policies are in place).
-func checkAll(t *testing.T, s *clitest.Suite, generate bool, user authenticationv1.UserInfo, pending []check) (replayed int, notes []string) {
+func checkAll(t *testing.T, s *kyvernosuite.Suite, generate bool, user authenticationv1.UserInfo, pending []check) (replayed int, notes []string) {
 	t.Helper()
 	ctx := context.Background()
 	cfg := cluster(t).UserConfig(s)
 	if s.UserInfo != nil {
 		// The user the API server reports for the impersonation.
 		info := s.UserInfo.AdmissionUserInfo
-		user = authenticationv1.UserInfo{Username: info.Username, Groups: append(append([]string{}, info.Groups...), clitest.ImpersonationGroup, "system:authenticated")}
+		user = authenticationv1.UserInfo{Username: info.Username, Groups: append(append([]string{}, info.Groups...), kyvernosuite.ImpersonationGroup, "system:authenticated")}
 	}
 	p := newPredictor(t, s, generate)
 	var denied, allowed []check
@@ -467,16 +467,16 @@ func checkAll(t *testing.T, s *clitest.Suite, generate bool, user authentication
 // resourceOperation is one request of a suite: a resource and the
 // operation a result asks for ("" for the values' or CREATE).
 type resourceOperation struct {
-	resource  *clitest.Resource
+	resource  *kyvernosuite.Resource
 	operation string
 }
 
 // requestsOf lists every resource with the default operation, plus the
 // other operations the results ask for, each once.
-func requestsOf(s *clitest.Suite) []resourceOperation {
+func requestsOf(s *kyvernosuite.Suite) []resourceOperation {
 	var out []resourceOperation
 	seen := map[string]bool{}
-	add := func(r *clitest.Resource, op string) {
+	add := func(r *kyvernosuite.Resource, op string) {
 		if key := r.Key() + "|" + op; !seen[key] {
 			seen[key] = true
 			out = append(out, resourceOperation{r, op})
@@ -500,7 +500,7 @@ func requestsOf(s *clitest.Suite) []resourceOperation {
 // enforcedFailures are the resources (by key) the suite expects a rule to
 // fail on CREATE under Enforce, among the rules kyvap enforces: Kyverno
 // denies them, so the API server must too.
-func enforcedFailures(t *testing.T, s *clitest.Suite, generate bool) map[string]string {
+func enforcedFailures(t *testing.T, s *kyvernosuite.Suite, generate bool) map[string]string {
 	t.Helper()
 	enforced := map[string]bool{} // policy/rule kyvap enforces
 	enforceOnly := map[string]bool{}
@@ -620,7 +620,7 @@ func matches(got, want verdict) bool {
 
 // waitForCleanup waits until the suite's VAPs are gone and no webhook rule
 // remains, so the next suite starts from a clean cluster.
-func waitForCleanup(t *testing.T, s *clitest.Suite) {
+func waitForCleanup(t *testing.T, s *kyvernosuite.Suite) {
 	t.Helper()
 	names := map[string]bool{}
 	for _, p := range s.Policies {
@@ -715,27 +715,27 @@ func freePort(t *testing.T) int {
 // the API server can be sent (CREATE, UPDATE and DELETE, custom
 // resources, impersonated users).
 func TestClusterReplay(t *testing.T) {
-	if clitest.DefaultStatusCondition != controllers.ConditionType {
-		t.Fatalf("clitest.DefaultStatusCondition %q is not controllers.ConditionType %q", clitest.DefaultStatusCondition, controllers.ConditionType)
+	if kyvernosuite.DefaultStatusCondition != controllers.ConditionType {
+		t.Fatalf("kyvernosuite.DefaultStatusCondition %q is not controllers.ConditionType %q", kyvernosuite.DefaultStatusCondition, controllers.ConditionType)
 	}
 	ctx := context.Background()
 	ensureNamespace(t, "kyvap-system", nil)
 	defer startOperator(t, true)()
 	replay := cluster(t)
-	var total clitest.Summary
+	var total kyvernosuite.Summary
 	operations := map[string]int{}
 	for _, s := range corpus(t) {
 		t.Run(strings.TrimSuffix(s.Path, "/kyverno-test.yaml"), func(t *testing.T) {
-			report := clitest.RunCluster(ctx, &s, replay, clitest.Options{})
+			report := kyvernosuite.RunCluster(ctx, &s, replay, kyvernosuite.Options{})
 			total.Add(report.Summary)
 			for _, row := range report.Rows {
 				switch row.Status {
-				case clitest.StatusFail:
+				case kyvernosuite.StatusFail:
 					t.Errorf("%s/%s on %s (%s): %s", row.Policy, row.Rule, row.Resource, row.Operation, row.Reason)
-				case clitest.StatusPass:
+				case kyvernosuite.StatusPass:
 					operations[row.Operation]++
-				case clitest.StatusSkipped:
-					if strings.HasPrefix(row.Reason, clitest.ForeignDenial) {
+				case kyvernosuite.StatusSkipped:
+					if strings.HasPrefix(row.Reason, kyvernosuite.ForeignDenial) {
 						// Only the suite's own policy is installed here.
 						t.Errorf("%s/%s on %s: %s", row.Policy, row.Rule, row.Resource, row.Reason)
 					}

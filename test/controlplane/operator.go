@@ -18,7 +18,7 @@ import (
 	"github.com/kyvap/kyvap/controllers"
 	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/webhook"
-	"github.com/kyvap/kyvap/webhook/engine"
+	"github.com/kyvap/kyvap/engine"
 )
 
 // Operator is kyvap's manager running in-process against the control plane,

@@ -1,4 +1,4 @@
-package clitest
+package kyvernosuite
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
-	"github.com/kyvap/kyvap/cmd/kyvap/manifest"
+	"github.com/kyvap/kyvap/internal/manifest"
 	"github.com/kyvap/kyvap/translate"
 )
 

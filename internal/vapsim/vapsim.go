@@ -7,7 +7,7 @@
 // audit annotations, the denial status), generic.NewPolicyMatcher over
 // matching.NewMatcher (match constraints, binding matchResources, namespace
 // and object selectors), generic.CollectParams (paramRef resolution) and,
-// through webhook/celeval, the plugin's CEL compiler and validator. vapsim
+// through engine/celeval, the plugin's CEL compiler and validator. vapsim
 // only supplies what the API server gets from the cluster: the policy source
 // (policies grouped with their bindings, the parameter informers), the
 // namespace lister, the warning recorder and the audit annotation sink. Two
@@ -61,7 +61,7 @@ import (
 	listersv1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/kyvap/kyvap/webhook/celeval"
+	"github.com/kyvap/kyvap/engine/celeval"
 )
 
 // Simulator holds compiled policies with their bindings. It is immutable

@@ -1,5 +1,5 @@
 // Package version carries the build's version, set by the linker
-// (-X github.com/kyvap/kyvap/cmd/internal/version.Version=...).
+// (-X github.com/kyvap/kyvap/internal/version.Version=...).
 package version
 
 import (

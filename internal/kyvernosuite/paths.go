@@ -1,4 +1,4 @@
-package clitest
+package kyvernosuite
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/translate"
-	"github.com/kyvap/kyvap/webhook/engine"
-	"github.com/kyvap/kyvap/webhook/vapsim"
+	"github.com/kyvap/kyvap/engine"
+	"github.com/kyvap/kyvap/internal/vapsim"
 )
 
 // paths holds both evaluation paths of a suite.

@@ -1,4 +1,4 @@
-package clitest
+package kyvernosuite
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/kyvap/kyvap/cmd/kyvap/manifest"
+	"github.com/kyvap/kyvap/internal/manifest"
 )
 
 // document is one YAML document of a file (shared with kyvap translate's

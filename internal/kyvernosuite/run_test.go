@@ -1,4 +1,4 @@
-package clitest
+package kyvernosuite
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 
-	"github.com/kyvap/kyvap/webhook/vapsim"
+	"github.com/kyvap/kyvap/internal/vapsim"
 )
 
 // runDir loads the single suite of dir and runs it.
@@ -191,7 +191,7 @@ spec:
 // TestRunConformanceCases pins what the runner reports for corpus cases
 // whose outcome does not depend on the webhook packages' open issues.
 func TestRunConformanceCases(t *testing.T) {
-	corpus := "../../../test/conformance"
+	corpus := "../../test/conformance"
 	tests := []struct {
 		dir  string
 		want map[string]string
@@ -292,7 +292,7 @@ func TestSummary(t *testing.T) {
 }
 
 func TestResultsOutput(t *testing.T) {
-	report := runDir(t, "../../../test/conformance/kyverno/check-deployment-namespace-cel")
+	report := runDir(t, "../../test/conformance/kyverno/check-deployment-namespace-cel")
 	results := NewResults([]Report{report})
 	var buf bytes.Buffer
 	if err := results.WriteJSON(&buf); err != nil {

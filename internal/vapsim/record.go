@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
-	"github.com/kyvap/kyvap/webhook/celeval"
+	"github.com/kyvap/kyvap/engine/celeval"
 )
 
 // The API server's dispatcher (validating.NewDispatcher) does all the work;

@@ -1,4 +1,4 @@
-package clitest
+package kyvernosuite
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/translate"
-	"github.com/kyvap/kyvap/webhook/engine"
+	"github.com/kyvap/kyvap/engine"
 )
 
 // Options tune a run.

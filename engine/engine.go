@@ -32,8 +32,8 @@ import (
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/translate"
-	"github.com/kyvap/kyvap/webhook/celeval"
-	"github.com/kyvap/kyvap/webhook/match"
+	"github.com/kyvap/kyvap/engine/celeval"
+	"github.com/kyvap/kyvap/engine/match"
 )
 
 // Result is a rule's result for one request, in Kyverno's vocabulary.

@@ -1,4 +1,4 @@
-package clitest
+package kyvernosuite
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/kyvap/kyvap/cmd/kyvap/manifest"
+	"github.com/kyvap/kyvap/internal/manifest"
 )
 
 // writeFiles creates files (path relative to dir → content) and returns dir.
@@ -121,7 +121,7 @@ func TestLoad(t *testing.T) {
 }
 
 func TestLoadConformanceCorpus(t *testing.T) {
-	suites, err := Load("../../../test/conformance")
+	suites, err := Load("../../test/conformance")
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}

@@ -1,4 +1,4 @@
-// Package clitest runs Kyverno CLI test suites (kyverno-test.yaml,
+// Package kyvernosuite runs Kyverno CLI test suites (kyverno-test.yaml,
 // cli.kyverno.io/v1alpha1 Test) against what kyvap makes of the policies.
 //
 // Load finds and reads the suites (policies, resources, exceptions, values,
@@ -6,10 +6,10 @@
 // operator does and evaluates every expected result through two paths:
 //
 //   - the VAP path: the generated ValidatingAdmissionPolicies and bindings,
-//     evaluated in-process as kube-apiserver evaluates them (webhook/vapsim).
+//     evaluated in-process as kube-apiserver evaluates them (internal/vapsim).
 //     Rules (or pod-controller variants) that the translation leaves to the
 //     fallback engine are marked Fallback there;
-//   - the engine path: kyvap's fallback engine (webhook/engine) with every
+//   - the engine path: kyvap's fallback engine (engine) with every
 //     CEL rule handed to it (VAP generation off).
 //
 // Each path's result is compared with the expectation. When neither path
@@ -55,4 +55,4 @@
 // Results kyvap cannot evaluate (rules that are not CEL, rules that need
 // Kyverno's JMESPath engine, CEL that does not compile, non-ClusterPolicy
 // policies) are Skipped with the reason and do not fail a run.
-package clitest
+package kyvernosuite
