@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
-	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/engine"
+	"github.com/kyvap/kyvap/translate"
 )
 
 // maxConditionMessage is the API's limit on metav1.Condition.Message.

@@ -31,9 +31,9 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
-	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/engine/celeval"
 	"github.com/kyvap/kyvap/engine/match"
+	"github.com/kyvap/kyvap/translate"
 )
 
 // Result is a rule's result for one request, in Kyverno's vocabulary.

@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/engine"
+	"github.com/kyvap/kyvap/translate"
 )
 
 // ResolverSource gives the current kind resolver (discovery).

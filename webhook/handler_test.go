@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
-	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/engine"
+	"github.com/kyvap/kyvap/translate"
 )
 
 // staticLookup answers from fixed data.

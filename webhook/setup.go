@@ -11,9 +11,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/kyvap/kyvap/engine"
 	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/webhook/certs"
-	"github.com/kyvap/kyvap/engine"
 )
 
 // Certificate management modes.

@@ -21,11 +21,11 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
-	"github.com/kyvap/kyvap/internal/version"
 	"github.com/kyvap/kyvap/controllers"
+	"github.com/kyvap/kyvap/engine"
+	"github.com/kyvap/kyvap/internal/version"
 	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/webhook"
-	"github.com/kyvap/kyvap/engine"
 )
 
 // options are the manager's command-line settings (documented in docs/flags.md).

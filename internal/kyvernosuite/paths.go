@@ -10,9 +10,9 @@ import (
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
-	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/engine"
 	"github.com/kyvap/kyvap/internal/vapsim"
+	"github.com/kyvap/kyvap/translate"
 )
 
 // paths holds both evaluation paths of a suite.

@@ -10,8 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
-	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/engine"
+	"github.com/kyvap/kyvap/translate"
 )
 
 // Options tune a run.

@@ -32,13 +32,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
-	"github.com/kyvap/kyvap/internal/kyvernosuite"
 	"github.com/kyvap/kyvap/controllers"
+	"github.com/kyvap/kyvap/engine"
+	"github.com/kyvap/kyvap/internal/kyvernosuite"
+	"github.com/kyvap/kyvap/internal/vapsim"
 	"github.com/kyvap/kyvap/test/controlplane"
 	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/webhook"
-	"github.com/kyvap/kyvap/engine"
-	"github.com/kyvap/kyvap/internal/vapsim"
 )
 
 var cp *controlplane.ControlPlane

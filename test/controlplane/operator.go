@@ -16,9 +16,9 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/controllers"
+	"github.com/kyvap/kyvap/engine"
 	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/webhook"
-	"github.com/kyvap/kyvap/engine"
 )
 
 // Operator is kyvap's manager running in-process against the control plane,
