@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
-	"github.com/kyvap/kyvap/engine"
 	"github.com/kyvap/kyvap/translate"
 )
 
@@ -119,8 +118,8 @@ func fallbackText(r translate.RuleResult, enforced bool) string {
 	if !enforced {
 		where = "NOT ENFORCED: left to kyvap's webhook, which is not serving"
 	} else if r.Fallback != nil {
-		if err := engine.Unsupported(r.Fallback); err != nil {
-			where = "NOT ENFORCED by kyvap: " + err.Error()
+		if r.Fallback.NotEnforced != "" {
+			where = "NOT ENFORCED by kyvap: " + r.Fallback.NotEnforced
 		}
 	}
 	text := fmt.Sprintf("%s (%s: %s)", where, r.Reason, r.Message)

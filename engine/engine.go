@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -146,8 +145,9 @@ type compiledRule struct {
 	spec       *kyvernov1.Spec
 	exceptions []kyvernov2.PolicyException
 	program    *celeval.Program
-	// unsupported is why the engine cannot evaluate this rule, if it cannot.
-	unsupported error
+	// notEnforced: the translation found the rule needs Kyverno's JMESPath
+	// engine (FallbackRule.NotEnforced).
+	notEnforced bool
 	ignore      bool
 }
 
@@ -195,16 +195,6 @@ func (e *Engine) OnEnforcingChange(f func()) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.enforcingListeners = append(e.enforcingListeners, f)
-}
-
-// Unsupported reports why the engine cannot evaluate a fallback rule, or nil.
-func Unsupported(rule *translate.FallbackRule) error {
-	for _, r := range append([]kyvernov1.Rule{rule.Rule}, rule.AdditionalRules...) {
-		if err := unsupported(&r, rule.Exceptions); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // Rules returns the source rules of every policy, ordered by policy name.
@@ -255,18 +245,20 @@ func compilePolicy(name string, rules []translate.FallbackRule) *compiledPolicy 
 		fr := &rules[i]
 		p.applyOne = p.applyOne || (fr.Spec.ApplyRules != nil && *fr.Spec.ApplyRules == "One")
 		for _, r := range append([]kyvernov1.Rule{fr.Rule}, fr.AdditionalRules...) {
-			p.rules = append(p.rules, compileRule(name, r, &fr.Spec, fr.Exceptions))
+			p.rules = append(p.rules, compileRule(name, r, fr))
 		}
 	}
 	return p
 }
 
-func compileRule(policy string, rule kyvernov1.Rule, spec *kyvernov1.Spec, exceptions []kyvernov2.PolicyException) *compiledRule {
+func compileRule(policy string, rule kyvernov1.Rule, fr *translate.FallbackRule) *compiledRule {
+	spec := &fr.Spec
 	c := &compiledRule{
-		policy: policy, rule: &rule, spec: spec, exceptions: exceptions,
+		policy: policy, rule: &rule, spec: spec, exceptions: fr.Exceptions,
 		ignore: spec.FailurePolicy != nil && *spec.FailurePolicy == kyvernov1.Ignore,
 	}
-	if c.unsupported = unsupported(&rule, exceptions); c.unsupported != nil || !rule.HasValidateCEL() {
+	// The translation decided whether the engine can evaluate the rule.
+	if c.notEnforced = fr.NotEnforced != ""; c.notEnforced || !rule.HasValidateCEL() {
 		return c
 	}
 	// In Kyverno's CEL environment: an expression Kyverno cannot compile
@@ -298,31 +290,6 @@ func ruleSpec(rule *kyvernov1.Rule, spec *kyvernov1.Spec) *admissionregistration
 		Variables:        cel.Variables,
 		FailurePolicy:    &failurePolicy,
 	}
-}
-
-// unsupported names the constructs only Kyverno's JMESPath engine can
-// evaluate. Approximating them would give wrong verdicts, so such rules are
-// reported instead of enforced.
-func unsupported(rule *kyvernov1.Rule, exceptions []kyvernov2.PolicyException) error {
-	switch {
-	case !rule.HasValidateCEL():
-		return fmt.Errorf("rule %q is not a validate.cel rule", rule.Name)
-	case rule.RawAnyAllConditions != nil && !isEmptyJSON(rule.RawAnyAllConditions.Raw):
-		return fmt.Errorf("rule %q has JMESPath preconditions, which only Kyverno evaluates", rule.Name)
-	case len(rule.Context) > 0:
-		return fmt.Errorf("rule %q has context entries, which only Kyverno evaluates", rule.Name)
-	}
-	for _, ex := range exceptions {
-		if ex.Spec.HasConditions() {
-			return fmt.Errorf("PolicyException %s/%s has JMESPath conditions, which only Kyverno evaluates", ex.Namespace, ex.Name)
-		}
-	}
-	return nil
-}
-
-func isEmptyJSON(raw []byte) bool {
-	s := strings.TrimSpace(string(raw))
-	return s == "" || s == "null" || s == "{}" || s == "[]"
 }
 
 func usesRoles(rule *kyvernov1.Rule) bool {
@@ -448,7 +415,7 @@ func (r *compiledRule) evaluate(ctx context.Context, req *Request, mreq *match.R
 		o.Action = action(r.spec, r.rule, mreq)
 		return r.errorOutcome(o, fmt.Sprintf("matching: %v", err)), true
 	}
-	if !matched || r.unsupported != nil {
+	if !matched || r.notEnforced {
 		// A rule the engine cannot evaluate is not enforced by kyvap (its
 		// policy's status says so); guessing would give wrong verdicts.
 		return o, false

@@ -113,7 +113,7 @@ func TestEvaluate(t *testing.T) {
 		{"applyRules One stops at the first applied rule", []translate.FallbackRule{{Policy: "p", Rule: rule("a", "ConfigMap", "true"), Spec: kyvernov1.Spec{ApplyRules: &one}},
 			{Policy: "p", Rule: rule("b", "ConfigMap", "false"), Spec: kyvernov1.Spec{ApplyRules: &one}}},
 			request("ConfigMap", "configmaps", "", admissionv1.Create, configMap("x")), nil, "a=pass"},
-		{"rules needing Kyverno's JMESPath engine are not enforced, not guessed", []translate.FallbackRule{{Policy: "p", Rule: withContext}},
+		{"rules needing Kyverno's JMESPath engine are not enforced, not guessed", []translate.FallbackRule{{Policy: "p", Rule: withContext, NotEnforced: "rule \"ctx\" has context entries, which only Kyverno evaluates"}},
 			request("ConfigMap", "configmaps", "", admissionv1.Create, configMap("x")), nil, ""},
 		{"params", []translate.FallbackRule{{Policy: "p", Rule: params}},
 			request("ConfigMap", "configmaps", "", admissionv1.Create, configMap("bad")), nil, "params=fail"},

@@ -120,6 +120,10 @@ type FallbackRule struct {
 	Exceptions []kyvernov2.PolicyException
 	Reason     Reason
 	Message    string
+	// NotEnforced says why kyvap's fallback engine cannot evaluate the rule
+	// (it needs Kyverno's JMESPath engine), or is empty when the engine
+	// enforces it. Such a rule is NOT ENFORCED by kyvap.
+	NotEnforced string `json:",omitempty"`
 }
 
 // Plan is the deterministic result of translating one ClusterPolicy.

@@ -127,17 +127,10 @@ func (t *translation) fallbackSpec() kyvernov1.Spec {
 // fallbackResult hands the whole rule (and its autogen variants) to the
 // fallback engine.
 func (t *translation) fallbackResult(rule *kyvernov1.Rule, reason Reason, message string) RuleResult {
-	autogen := autogenRules(rule, t.controllers)
-	names := []string{rule.Name}
-	for _, r := range autogen {
-		names = append(names, r.Name)
-	}
+	rules := append([]kyvernov1.Rule{*rule.DeepCopy()}, autogenRules(rule, t.controllers)...)
 	return RuleResult{
 		Rule: rule.Name, Verdict: VerdictFallback, Reason: reason, Message: message,
-		Fallback: &FallbackRule{
-			Policy: t.policy.Name, Rule: *rule.DeepCopy(), AdditionalRules: autogen, Spec: t.fallbackSpec(),
-			Exceptions: t.exceptionsFor(names...), Reason: reason, Message: message,
-		},
+		Fallback: t.newFallbackRule(rules, reason, message),
 	}
 }
 
@@ -199,10 +192,7 @@ func (t *translation) rule(rule *kyvernov1.Rule) RuleResult {
 		}
 		msg := fmt.Sprintf("Pods are enforced by ValidatingAdmissionPolicy %s; Kyverno's autogen variants for pod controllers (%v) go to the fallback engine", vap.Name, names)
 		result.Verdict, result.Reason, result.Message = VerdictFallback, ReasonPodControllers, msg
-		result.Fallback = &FallbackRule{
-			Policy: t.policy.Name, Rule: autogen[0], AdditionalRules: autogen[1:], Spec: t.fallbackSpec(),
-			Exceptions: t.exceptionsFor(names...), Reason: ReasonPodControllers, Message: msg,
-		}
+		result.Fallback = t.newFallbackRule(autogen, ReasonPodControllers, msg)
 	}
 	return result
 }

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
-	"github.com/kyvap/kyvap/engine"
 	"github.com/kyvap/kyvap/translate"
 )
 
@@ -108,8 +107,8 @@ func DesiredConfiguration(rules []translate.FallbackRule, resolver translate.Kin
 	byGroup := map[Group][]admissionregistrationv1.RuleWithOperations{}
 	for i := range rules {
 		fr := &rules[i]
-		if err := engine.Unsupported(fr); err != nil {
-			problems = append(problems, fmt.Errorf("ClusterPolicy %s rule %s: %w", fr.Policy, fr.Rule.Name, err))
+		if fr.NotEnforced != "" {
+			problems = append(problems, fmt.Errorf("ClusterPolicy %s rule %s: %s", fr.Policy, fr.Rule.Name, fr.NotEnforced))
 			continue
 		}
 		r, err := translate.WebhookRules(resolver, append([]kyvernov1.Rule{fr.Rule}, fr.AdditionalRules...)...)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
@@ -112,7 +113,12 @@ func TestDesiredConfiguration(t *testing.T) {
 func TestDesiredConfigurationLeavesOutUnsupportedRules(t *testing.T) {
 	r := celRule("ctx", []string{"Pod"})
 	r.Context = append(r.Context, apiextensionsJSON(`{"name":"x","variable":{"value":1}}`))
-	vwc, problems := DesiredConfiguration([]translate.FallbackRule{{Policy: "p", Rule: r}}, translate.NewStaticResolver(), ConfigOptions{Name: "x", URL: "https://h"})
+	policy := &kyvernov1.ClusterPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: kyvernov1.Spec{Rules: []kyvernov1.Rule{r}}}
+	plan, err := translate.Translate(translate.Input{Policy: policy}, translate.NewStaticResolver(), translate.Options{})
+	if err != nil || plan.Rules[0].Fallback == nil {
+		t.Fatalf("Translate: %v, %+v; want a fallback rule", err, plan.Rules)
+	}
+	vwc, problems := DesiredConfiguration([]translate.FallbackRule{*plan.Rules[0].Fallback}, translate.NewStaticResolver(), ConfigOptions{Name: "x", URL: "https://h"})
 	if vwc != nil || len(problems) != 1 || !strings.Contains(problems[0].Error(), "context entries") {
 		t.Fatalf("got %+v, %v; want no configuration and a context-entries problem", vwc, problems)
 	}

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
-	"github.com/kyvap/kyvap/engine"
 	"github.com/kyvap/kyvap/translate"
 )
 
@@ -514,10 +513,8 @@ func skipReason(rr *translate.RuleResult) string {
 		}
 		return fmt.Sprintf("%s: the rule's CEL does not compile", rr.Reason)
 	}
-	if rr.Fallback != nil {
-		if err := engine.Unsupported(rr.Fallback); err != nil {
-			return fmt.Sprintf("%s: the rule needs Kyverno's JMESPath engine", rr.Reason)
-		}
+	if rr.Fallback != nil && rr.Fallback.NotEnforced != "" {
+		return fmt.Sprintf("%s: the rule needs Kyverno's JMESPath engine", rr.Reason)
 	}
 	return ""
 }

@@ -513,7 +513,7 @@ func enforcedFailures(t *testing.T, s *kyvernosuite.Suite, generate bool) map[st
 		for _, rr := range plan.Rules {
 			switch {
 			case rr.Verdict == translate.VerdictNotHandled || rr.Verdict == translate.VerdictInvalid:
-			case rr.Fallback != nil && engine.Unsupported(rr.Fallback) != nil:
+			case rr.Fallback != nil && rr.Fallback.NotEnforced != "":
 			default:
 				enforced[p.Name+"/"+rr.Rule] = true
 			}

@@ -12,61 +12,86 @@ import (
 // TestBinariesDoNotLinkKyverno: Kyverno's API package drags in cosign, OPA and
 // cloud SDKs; kyvap reads Kyverno objects through its own api/ types only.
 func TestBinariesDoNotLinkKyverno(t *testing.T) {
-	root, err := controlplane.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("go", "list", "-deps", "./cmd/...")
-	cmd.Dir = root
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list -deps ./cmd/...: %v\n%s", err, out)
-	}
-	deps := strings.Split(strings.TrimSpace(string(out)), "\n")
+	deps := goList(t, "-deps", "./cmd/...")
 	if len(deps) < 100 {
 		t.Fatalf("go list returned only %d packages; the check is not looking at the binaries", len(deps))
 	}
 	for _, dep := range deps {
-		if strings.HasPrefix(dep, "github.com/kyverno/kyverno") {
+		if hasPathPrefix(dep, "github.com/kyverno/kyverno") {
 			t.Errorf("the shipped binaries link %s", dep)
 		}
 	}
 }
 
-// TestTranslateIsPure: translate/ is a library of pure functions; it imports
+// TestTranslateIsPure: translate/ (and the Kyverno semantics it shares with
+// the engine, internal/kyverno and internal/vapdefaults) are pure; they import
 // no client, no controller-runtime and no HTTP. (Packages it uses, such as the
 // apiserver's CEL environment, may reach those indirectly; controller-runtime
 // and Kyverno may not be reached at all.)
 func TestTranslateIsPure(t *testing.T) {
-	root, err := controlplane.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	list := func(args ...string) []string {
-		cmd := exec.Command("go", append([]string{"list"}, args...)...)
-		cmd.Dir = root
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("go list %v: %v\n%s", args, err, out)
-		}
-		return strings.Fields(string(out))
-	}
 	banned := func(dep string, prefixes ...string) bool {
 		for _, p := range prefixes {
-			if dep == p || strings.HasPrefix(dep, p+"/") {
+			if hasPathPrefix(dep, p) {
 				return true
 			}
 		}
 		return false
 	}
-	for _, imp := range list("-f", `{{join .Imports " "}}`, "./translate/...") {
+	pure := []string{"./translate/...", "./internal/kyverno/...", "./internal/vapdefaults/..."}
+	for _, imp := range goList(t, append([]string{"-e", "-f", `{{join .Imports " "}}`}, pure...)...) {
 		if banned(imp, "sigs.k8s.io/controller-runtime", "k8s.io/client-go", "net/http") {
-			t.Errorf("translate/ imports %s", imp)
+			t.Errorf("a pure package imports %s", imp)
 		}
 	}
-	for _, dep := range list("-deps", "./translate/...") {
+	for _, dep := range goList(t, append([]string{"-e", "-deps"}, pure...)...) {
 		if banned(dep, "sigs.k8s.io/controller-runtime", "github.com/kyverno/kyverno") {
-			t.Errorf("translate/ depends on %s", dep)
+			t.Errorf("a pure package depends on %s", dep)
 		}
 	}
+}
+
+// TestManagerDoesNotLinkTheSimulator: the in-process API-server simulator
+// (internal/vapsim) and the API server's validating-policy admission plugin
+// serve `kyvap test` only; the operator enforces through the real API
+// server and its own engine, and must not carry either.
+func TestManagerDoesNotLinkTheSimulator(t *testing.T) {
+	deps := goList(t, "-deps", "./cmd/manager")
+	if len(deps) < 100 {
+		t.Fatalf("go list returned only %d packages; the check is not looking at the manager", len(deps))
+	}
+	for _, dep := range deps {
+		if hasPathPrefix(dep, "github.com/kyvap/kyvap/internal/vapsim") || hasPathPrefix(dep, "k8s.io/apiserver/pkg/admission/plugin/policy/validating") {
+			t.Errorf("cmd/manager links %s", dep)
+		}
+	}
+}
+
+// TestControllersDoNotImportTheEngine: whether a rule is enforced is decided
+// by the translation (Plan), so the reconcilers need no engine.
+func TestControllersDoNotImportTheEngine(t *testing.T) {
+	for _, imp := range goList(t, "-f", `{{join .Imports " "}}`, "./controllers/...") {
+		if hasPathPrefix(imp, "github.com/kyvap/kyvap/engine") {
+			t.Errorf("controllers/ imports %s", imp)
+		}
+	}
+}
+
+// goList runs go list in the repository and returns its words.
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list %v: %v\n%s", args, err, out)
+	}
+	return strings.Fields(string(out))
+}
+
+func hasPathPrefix(pkg, prefix string) bool {
+	return pkg == prefix || strings.HasPrefix(pkg, prefix+"/")
 }
