@@ -8,7 +8,6 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -52,7 +51,11 @@ type ClusterPolicyReconciler struct {
 	Options translate.Options
 
 	gauges *policyGauges
-	plans  planCache
+	// plans may be shared with the FallbackSyncReconciler (Setup does it):
+	// on the leader both translate the same inputs.
+	plans *planCache
+	// kindsChanged re-queues every policy (requeueAll).
+	kindsChanged chan event.TypedGenericEvent[*kyvernov1.ClusterPolicy]
 }
 
 // Reconcile gathers the policy's inputs, translates them, applies the plan
@@ -236,61 +239,51 @@ func exceptionPolicies(obj client.Object) []string {
 	return out
 }
 
-// SetupWithManager registers the controller, its indexes and its watches.
-func (r *ClusterPolicyReconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+// SetupWithManager registers the controller and its watches (Setup adds
+// the indexes it reads).
+func (r *ClusterPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.gauges = newPolicyGauges()
-	indexer := mgr.GetFieldIndexer()
-	for _, obj := range []client.Object{&admissionregistrationv1.ValidatingAdmissionPolicy{}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}} {
-		if err := indexer.IndexField(ctx, obj, ownerIndex, controllerUID); err != nil {
-			return err
-		}
+	if r.plans == nil {
+		r.plans = &planCache{}
 	}
-	if err := indexer.IndexField(ctx, &kyvernov2.PolicyException{}, exceptionPolicyIndex, exceptionPolicies); err != nil {
-		return err
-	}
-	b := ctrl.NewControllerManagedBy(mgr).Named("clusterpolicy")
-	if n, ok := r.Fallback.(EnforcingNotifier); ok {
-		// Whether fallback rules are enforced is part of every such policy's
-		// status: re-report them when it changes.
-		changed := make(chan event.TypedGenericEvent[*kyvernov1.ClusterPolicy], 1)
-		n.OnEnforcingChange(func() {
-			select {
-			case changed <- event.TypedGenericEvent[*kyvernov1.ClusterPolicy]{Object: &kyvernov1.ClusterPolicy{}}:
-			default: // a re-report is already pending
-			}
-		})
-		b = b.WatchesRawSource(source.Channel(changed, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ *kyvernov1.ClusterPolicy) []reconcile.Request {
-			return r.policiesWithFallback()
-		})))
-	}
-	return b.
+	r.kindsChanged = make(chan event.TypedGenericEvent[*kyvernov1.ClusterPolicy], 1)
+	// Whether fallback rules are enforced is part of every such policy's
+	// status: re-report them when it changes.
+	enforcingChanged := make(chan event.TypedGenericEvent[*kyvernov1.ClusterPolicy], 1)
+	r.Fallback.OnEnforcingChange(func() { signal(enforcingChanged) })
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("clusterpolicy").
 		For(&kyvernov1.ClusterPolicy{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&admissionregistrationv1.ValidatingAdmissionPolicy{}).
 		Owns(&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}).
 		Watches(&kyvernov2.PolicyException{}, handler.EnqueueRequestsFromMapFunc(exceptionRequests)).
-		// Metadata only: CRD schemas can be large and kyvap needs discovery, not them.
-		Watches(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(r.crdChanged), builder.OnlyMetadata).
+		WatchesRawSource(source.Channel(enforcingChanged, handler.TypedEnqueueRequestsFromMapFunc(func(context.Context, *kyvernov1.ClusterPolicy) []reconcile.Request {
+			return r.policiesWithFallback()
+		}))).
+		WatchesRawSource(source.Channel(r.kindsChanged, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ *kyvernov1.ClusterPolicy) []reconcile.Request {
+			return allPolicies(ctx, r.Client)
+		}))).
 		Complete(r)
 }
 
-// crdChanged refreshes discovery and re-queues every policy: a kind that did
-// not resolve may resolve now (or the other way round). CRD status updates
-// count: a CRD is served only once it is Established.
-func (r *ClusterPolicyReconciler) crdChanged(ctx context.Context, _ client.Object) []reconcile.Request {
-	return refreshAndRequeueAll(ctx, r.Client, r.Resolvers)
+// requeueAll re-queues every policy (discovery changed). It never blocks.
+func (r *ClusterPolicyReconciler) requeueAll() { signal(r.kindsChanged) }
+
+// signal sends a placeholder event without blocking: a pending one already
+// stands for it. Sending on a nil channel (a controller not set up) is a
+// no-op.
+func signal(ch chan event.TypedGenericEvent[*kyvernov1.ClusterPolicy]) {
+	select {
+	case ch <- event.TypedGenericEvent[*kyvernov1.ClusterPolicy]{Object: &kyvernov1.ClusterPolicy{}}:
+	default:
+	}
 }
 
-// refreshAndRequeueAll refreshes discovery (when the source can) and lists
-// every policy for a re-queue.
-func refreshAndRequeueAll(ctx context.Context, c client.Reader, resolvers ResolverSource) []reconcile.Request {
-	if refresher, ok := resolvers.(interface{ Refresh(context.Context) error }); ok {
-		if err := refresher.Refresh(ctx); err != nil {
-			log.FromContext(ctx).Error(err, "refreshing discovery after a CRD change")
-		}
-	}
+// allPolicies lists every policy for a re-queue.
+func allPolicies(ctx context.Context, c client.Reader) []reconcile.Request {
 	var policies kyvernov1.ClusterPolicyList
 	if err := c.List(ctx, &policies); err != nil {
-		log.FromContext(ctx).Error(err, "listing ClusterPolicies after a CRD change")
+		log.FromContext(ctx).Error(err, "listing ClusterPolicies to re-queue them")
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(policies.Items))
@@ -302,15 +295,9 @@ func refreshAndRequeueAll(ctx context.Context, c client.Reader, resolvers Resolv
 
 // policiesWithFallback lists the policies that have fallback rules.
 func (r *ClusterPolicyReconciler) policiesWithFallback() []reconcile.Request {
-	lister, ok := r.Fallback.(interface {
-		Rules() []translate.FallbackRule
-	})
-	if !ok {
-		return nil
-	}
 	seen := map[string]bool{}
 	var reqs []reconcile.Request
-	for _, fr := range lister.Rules() {
+	for _, fr := range r.Fallback.Rules() {
 		if !seen[fr.Policy] {
 			seen[fr.Policy] = true
 			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: fr.Policy}})

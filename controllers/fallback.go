@@ -16,12 +16,12 @@ type FallbackSink interface {
 	// Enforcing reports whether fallback rules are actually enforced (a
 	// webhook is serving); when false, status says they are not enforced.
 	Enforcing() bool
-}
-
-// EnforcingNotifier is implemented by sinks whose Enforcing can change
-// (the webhook engine: once its configuration is installed).
-type EnforcingNotifier interface {
+	// OnEnforcingChange registers a function called, without blocking,
+	// when Enforcing changes (the webhook engine: once its configuration is
+	// installed).
 	OnEnforcingChange(func())
+	// Rules returns every policy's fallback rules, ordered by policy.
+	Rules() []translate.FallbackRule
 }
 
 // FallbackStore is a FallbackSink that only remembers the rules. It is what
@@ -50,7 +50,11 @@ func (s *FallbackStore) SetFallbackRules(policy string, rules []translate.Fallba
 // Enforcing implements FallbackSink: a store alone enforces nothing.
 func (s *FallbackStore) Enforcing() bool { return false }
 
-// Rules returns every stored fallback rule, ordered by policy then rule.
+// OnEnforcingChange implements FallbackSink: a store's Enforcing never changes.
+func (s *FallbackStore) OnEnforcingChange(func()) {}
+
+// Rules implements FallbackSink: every stored fallback rule, ordered by
+// policy then rule.
 func (s *FallbackStore) Rules() []translate.FallbackRule {
 	s.mu.RLock()
 	defer s.mu.RUnlock()

@@ -8,16 +8,17 @@ import (
 	"sync"
 	"sync/atomic"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
@@ -39,6 +40,8 @@ type FallbackSyncReconciler struct {
 	// (Setup does it): on the leader both translate the same inputs, and a
 	// shared cache makes the second translation free.
 	plans *planCache
+	// kindsChanged re-queues every policy (requeueAll).
+	kindsChanged chan event.TypedGenericEvent[*kyvernov1.ClusterPolicy]
 
 	// pending are the policies that existed when the cache synced and have
 	// not been loaded yet; the replica is not ready until there are none.
@@ -150,14 +153,14 @@ func (r *FallbackSyncReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	return ctrl.Result{}, nil
 }
 
-// SetupWithManager registers the reconciler; it runs on every replica. The
-// PolicyException index is registered by the ClusterPolicyReconciler, which
-// must be set up first.
+// SetupWithManager registers the reconciler; it runs on every replica. It
+// reads the PolicyException index that Setup registers.
 func (r *FallbackSyncReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.plans == nil {
 		r.plans = &planCache{}
 	}
 	r.cache = mgr.GetCache()
+	r.kindsChanged = make(chan event.TypedGenericEvent[*kyvernov1.ClusterPolicy], 1)
 	if err := mgr.Add(r); err != nil {
 		return err
 	}
@@ -166,10 +169,11 @@ func (r *FallbackSyncReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false)}).
 		For(&kyvernov1.ClusterPolicy{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&kyvernov2.PolicyException{}, handler.EnqueueRequestsFromMapFunc(exceptionRequests)).
-		// Kinds that did not resolve may resolve now; on a replica that is not
-		// the leader, this is the only refresh of discovery.
-		Watches(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-			return refreshAndRequeueAll(ctx, r.Client, r.Resolvers)
-		}), builder.OnlyMetadata).
+		WatchesRawSource(source.Channel(r.kindsChanged, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ *kyvernov1.ClusterPolicy) []reconcile.Request {
+			return allPolicies(ctx, r.Client)
+		}))).
 		Complete(r)
 }
+
+// requeueAll re-queues every policy (discovery changed). It never blocks.
+func (r *FallbackSyncReconciler) requeueAll() { signal(r.kindsChanged) }

@@ -2,16 +2,14 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/translate"
 )
 
@@ -31,55 +29,79 @@ func CacheOptions() cache.Options {
 	}
 }
 
-// Setup registers the ClusterPolicy reconciler with the manager, backed by
-// discovery for kinds, and returns it. The manager must use CacheOptions.
-// Fallback rules go to sink; a nil sink keeps them in a FallbackStore (no
-// webhook: they are reported not enforced). A sink other than the store is
-// also kept fed on every replica by a FallbackSyncReconciler, because every
-// replica serves admission.
-// Reconciles run concurrently (per policy) as set by the manager's
-// controller options (MaxConcurrentReconciles).
-func Setup(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config, opts translate.Options, sink FallbackSink) (*ClusterPolicyReconciler, error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
+// Config is what the policy controllers take from the operator's wiring.
+type Config struct {
+	// Resolvers gives the current kind resolver (discovery).
+	Resolvers ResolverSource
+	// Fallback receives the rules kyvap's webhook enforces. Nil means no
+	// webhook serves: the rules are kept in a FallbackStore and reported not
+	// enforced. A real sink is also fed on every replica (each one serves
+	// admission) by a FallbackSyncReconciler.
+	Fallback FallbackSink
+	// Options are the translation options.
+	Options translate.Options
+}
+
+// Controllers are the policy controllers of one manager.
+type Controllers struct {
+	// Policies translates, applies and reports on the leader.
+	Policies *ClusterPolicyReconciler
+	// Sync loads fallback rules on every replica; nil without a webhook.
+	Sync *FallbackSyncReconciler
+}
+
+// KindsChanged re-queues every policy on both controllers: discovery
+// changed, so a kind that did not resolve may resolve now (or the other way
+// round). It never blocks.
+func (c *Controllers) KindsChanged() {
+	c.Policies.requeueAll()
+	if c.Sync != nil {
+		c.Sync.requeueAll()
+	}
+}
+
+// Setup registers the policy controllers, and the indexes they share, with a
+// manager that uses CacheOptions. Reconciles run concurrently (per policy)
+// as set by the manager's controller options (MaxConcurrentReconciles).
+func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) (*Controllers, error) {
+	if err := registerIndexes(ctx, mgr); err != nil {
 		return nil, err
 	}
-	resolvers, err := NewDiscoveryResolvers(dc)
-	if err != nil {
-		return nil, err
+	enforcing := cfg.Fallback != nil
+	if !enforcing {
+		cfg.Fallback = NewFallbackStore()
 	}
-	if opts.CompatibilityVersion == "" {
-		// The cluster's API server compiles the VAPs: translate for its CEL
-		// environment, not for the newest this build knows.
-		info, err := dc.ServerVersion()
-		if err != nil {
-			return nil, fmt.Errorf("discovering the API server's version for its CEL compatibility version (set it with --cel-compatibility-version): %w", err)
-		}
-		if opts.CompatibilityVersion, err = translate.CompatibilityVersionOfServer(info.GitVersion); err != nil {
-			return nil, fmt.Errorf("%w (set the CEL compatibility version with --cel-compatibility-version)", err)
-		}
-		ctrl.Log.WithName("setup").Info("translating for the API server's CEL compatibility version", "serverVersion", info.GitVersion, "celCompatibilityVersion", opts.CompatibilityVersion)
-	}
-	r := &ClusterPolicyReconciler{
+	plans := &planCache{}
+	c := &Controllers{Policies: &ClusterPolicyReconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder("kyvap"),
-		Resolvers: resolvers,
-		Fallback:  sink,
-		Options:   opts,
-	}
-	if sink == nil {
-		r.Fallback = NewFallbackStore()
-	}
-	if err := r.SetupWithManager(ctx, mgr); err != nil {
+		Resolvers: cfg.Resolvers,
+		Fallback:  cfg.Fallback,
+		Options:   cfg.Options,
+		plans:     plans,
+	}}
+	if err := c.Policies.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	if sink == nil {
-		return r, nil
+	if !enforcing {
+		return c, nil
 	}
-	sync := &FallbackSyncReconciler{Client: mgr.GetClient(), Resolvers: resolvers, Sink: sink, Options: opts, plans: &r.plans}
-	if err := sync.SetupWithManager(mgr); err != nil {
+	c.Sync = &FallbackSyncReconciler{Client: mgr.GetClient(), Resolvers: cfg.Resolvers, Sink: cfg.Fallback, Options: cfg.Options, plans: plans}
+	if err := c.Sync.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	return r, mgr.AddReadyzCheck("fallback-rules-loaded", sync.Checker)
+	return c, mgr.AddReadyzCheck("fallback-rules-loaded", c.Sync.Checker)
+}
+
+// registerIndexes adds the cache indexes the controllers look up: generated
+// objects by owner, PolicyExceptions by the policies they name.
+func registerIndexes(ctx context.Context, mgr ctrl.Manager) error {
+	indexer := mgr.GetFieldIndexer()
+	for _, obj := range []client.Object{&admissionregistrationv1.ValidatingAdmissionPolicy{}, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}} {
+		if err := indexer.IndexField(ctx, obj, ownerIndex, controllerUID); err != nil {
+			return err
+		}
+	}
+	return indexer.IndexField(ctx, &kyvernov2.PolicyException{}, exceptionPolicyIndex, exceptionPolicies)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -44,7 +43,9 @@ type ConfigurationReconciler struct {
 	trigger chan event.TypedGenericEvent[*admissionregistrationv1.ValidatingWebhookConfiguration]
 }
 
-// Trigger asks for a reconcile (rules or the CA changed). It never blocks.
+// Trigger asks for a reconcile: the rules, the CA or discovery changed (a
+// new or removed CRD changes which resources the rules' kinds name, even
+// when the rules stay the same). It never blocks.
 func (r *ConfigurationReconciler) Trigger() {
 	select {
 	case r.trigger <- event.TypedGenericEvent[*admissionregistrationv1.ValidatingWebhookConfiguration]{Object: r.placeholder()}:
@@ -74,16 +75,6 @@ func (r *ConfigurationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("webhookconfiguration").
 		For(&admissionregistrationv1.ValidatingWebhookConfiguration{}, builder.WithPredicates(ours)).
 		WatchesRawSource(source.Channel(r.trigger, &handler.TypedEnqueueRequestForObject[*admissionregistrationv1.ValidatingWebhookConfiguration]{})).
-		// A new or removed CRD changes which resources the rules' kinds
-		// name, even when the rules themselves stay the same.
-		Watches(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
-			if refresher, ok := r.Resolvers.(interface{ Refresh(context.Context) error }); ok {
-				if err := refresher.Refresh(ctx); err != nil {
-					log.FromContext(ctx).Error(err, "refreshing discovery after a CRD change")
-				}
-			}
-			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: r.Options.Name}}}
-		}), builder.OnlyMetadata).
 		Complete(r)
 }
 

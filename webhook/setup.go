@@ -107,6 +107,7 @@ type Webhook struct {
 	server ctrlwebhook.Server
 	certs  *certs.Manager
 	tls    *certHolder
+	config *ConfigurationReconciler
 }
 
 // certHolder lets the server's TLS config exist before the certificate
@@ -135,6 +136,14 @@ func New(opts Options) (*Webhook, error) {
 	}
 	w.server = ctrlwebhook.NewServer(serverOpts)
 	return w, nil
+}
+
+// KindsChanged re-computes the configuration: discovery changed. It never
+// blocks.
+func (w *Webhook) KindsChanged() {
+	if w.config != nil {
+		w.config.Trigger()
+	}
 }
 
 // Server is the webhook server for ctrl.Options.WebhookServer.
@@ -169,6 +178,7 @@ func (w *Webhook) Setup(mgr ctrl.Manager, eng *engine.Engine, resolvers Resolver
 		dnsNames = []string{svc, svc + "." + w.opts.Namespace, svc + "." + w.opts.Namespace + ".svc", svc + "." + w.opts.Namespace + ".svc.cluster.local"}
 	}
 	reconciler := &ConfigurationReconciler{Client: mgr.GetClient(), Engine: eng, Resolvers: resolvers, Options: configOpts}
+	w.config = reconciler
 	if w.opts.CertManagement == CertManagementSelf {
 		w.certs = certs.NewManager(mgr.GetClient(), mgr.GetAPIReader(), certs.Options{
 			Namespace: w.opts.Namespace, SecretName: w.opts.SecretName, DNSNames: dnsNames, IPs: ips,

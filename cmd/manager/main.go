@@ -15,14 +15,12 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
-	"github.com/kyvap/kyvap/controllers"
-	"github.com/kyvap/kyvap/engine"
+	"github.com/kyvap/kyvap/internal/operator"
 	"github.com/kyvap/kyvap/internal/version"
 	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/webhook"
@@ -98,19 +96,17 @@ func main() {
 	log := ctrl.Log.WithName("setup")
 	log.Info("starting", "version", version.Version, "generateValidatingAdmissionPolicy", opts.generateVAP)
 
-	var fallbackWebhook *webhook.Webhook
+	operatorOptions := operator.Options{
+		Translate: translate.Options{GenerateValidatingAdmissionPolicy: opts.generateVAP, CompatibilityVersion: opts.celVersion},
+	}
 	if opts.webhook {
-		if fallbackWebhook, err = webhook.New(opts.webhookOpts); err != nil {
-			log.Error(err, "invalid webhook settings")
-			os.Exit(2)
-		}
+		operatorOptions.Webhook = &opts.webhookOpts
 	}
 	cfg := ctrl.GetConfigOrDie()
 	// Kyverno 1.19 marks kyverno.io/v1 deprecated: every request would log it.
 	cfg.WarningHandlerWithContext = rest.NoWarnings{}
 	managerOptions := ctrl.Options{
 		Scheme:                  newScheme(),
-		Cache:                   controllers.CacheOptions(),
 		Controller:              config.Controller{MaxConcurrentReconciles: opts.concurrency},
 		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
 		HealthProbeBindAddress:  opts.probeAddr,
@@ -121,42 +117,13 @@ func main() {
 		// Step down at once on shutdown so the other replica takes over quickly.
 		LeaderElectionReleaseOnCancel: true,
 	}
-	if fallbackWebhook != nil {
-		managerOptions.WebhookServer = fallbackWebhook.Server()
-	}
-	mgr, err := ctrl.NewManager(cfg, managerOptions)
-	if err != nil {
-		log.Error(err, "unable to create the manager")
-		os.Exit(1)
-	}
 	ctx := ctrl.SetupSignalHandler()
-	translateOptions := translate.Options{GenerateValidatingAdmissionPolicy: opts.generateVAP, CompatibilityVersion: opts.celVersion}
-	var sink controllers.FallbackSink // nil: no webhook, fallback rules are reported not enforced
-	var eng *engine.Engine
-	if fallbackWebhook != nil {
-		eng = engine.New()
-		sink = eng
-	}
-	reconciler, err := controllers.Setup(ctx, mgr, cfg, translateOptions, sink)
+	op, err := operator.New(ctx, cfg, managerOptions, operatorOptions)
 	if err != nil {
-		log.Error(err, "unable to set up the controllers")
+		log.Error(err, "unable to set up the operator")
 		os.Exit(1)
 	}
-	if fallbackWebhook != nil {
-		if err := fallbackWebhook.Setup(mgr, eng, reconciler.Resolvers); err != nil {
-			log.Error(err, "unable to set up the fallback webhook")
-			os.Exit(1)
-		}
-	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		log.Error(err, "unable to set up the health check")
-		os.Exit(1)
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		log.Error(err, "unable to set up the readiness check")
-		os.Exit(1)
-	}
-	if err := mgr.Start(ctx); err != nil {
+	if err := op.Start(ctx); err != nil {
 		log.Error(err, "manager stopped with an error")
 		os.Exit(1)
 	}

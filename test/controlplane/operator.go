@@ -16,13 +16,14 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/controllers"
+	"github.com/kyvap/kyvap/internal/operator"
 	"github.com/kyvap/kyvap/engine"
 	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/webhook"
 )
 
 // Operator is kyvap's manager running in-process against the control plane,
-// set up exactly as cmd/manager sets it up.
+// built by internal/operator exactly as cmd/manager builds it.
 type Operator struct {
 	Reconciler *controllers.ClusterPolicyReconciler
 	// Engine is the fallback engine when the webhook runs, else nil.
@@ -39,22 +40,21 @@ type Operator struct {
 // operators may run in one process. Fallback rules are not enforced (no
 // webhook); see StartOperatorWithWebhook.
 func (cp *ControlPlane) StartOperator(opts translate.Options, extra ctrl.Options) (*Operator, error) {
-	return cp.startOperator(opts, extra, nil)
+	return cp.startOperator(operator.Options{Translate: opts}, extra)
 }
 
 // StartOperatorWithWebhook starts the manager as StartOperator does, plus
 // the fallback webhook with wh (as cmd/manager does with --webhook). The
 // API server reaches it through wh.URL, so its host must be this machine.
 func (cp *ControlPlane) StartOperatorWithWebhook(opts translate.Options, extra ctrl.Options, wh webhook.Options) (*Operator, error) {
-	return cp.startOperator(opts, extra, &wh)
+	return cp.startOperator(operator.Options{Translate: opts, Webhook: &wh}, extra)
 }
 
-func (cp *ControlPlane) startOperator(opts translate.Options, extra ctrl.Options, wh *webhook.Options) (*Operator, error) {
+func (cp *ControlPlane) startOperator(opts operator.Options, extra ctrl.Options) (*Operator, error) {
 	cfg := rest.CopyConfig(cp.Config)
 	cfg.WarningHandlerWithContext = rest.NoWarnings{}
 	managerOptions := ctrl.Options{
 		Scheme:                        cp.Scheme,
-		Cache:                         controllers.CacheOptions(),
 		Metrics:                       metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress:        "0",
 		Controller:                    config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 4},
@@ -66,37 +66,15 @@ func (cp *ControlPlane) startOperator(opts translate.Options, extra ctrl.Options
 		RenewDeadline:                 extra.RenewDeadline,
 		RetryPeriod:                   extra.RetryPeriod,
 	}
-	var fallback *webhook.Webhook
-	var sink controllers.FallbackSink
-	var eng *engine.Engine
-	if wh != nil {
-		var err error
-		if fallback, err = webhook.New(*wh); err != nil {
-			return nil, err
-		}
-		managerOptions.WebhookServer = fallback.Server()
-		eng = engine.New()
-		sink = eng
-	}
-	mgr, err := ctrl.NewManager(cfg, managerOptions)
-	if err != nil {
-		return nil, err
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r, err := controllers.Setup(ctx, mgr, cfg, opts, sink)
+	op, err := operator.New(ctx, cfg, managerOptions, opts)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	if fallback != nil {
-		if err := fallback.Setup(mgr, eng, r.Resolvers); err != nil {
-			cancel()
-			return nil, err
-		}
-	}
-	op := &Operator{Reconciler: r, Engine: eng, Elected: mgr.Elected(), cancel: cancel, done: make(chan error, 1)}
-	go func() { op.done <- mgr.Start(ctx) }()
-	return op, nil
+	running := &Operator{Reconciler: op.Controllers.Policies, Engine: op.Engine, Elected: op.Manager.Elected(), cancel: cancel, done: make(chan error, 1)}
+	go func() { running.done <- op.Start(ctx) }()
+	return running, nil
 }
 
 // Stop stops the manager and returns its error; later calls return nil.

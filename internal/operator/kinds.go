@@ -1,4 +1,4 @@
-package controllers
+package operator
 
 import (
 	"context"
@@ -14,26 +14,26 @@ import (
 	"github.com/kyvap/kyvap/translate"
 )
 
-// DiscoveryResolvers serves a kind resolver built from the API server's
-// discovery, rebuilt on Refresh (the controller refreshes it when CRDs change).
-type DiscoveryResolvers struct {
+// Kinds serves a kind resolver built from the API server's discovery,
+// rebuilt on Refresh (the CRD watch refreshes it when CRDs change).
+type Kinds struct {
 	client discovery.DiscoveryInterface
 
 	mu       sync.RWMutex
 	resolver translate.KindResolver
 }
 
-// NewDiscoveryResolvers builds the first resolver from discovery.
-func NewDiscoveryResolvers(client discovery.DiscoveryInterface) (*DiscoveryResolvers, error) {
-	d := &DiscoveryResolvers{client: client}
+// NewKinds builds the first resolver from discovery.
+func NewKinds(client discovery.DiscoveryInterface) (*Kinds, error) {
+	d := &Kinds{client: client}
 	if err := d.Refresh(context.Background()); err != nil {
 		return nil, err
 	}
 	return d, nil
 }
 
-// Resolver implements ResolverSource.
-func (d *DiscoveryResolvers) Resolver() translate.KindResolver {
+// Resolver returns the current resolver (controllers.ResolverSource).
+func (d *Kinds) Resolver() translate.KindResolver {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	return d.resolver
@@ -42,7 +42,7 @@ func (d *DiscoveryResolvers) Resolver() translate.KindResolver {
 // Refresh rebuilds the resolver from discovery. Groups that fail to answer
 // (an aggregated API down) are left out and logged: their kinds resolve to
 // nothing, which the plan reports, until a later refresh succeeds.
-func (d *DiscoveryResolvers) Refresh(ctx context.Context) error {
+func (d *Kinds) Refresh(ctx context.Context) error {
 	_, lists, err := d.client.ServerGroupsAndResources()
 	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
 		return fmt.Errorf("discovering served resources: %w", err)

@@ -1,0 +1,165 @@
+// Package operator wires kyvap's manager: discovery (the kind resolver and
+// the single CRD watch that refreshes it), the fallback engine, the policy
+// controllers and the fallback webhook. cmd/manager and the test control
+// plane both build the operator with New, so tests run the real wiring.
+package operator
+
+import (
+	"context"
+	"fmt"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kyvap/kyvap/controllers"
+	"github.com/kyvap/kyvap/engine"
+	"github.com/kyvap/kyvap/translate"
+	"github.com/kyvap/kyvap/webhook"
+)
+
+// Options configure the operator.
+type Options struct {
+	// Translate are the translation options. An empty CompatibilityVersion
+	// is discovered from the API server's version.
+	Translate translate.Options
+	// Webhook, when set, serves the fallback webhook that enforces the rules
+	// not expressed as VAPs; when nil such rules are reported NOT ENFORCED.
+	Webhook *webhook.Options
+}
+
+// Operator is kyvap's manager with everything registered.
+type Operator struct {
+	// Manager runs the controllers; Start starts it.
+	Manager ctrl.Manager
+	// Controllers are the policy controllers.
+	Controllers *controllers.Controllers
+	// Engine is the fallback engine when the webhook serves, else nil.
+	Engine *engine.Engine
+	// Kinds is the discovery-backed kind resolver.
+	Kinds *Kinds
+	// Options are the options in effect (with the discovered CEL
+	// compatibility version).
+	Options Options
+}
+
+// New builds the manager from cfg and managerOptions (kyvap sets its Cache
+// and WebhookServer) and registers every kyvap component with it.
+func New(ctx context.Context, cfg *rest.Config, managerOptions ctrl.Options, opts Options) (*Operator, error) {
+	var fallbackWebhook *webhook.Webhook
+	if opts.Webhook != nil {
+		var err error
+		if fallbackWebhook, err = webhook.New(*opts.Webhook); err != nil {
+			return nil, err
+		}
+		managerOptions.WebhookServer = fallbackWebhook.Server()
+	}
+	managerOptions.Cache = controllers.CacheOptions()
+	mgr, err := ctrl.NewManager(cfg, managerOptions)
+	if err != nil {
+		return nil, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	kinds, err := NewKinds(dc)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Translate.CompatibilityVersion, err = compatibilityVersion(dc, opts.Translate.CompatibilityVersion); err != nil {
+		return nil, err
+	}
+	op := &Operator{Manager: mgr, Kinds: kinds, Options: opts}
+	var sink controllers.FallbackSink // nil: no webhook, fallback rules are reported not enforced
+	if fallbackWebhook != nil {
+		op.Engine = engine.New()
+		sink = op.Engine
+	}
+	if op.Controllers, err = controllers.Setup(ctx, mgr, controllers.Config{Resolvers: kinds, Fallback: sink, Options: opts.Translate}); err != nil {
+		return nil, err
+	}
+	listeners := []func(){op.Controllers.KindsChanged}
+	if fallbackWebhook != nil {
+		if err := fallbackWebhook.Setup(mgr, op.Engine, kinds); err != nil {
+			return nil, err
+		}
+		listeners = append(listeners, fallbackWebhook.KindsChanged)
+	}
+	watch := &crdWatch{kinds: kinds, listeners: listeners}
+	if err := watch.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	return op, mgr.AddReadyzCheck("readyz", healthz.Ping)
+}
+
+// Start runs the manager until ctx ends.
+func (op *Operator) Start(ctx context.Context) error { return op.Manager.Start(ctx) }
+
+// compatibilityVersion is the configured CEL compatibility version, or the
+// one of the API server, which compiles the VAPs: translate for its CEL
+// environment, not for the newest this build knows.
+func compatibilityVersion(dc discovery.ServerVersionInterface, configured string) (string, error) {
+	if configured != "" {
+		return configured, nil
+	}
+	info, err := dc.ServerVersion()
+	if err != nil {
+		return "", fmt.Errorf("discovering the API server's version for its CEL compatibility version (set it with --cel-compatibility-version): %w", err)
+	}
+	v, err := translate.CompatibilityVersionOfServer(info.GitVersion)
+	if err != nil {
+		return "", fmt.Errorf("%w (set the CEL compatibility version with --cel-compatibility-version)", err)
+	}
+	ctrl.Log.WithName("setup").Info("translating for the API server's CEL compatibility version", "serverVersion", info.GitVersion, "celCompatibilityVersion", v)
+	return v, nil
+}
+
+// crdWatch is the one watch on CustomResourceDefinitions: when one appears,
+// changes (a CRD is served only once Established) or goes, it refreshes
+// discovery once and tells every component whose result depends on kinds.
+// It runs on every replica: each one translates for its own engine.
+type crdWatch struct {
+	kinds     *Kinds
+	listeners []func()
+}
+
+// crdWatchKey is the single work item every CRD event maps to, so that a
+// burst of CRD changes costs one discovery refresh.
+var crdWatchKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: "customresourcedefinitions"}}
+
+func (w *crdWatch) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("kinds").
+		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false)}).
+		// Metadata only: CRD schemas can be large and kyvap needs discovery, not them.
+		Watches(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+			return []reconcile.Request{crdWatchKey}
+		}), builder.OnlyMetadata).
+		Complete(w)
+}
+
+// Reconcile refreshes discovery and notifies the listeners.
+func (w *crdWatch) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	if err := w.kinds.Refresh(ctx); err != nil {
+		log.FromContext(ctx).Error(err, "refreshing discovery after a CRD change")
+		return reconcile.Result{}, err
+	}
+	for _, notify := range w.listeners {
+		notify()
+	}
+	return reconcile.Result{}, nil
+}

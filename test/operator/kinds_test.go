@@ -1,0 +1,72 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/controllers"
+	"github.com/kyvap/kyvap/test/controlplane"
+	"github.com/kyvap/kyvap/translate"
+)
+
+// gizmoCRD is a namespaced custom kind no policy can resolve before it is
+// installed.
+func gizmoCRD(group string) *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "gizmos." + group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: group,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "gizmos", Singular: "gizmo", Kind: "Gizmo", ListKind: "GizmoList"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: ptr.To(true),
+				}},
+			}},
+		},
+	}
+}
+
+// TestCRDInstalledLaterReachesEveryComponent: the operator's single CRD
+// watch refreshes discovery and fans out. A policy on a kind that is not
+// served yet goes to the webhook as KindUnresolved; once the CRD is
+// established, the policy controller re-translates it into a VAP, and the
+// webhook configuration (for the policy whose generation is opted out)
+// registers the new resource.
+func TestCRDInstalledLaterReachesEveryComponent(t *testing.T) {
+	const group = "kinds.kyvap.test"
+	startWebhookOperator(t, generateOn, freePort(t))
+	vapPolicy := clusterPolicy("gizmo-vap", kyvernov1.Enforce, celRule("gizmo-size", "Gizmo", "true", "gizmos are fine"))
+	webhookPolicy := clusterPolicy("gizmo-webhook", kyvernov1.Enforce, celRule("gizmo-color", "Gizmo", "true", "gizmos are fine"))
+	webhookPolicy.Annotations = map[string]string{translate.AnnotationGenerate: "false"}
+	create(t, vapPolicy)
+	create(t, webhookPolicy)
+	before := waitForStatus(t, vapPolicy, controllers.ReasonFallback)
+	if msg := before.Status.ValidatingAdmissionPolicy.Message; !strings.Contains(msg, string(translate.ReasonKindUnresolved)) {
+		t.Fatalf("before the CRD: status message %q, want %s", msg, translate.ReasonKindUnresolved)
+	}
+
+	create(t, gizmoCRD(group))
+	waitForStatus(t, vapPolicy, controllers.ReasonAllRulesTranslated)
+	err := controlplane.Eventually(context.Background(), 60*time.Second, func(ctx context.Context) (bool, error) {
+		vwc, err := webhookConfiguration(ctx)
+		if err != nil {
+			return false, err
+		}
+		got := registeredResources(vwc)
+		return slices.Contains(got, "gizmos"), fmt.Errorf("the webhook is registered for %v, want gizmos", got)
+	})
+	if err != nil {
+		t.Errorf("the webhook configuration never registered the new kind: %v", err)
+	}
+}
