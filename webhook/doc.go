@@ -1,6 +1,10 @@
-// Package webhook is kyvap's own CEL admission webhook: it enforces, with the
-// verdicts a ValidatingAdmissionPolicy would give, the rules translate/ could
-// not express as VAPs.
+// Package webhook serves kyvap's own CEL admission webhook: the rules
+// translate/ could not express as VAPs are judged by engine/, and this
+// package is what connects the engine to the API server. It holds the HTTP
+// handler (decode the AdmissionReview, look up namespaces, roles and
+// parameters, ask the engine, answer), the reconciler of the
+// ValidatingWebhookConfiguration that registers exactly the resources the
+// engine's rules need, and, in certs/, the serving certificate and its CA.
 package webhook
 
 // RBAC of the webhook's look-ups: namespace labels for namespaceSelector and
