@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/internal/kyverno"
 )
 
 // maxBindingsPerRule bounds how many bindings overrides may expand into.
@@ -193,7 +194,7 @@ func overrideRequirements(o *kyvernov1.ValidationFailureActionOverride) (reqs []
 			switch {
 			case ns == "*":
 				matchAll = true
-			case hasWildcard(ns):
+			case kyverno.ContainsWildcard(ns):
 				return nil, false, fail(ReasonOverrideNotExpressible, "failure action override by wildcard namespace %q", ns)
 			default:
 				names = append(names, ns)
@@ -239,7 +240,7 @@ func overrideMatchesClusterScoped(o *kyvernov1.ValidationFailureActionOverride) 
 		return selectorOK()
 	}
 	for _, ns := range o.Namespaces {
-		if wildcardMatch(ns, "") {
+		if kyverno.WildcardMatch(ns, "") {
 			return selectorOK()
 		}
 	}

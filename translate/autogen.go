@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/internal/kyverno"
 )
 
 // This file mirrors Kyverno's pod-controller autogen (pkg/autogen/v1, the
@@ -46,7 +47,9 @@ var (
 )
 
 // kindName is the kind part of a Kyverno kind spelling without group,
-// version or subresource, as Kyverno's ContainsKind compares it.
+// version or subresource, as Kyverno compares it in pkg/utils/kube/kind.go
+// ContainsKind (GetKindFromGVK, then SplitSubresource): not
+// ParseKindSelector, which reads "*/status" as any kind's status.
 func kindName(spelling string) string {
 	parts := strings.Split(spelling, "/")
 	var kind string
@@ -54,13 +57,13 @@ func kindName(spelling string) string {
 	case 1:
 		kind = parts[0]
 	case 2:
-		if kyvernoVersionPattern.MatchString(parts[0]) || (parts[0] == "*" && parts[1] == "*") {
+		if kyverno.IsVersion(parts[0]) || (parts[0] == "*" && parts[1] == "*") {
 			kind = parts[1]
 		} else {
 			kind = parts[0]
 		}
 	case 3:
-		if kyvernoVersionPattern.MatchString(parts[0]) {
+		if kyverno.IsVersion(parts[0]) {
 			kind = parts[1]
 		} else {
 			kind = parts[2]
@@ -161,15 +164,6 @@ func autogenControllers(policy *kyvernov1.ClusterPolicy) []string {
 	return controllers
 }
 
-// autogenRuleName is Kyverno's getAutogenRuleName.
-func autogenRuleName(prefix, name string) string {
-	name = prefix + "-" + name
-	if len(name) > 63 {
-		name = name[:63]
-	}
-	return name
-}
-
 // toGVKs is Kyverno's ConvertKindsToGVK.
 func toGVKs(kinds []string) []string {
 	out := make([]string, len(kinds))
@@ -258,7 +252,7 @@ func controllersRule(rule *kyvernov1.Rule, controllers []string) *kyvernov1.Rule
 		}
 	}
 	sort.Strings(kinds)
-	return retarget(rule, autogenRuleName("autogen", rule.Name), kinds, func(k []string) bool { return containsKind(k, "Pod") })
+	return retarget(rule, kyverno.AutogenRuleName(rule.Name), kinds, func(k []string) bool { return containsKind(k, "Pod") })
 }
 
 // rewriteCEL applies Kyverno's byte replacements to the rule's JSON.
@@ -300,7 +294,7 @@ func autogenRules(rule *kyvernov1.Rule, controllers []string) []kyvernov1.Rule {
 	}
 	if hasCronJob {
 		if base := controllersRule(rule, controllers); base != nil {
-			gen := retarget(base, autogenRuleName("autogen-cronjob", rule.Name), []string{"CronJob"}, func([]string) bool { return true })
+			gen := retarget(base, kyverno.AutogenCronJobRuleName(rule.Name), []string{"CronJob"}, func([]string) bool { return true })
 			if r := rewriteCEL(gen, cronJobCELRewrites); r != nil {
 				out = append(out, *r)
 			}
@@ -340,7 +334,7 @@ func shadowedAutogenRule(rule *kyvernov1.Rule, policy *kyvernov1.ClusterPolicy, 
 	addKinds := func(r *kyvernov1.Rule) {
 		for _, d := range descriptionsOf(&r.MatchResources) {
 			for _, k := range d.Kinds {
-				if hasWildcard(k) {
+				if kyverno.ContainsWildcard(k) {
 					routedAll = true
 				}
 				routed[kindName(k)] = true
@@ -364,7 +358,7 @@ func shadowedAutogenRule(rule *kyvernov1.Rule, policy *kyvernov1.ClusterPolicy, 
 	keep := func(kinds []string) ([]string, bool) {
 		var kept []string
 		for _, k := range kinds {
-			if hasWildcard(k) {
+			if kyverno.ContainsWildcard(k) {
 				return nil, false
 			}
 			name := kindName(k)

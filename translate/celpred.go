@@ -10,6 +10,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/kyvap/kyvap/internal/kyverno"
 )
 
 // CEL fragments for what Kyverno's engine looks at. Kyverno evaluates match
@@ -62,7 +64,7 @@ func wildcardRegex(pattern string) string {
 func celPatternMatch(value string, patterns []string) string {
 	var exact, wild []string
 	for _, p := range patterns {
-		if hasWildcard(p) {
+		if kyverno.ContainsWildcard(p) {
 			wild = append(wild, p)
 		} else {
 			exact = append(exact, p)
@@ -125,16 +127,16 @@ type parsedSelector struct {
 // VAP form, so such selectors are refused.
 func parseSelector(sel *metav1.LabelSelector) (parsedSelector, error) {
 	for k, v := range sel.MatchLabels {
-		if hasWildcard(k) || hasWildcard(v) {
+		if kyverno.ContainsWildcard(k) || kyverno.ContainsWildcard(v) {
 			return parsedSelector{}, fmt.Errorf("label selector %q uses Kyverno wildcards", metav1.FormatLabelSelector(sel))
 		}
 	}
 	for _, req := range sel.MatchExpressions {
-		if hasWildcard(req.Key) {
+		if kyverno.ContainsWildcard(req.Key) {
 			return parsedSelector{}, fmt.Errorf("label selector %q uses Kyverno wildcards", metav1.FormatLabelSelector(sel))
 		}
 		for _, v := range req.Values {
-			if hasWildcard(v) {
+			if kyverno.ContainsWildcard(v) {
 				return parsedSelector{}, fmt.Errorf("label selector %q uses Kyverno wildcards", metav1.FormatLabelSelector(sel))
 			}
 		}
@@ -214,7 +216,7 @@ func celAnnotations(expected map[string]string) string {
 	var terms []string
 	for _, k := range keys {
 		v := expected[k]
-		if !hasWildcard(k) {
+		if !kyverno.ContainsWildcard(k) {
 			terms = append(terms, fmt.Sprintf("(%s in %s && %s)", celString(k), celResourceAnnots, celPatternMatch(celResourceAnnots+"["+celString(k)+"]", []string{v})))
 			continue
 		}

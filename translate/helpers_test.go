@@ -5,46 +5,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 )
-
-func TestWildcardMatch(t *testing.T) {
-	for _, tc := range []struct {
-		pattern, name string
-		want          bool
-	}{
-		{"*", "", true}, {"*", "abc", true}, {"", "", true}, {"", "a", false},
-		{"a?c", "abc", true}, {"a?c", "ac", false}, {"web-*", "web-1", true}, {"web-*", "web", false},
-		{"*-prod", "eu-prod", true}, {"a*b*c", "aXbYc", true}, {"a*b*c", "aXbY", false},
-	} {
-		if got := wildcardMatch(tc.pattern, tc.name); got != tc.want {
-			t.Errorf("wildcardMatch(%q, %q) = %v", tc.pattern, tc.name, got)
-		}
-	}
-}
-
-func TestParseKindSelector(t *testing.T) {
-	for in, want := range map[string]kindSelector{
-		"Pod":                      {"*", "*", "Pod", ""},
-		"v1/Pod":                   {"*", "v1", "Pod", ""},
-		"Pod/exec":                 {"*", "*", "Pod", "exec"},
-		"Pod.exec":                 {"*", "*", "Pod", "exec"},
-		"apps/v1/Deployment":       {"apps", "v1", "Deployment", ""},
-		"v1/Pod/exec":              {"*", "v1", "Pod", "exec"},
-		"apps/v1/Deployment/scale": {"apps", "v1", "Deployment", "scale"},
-		"*/*":                      {"*", "*", "*", "*"},
-		"*/status":                 {"*", "*", "*", "status"},
-	} {
-		got, ok := parseKindSelector(in)
-		if !ok || got != want {
-			t.Errorf("parseKindSelector(%q) = %+v, %v; want %+v", in, got, ok, want)
-		}
-	}
-}
 
 func TestStaticResolver(t *testing.T) {
 	r := NewStaticResolver(testCRDs()...)
@@ -186,6 +153,45 @@ func TestCompatibilityVersionOfServer(t *testing.T) {
 	for _, in := range []string{"", "v2.0.0", "v1.0.3", "banana"} {
 		if got, err := CompatibilityVersionOfServer(in); err == nil {
 			t.Errorf("CompatibilityVersionOfServer(%q) = %q, want an error", in, got)
+		}
+	}
+}
+
+func TestMergeRules(t *testing.T) {
+	namespaced := admissionregistrationv1.NamespacedScope
+	rule := func(group string, ops []admissionregistrationv1.OperationType, scope *admissionregistrationv1.ScopeType, resources ...string) admissionregistrationv1.RuleWithOperations {
+		return admissionregistrationv1.RuleWithOperations{Operations: ops, Rule: admissionregistrationv1.Rule{
+			APIGroups: []string{group}, APIVersions: []string{"v1"}, Resources: resources, Scope: scope,
+		}}
+	}
+	create := []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
+	createUpdate := []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update}
+	tests := []struct {
+		name string
+		in   []admissionregistrationv1.RuleWithOperations
+		want []admissionregistrationv1.RuleWithOperations
+	}{
+		{name: "none", in: nil, want: []admissionregistrationv1.RuleWithOperations{}},
+		{
+			name: "same group, version, operations and scope: resources merged, sorted, deduplicated",
+			in:   []admissionregistrationv1.RuleWithOperations{rule("apps", create, nil, "statefulsets", "deployments"), rule("apps", create, nil, "deployments", "daemonsets")},
+			want: []admissionregistrationv1.RuleWithOperations{rule("apps", create, nil, "daemonsets", "deployments", "statefulsets")},
+		},
+		{
+			name: "other operations, scope or group stay apart, ordered by group, version, operations, scope",
+			in: []admissionregistrationv1.RuleWithOperations{
+				rule("apps", createUpdate, nil, "deployments"), rule("apps", create, &namespaced, "deployments"),
+				rule("", create, nil, "pods"), rule("apps", create, nil, "deployments"),
+			},
+			want: []admissionregistrationv1.RuleWithOperations{
+				rule("", create, nil, "pods"), rule("apps", create, nil, "deployments"),
+				rule("apps", create, &namespaced, "deployments"), rule("apps", createUpdate, nil, "deployments"),
+			},
+		},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, MergeRules(tt.in)); diff != "" {
+			t.Errorf("%s: MergeRules (-want +got):\n%s", tt.name, diff)
 		}
 	}
 }

@@ -1,87 +1,12 @@
 package translate
 
 import (
-	"regexp"
 	"sort"
-	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/kyvap/kyvap/internal/kyverno"
 )
-
-// kyvernoVersionPattern recognises the version part of a Kyverno kind
-// spelling, as Kyverno's kind parser does.
-var kyvernoVersionPattern = regexp.MustCompile(`^(v\d((alpha|beta)\d)?|\*)$`)
-
-// kindSelector is a parsed Kyverno kind spelling; every part may hold
-// Kyverno wildcards ('*', '?').
-type kindSelector struct {
-	Group, Version, Kind, Subresource string
-}
-
-// parseKindSelector splits a Kyverno kind spelling the way Kyverno's engine
-// does: "Kind", "version/Kind", "Kind/sub", "group/version/Kind",
-// "version/Kind/sub", "group/version/Kind/sub" ('.' also separates the
-// subresource in the last part). ok is false for unparseable spellings.
-func parseKindSelector(input string) (sel kindSelector, ok bool) {
-	parts := strings.Split(input, "/")
-	last := strings.Split(parts[len(parts)-1], ".")
-	parts = append(parts[:len(parts)-1], last...)
-	switch len(parts) {
-	case 1:
-		return kindSelector{"*", "*", parts[0], ""}, parts[0] != ""
-	case 2:
-		if parts[0] == "*" && parts[1] == "*" {
-			return kindSelector{"*", "*", "*", "*"}, true
-		}
-		if parts[0] == "*" && strings.ToLower(parts[1]) == parts[1] {
-			return kindSelector{"*", "*", "*", parts[1]}, true
-		}
-		if kyvernoVersionPattern.MatchString(parts[0]) {
-			return kindSelector{"*", parts[0], parts[1], ""}, parts[1] != ""
-		}
-		return kindSelector{"*", "*", parts[0], parts[1]}, parts[0] != ""
-	case 3:
-		if kyvernoVersionPattern.MatchString(parts[0]) {
-			return kindSelector{"*", parts[0], parts[1], parts[2]}, parts[1] != ""
-		}
-		return kindSelector{parts[0], parts[1], parts[2], ""}, parts[2] != ""
-	case 4:
-		return kindSelector{parts[0], parts[1], parts[2], parts[3]}, parts[2] != ""
-	default:
-		return kindSelector{}, false
-	}
-}
-
-// wildcardMatch reports whether name matches a Kyverno wildcard pattern
-// ('*' any run of characters, '?' exactly one), as Kyverno's ext/wildcard.
-func wildcardMatch(pattern, name string) bool {
-	p, n := []rune(pattern), []rune(name)
-	// Classic two-pointer glob matching with backtracking to the last '*'.
-	pi, ni, star, mark := 0, 0, -1, 0
-	for ni < len(n) {
-		switch {
-		case pi < len(p) && (p[pi] == '?' || p[pi] == n[ni]):
-			pi++
-			ni++
-		case pi < len(p) && p[pi] == '*':
-			star, mark = pi, ni
-			pi++
-		case star >= 0:
-			pi = star + 1
-			mark++
-			ni = mark
-		default:
-			return false
-		}
-	}
-	for pi < len(p) && p[pi] == '*' {
-		pi++
-	}
-	return pi == len(p)
-}
-
-// hasWildcard reports whether s uses Kyverno wildcard characters.
-func hasWildcard(s string) bool { return strings.ContainsAny(s, "*?") }
 
 // servedResource is one entry of StaticResolver's table.
 type servedResource struct {
@@ -131,21 +56,22 @@ func NewStaticResolver(crds ...apiextensionsv1.CustomResourceDefinition) *Static
 // of the spelling is a wildcard pattern over group, version, kind and
 // subresource. The result is sorted; unknown kinds resolve to nothing.
 func (r *StaticResolver) Resolve(kind string) ([]Resource, error) {
-	sel, ok := parseKindSelector(kind)
-	if !ok {
+	sel, err := kyverno.ParseKindSelector(kind)
+	if err != nil {
+		// Selects nothing, as in Kyverno.
 		return nil, nil
 	}
 	var out []Resource
 	for _, s := range r.resources {
-		if !wildcardMatch(sel.Group, s.Group) || !wildcardMatch(sel.Version, s.Version) || !wildcardMatch(sel.Kind, s.Kind) {
+		if !kyverno.WildcardMatch(sel.Group, s.Group) || !kyverno.WildcardMatch(sel.Version, s.Version) || !kyverno.WildcardMatch(sel.Kind, s.Kind) {
 			continue
 		}
 		base := Resource{Group: s.Group, Version: s.Version, Resource: s.Resource, Kind: s.Kind, Namespaced: s.Namespaced}
-		if wildcardMatch(sel.Subresource, "") {
+		if kyverno.WildcardMatch(sel.Subresource, "") {
 			out = append(out, base)
 		}
 		for _, sub := range s.Subresources {
-			if sel.Subresource != "" && wildcardMatch(sel.Subresource, sub) {
+			if sel.Subresource != "" && kyverno.WildcardMatch(sel.Subresource, sub) {
 				withSub := base
 				withSub.Subresource = sub
 				out = append(out, withSub)

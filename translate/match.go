@@ -1,8 +1,10 @@
 package translate
 
 import (
+	"cmp"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -10,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/internal/kyverno"
 )
 
 // namespaceNameLabel is the label the API server sets on every Namespace
@@ -113,7 +116,7 @@ func collectKinds(resolver KindResolver, kinds []string, strict bool) (kindSet, 
 			set.topLevel = true
 			continue
 		}
-		if sel, ok := parseKindSelector(kind); ok && sel == (kindSelector{"*", "*", "*", "*"}) {
+		if sel, err := kyverno.ParseKindSelector(kind); err == nil && sel == (kyverno.KindSelector{Group: "*", Version: "*", Kind: "*", Subresource: "*"}) {
 			set.everything = true
 			continue
 		}
@@ -234,15 +237,36 @@ func resourceRules(kinds kindSet, ops []string) []admissionregistrationv1.NamedR
 	return out
 }
 
-// mergeRules merges rules that differ only in resources and sorts them.
+// mergeRules is MergeRules for a VAP's resource rules. kyvap never sets
+// resourceNames, so the rules are merged as RuleWithOperations.
 func mergeRules(rules []admissionregistrationv1.NamedRuleWithOperations) []admissionregistrationv1.NamedRuleWithOperations {
+	plain := make([]admissionregistrationv1.RuleWithOperations, len(rules))
+	for i := range rules {
+		plain[i] = rules[i].RuleWithOperations
+	}
+	merged := MergeRules(plain)
+	out := make([]admissionregistrationv1.NamedRuleWithOperations, len(merged))
+	for i := range merged {
+		out[i] = admissionregistrationv1.NamedRuleWithOperations{RuleWithOperations: merged[i]}
+	}
+	return out
+}
+
+// MergeRules merges admission rules that differ only in resources: one rule
+// per apiGroups, apiVersions, operations and scope, holding the union of
+// their resources, sorted and deduplicated. The result is ordered by those
+// fields, so equal inputs in any order give the same, stable rules (VAP
+// matchConstraints and the fallback webhook's registration, which kyvap
+// compares with the stored objects). The inputs are not modified.
+func MergeRules(rules []admissionregistrationv1.RuleWithOperations) []admissionregistrationv1.RuleWithOperations {
 	type key struct{ groups, versions, ops, scope string }
-	merged := map[key]*admissionregistrationv1.NamedRuleWithOperations{}
+	merged := map[key]*admissionregistrationv1.RuleWithOperations{}
 	var order []key
-	for _, r := range rules {
+	for i := range rules {
+		r := &rules[i]
 		ops := make([]string, len(r.Operations))
-		for i, op := range r.Operations {
-			ops[i] = string(op)
+		for j, op := range r.Operations {
+			ops[j] = string(op)
 		}
 		scope := ""
 		if r.Scope != nil {
@@ -250,29 +274,21 @@ func mergeRules(rules []admissionregistrationv1.NamedRuleWithOperations) []admis
 		}
 		k := key{strings.Join(r.APIGroups, ","), strings.Join(r.APIVersions, ","), strings.Join(ops, ","), scope}
 		if m, ok := merged[k]; ok {
-			m.Resources = uniqueSorted(append(m.Resources, r.Resources...))
+			m.Resources = append(m.Resources, r.Resources...)
 			continue
 		}
-		c := *r.DeepCopy()
-		merged[k] = &c
+		merged[k] = r.DeepCopy()
 		order = append(order, k)
 	}
-	sort.Slice(order, func(i, j int) bool {
-		a, b := order[i], order[j]
-		if a.groups != b.groups {
-			return a.groups < b.groups
-		}
-		if a.versions != b.versions {
-			return a.versions < b.versions
-		}
-		if a.ops != b.ops {
-			return a.ops < b.ops
-		}
-		return a.scope < b.scope
+	slices.SortFunc(order, func(a, b key) int {
+		return cmp.Or(strings.Compare(a.groups, b.groups), strings.Compare(a.versions, b.versions),
+			strings.Compare(a.ops, b.ops), strings.Compare(a.scope, b.scope))
 	})
-	out := make([]admissionregistrationv1.NamedRuleWithOperations, 0, len(order))
+	out := make([]admissionregistrationv1.RuleWithOperations, 0, len(order))
 	for _, k := range order {
-		out = append(out, *merged[k])
+		r := merged[k]
+		r.Resources = uniqueSorted(r.Resources)
+		out = append(out, *r)
 	}
 	return out
 }
@@ -440,7 +456,7 @@ func structuralNamespaces(f resolvedFilter) (*metav1.LabelSelector, bool) {
 		return nil, false
 	}
 	for _, ns := range d.Namespaces {
-		if hasWildcard(ns) || ns == "" {
+		if kyverno.ContainsWildcard(ns) || ns == "" {
 			return nil, false
 		}
 	}
@@ -621,7 +637,7 @@ func classifyExclusion(f resolvedFilter, purpose filterPurpose, coveredOps []str
 	}
 	if len(d.Kinds) == 0 && len(d.Namespaces) > 0 {
 		for _, ns := range d.Namespaces {
-			if hasWildcard(ns) || ns == "" {
+			if kyverno.ContainsWildcard(ns) || ns == "" {
 				return excludeByCondition
 			}
 		}

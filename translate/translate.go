@@ -16,6 +16,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
+	"github.com/kyvap/kyvap/internal/kyverno"
 )
 
 // maxMatchConditions is the API server's limit on matchConditions.
@@ -94,27 +95,14 @@ func (t *translation) run() Plan {
 func (t *translation) exceptionsFor(ruleNames ...string) []kyvernov2.PolicyException {
 	var out []kyvernov2.PolicyException
 	for _, ex := range t.exceptions {
-		if exceptionNames(ex, t.policy.Name, ruleNames...) {
-			out = append(out, ex)
-		}
-	}
-	return out
-}
-
-func exceptionNames(ex kyvernov2.PolicyException, policy string, ruleNames ...string) bool {
-	for _, e := range ex.Spec.Exceptions {
-		if e.PolicyName != policy {
-			continue
-		}
-		for _, pattern := range e.RuleNames {
-			for _, name := range ruleNames {
-				if wildcardMatch(pattern, name) {
-					return true
-				}
+		for _, name := range ruleNames {
+			if kyverno.ExceptionContains(ex.Spec.Exceptions, t.policy.Name, name) {
+				out = append(out, ex)
+				break
 			}
 		}
 	}
-	return false
+	return out
 }
 
 // fallbackSpec is the policy spec without rules, for the fallback engine.
@@ -197,11 +185,9 @@ func (t *translation) rule(rule *kyvernov1.Rule) RuleResult {
 	return result
 }
 
-// isEmptyJSON reports raw JSON that carries no conditions (null, {}, []).
-func isEmptyJSON(raw []byte) bool {
-	s := string(raw)
-	return s == "" || s == "null" || s == "{}" || s == "[]"
-}
+// isEmptyJSON reports raw preconditions that hold no condition; it is
+// kyverno.NoPreconditions, under the name its callers still use.
+func isEmptyJSON(raw []byte) bool { return kyverno.NoPreconditions(raw) }
 
 // build produces the VAP and bindings of a rule.
 func (t *translation) build(rule *kyvernov1.Rule) (admissionregistrationv1.ValidatingAdmissionPolicy, []admissionregistrationv1.ValidatingAdmissionPolicyBinding, *failure) {

@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/internal/kyverno"
 )
 
 // FailureAction resolves "Enforce" or "Audit" for the rule and the request's
@@ -77,7 +78,7 @@ func cacheAction(spec *kyvernov1.Spec, ruleAction *kyvernov1.ValidationFailureAc
 		if len(o.Namespaces) == 0 && o.NamespaceSelector == nil {
 			return o.Action
 		}
-		if inNamespace && matchesAny(o.Namespaces, req.Namespace) {
+		if inNamespace && kyverno.CheckPatterns(o.Namespaces, req.Namespace) {
 			return o.Action
 		}
 		if inNamespace && o.NamespaceSelector != nil {
@@ -132,7 +133,7 @@ func matchOverride(overrides []kyvernov1.ValidationFailureActionOverride, v view
 			return o.Action, true
 		}
 		for _, ns := range o.Namespaces {
-			if wildcardMatch(ns, v.namespace) && selected(o.NamespaceSelector) {
+			if kyverno.WildcardMatch(ns, v.namespace) && selected(o.NamespaceSelector) {
 				return o.Action, true
 			}
 		}

@@ -15,6 +15,9 @@
 // subjects), pkg/engine/policycontext and pkg/utils/admission (which object
 // is matched), pkg/policycache/cache.go and pkg/engine/api/engineresponse.go
 // (failure actions). Deliberate deviations are documented where they occur.
+// The pieces the translator needs too (wildcards, kind spellings, autogen
+// rule names, exception names) are in internal/kyverno, so both select
+// alike.
 package match
 
 import (
@@ -28,6 +31,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
+	"github.com/kyvap/kyvap/internal/kyverno"
 )
 
 // ErrUnsupported marks decisions this package cannot make because they need
@@ -261,10 +265,10 @@ func filterMatches(f kyvernov1.ResourceFilter, v view, req *Request, p purpose) 
 		errs = append(errs, err)
 		ok = ok && m
 	}
-	if d.Name != "" && !wildcardMatch(d.Name, v.name) {
+	if d.Name != "" && !kyverno.WildcardMatch(d.Name, v.name) {
 		ok = false
 	}
-	if len(d.Names) > 0 && !matchesAny(d.Names, v.name) {
+	if len(d.Names) > 0 && !kyverno.CheckPatterns(d.Names, v.name) {
 		ok = false
 	}
 	if len(d.Namespaces) > 0 {
@@ -272,7 +276,7 @@ func filterMatches(f kyvernov1.ResourceFilter, v view, req *Request, p purpose) 
 		if v.kind == "Namespace" {
 			ns = v.ownName
 		}
-		ok = ok && matchesAny(d.Namespaces, ns)
+		ok = ok && kyverno.CheckPatterns(d.Namespaces, ns)
 	}
 	if len(d.Annotations) > 0 && !annotationsMatch(d.Annotations, v.annotations) {
 		ok = false
@@ -329,27 +333,17 @@ func subjectsMatch(subjects []rbacv1.Subject, user authenticationv1.UserInfo) bo
 	for _, s := range subjects {
 		switch s.Kind {
 		case rbacv1.ServiceAccountKind:
-			if wildcardMatch("system:serviceaccount:"+s.Namespace+":"+s.Name, user.Username) {
+			if kyverno.WildcardMatch("system:serviceaccount:"+s.Namespace+":"+s.Name, user.Username) {
 				return true
 			}
 		case rbacv1.GroupKind:
-			if matchesAnyName(s.Name, user.Groups) {
+			if kyverno.CheckPatterns([]string{s.Name}, user.Groups...) {
 				return true
 			}
 		case rbacv1.UserKind:
-			if wildcardMatch(s.Name, user.Username) {
+			if kyverno.WildcardMatch(s.Name, user.Username) {
 				return true
 			}
-		}
-	}
-	return false
-}
-
-// matchesAnyName reports whether one of the names matches the pattern.
-func matchesAnyName(pattern string, names []string) bool {
-	for _, n := range names {
-		if wildcardMatch(pattern, n) {
-			return true
 		}
 	}
 	return false
@@ -361,9 +355,9 @@ func matchesAnyName(pattern string, names []string) bool {
 //
 // policy is the ClusterPolicy's name ("<namespace>/<name>" for a Policy).
 // rule is the name of the rule as evaluated: for rules Kyverno generates
-// for pod controllers that is the generated name (AutogenRuleName,
-// AutogenCronJobRuleName), and, as in Kyverno, an exception naming only the
-// original rule does not cover it.
+// for pod controllers that is the generated name
+// (kyverno.AutogenRuleName, kyverno.AutogenCronJobRuleName), and, as in
+// Kyverno, an exception naming only the original rule does not cover it.
 //
 // An exception whose JMESPath conditions would decide returns an error
 // wrapping ErrUnsupported. As with Rule, an error wrapping ErrInvalid
@@ -372,7 +366,7 @@ func Exception(ex *kyvernov2.PolicyException, policy, rule string, req *Request)
 	if ex == nil || req == nil {
 		return false, errors.New("match: nil exception or request")
 	}
-	if !exceptionNames(ex.Spec.Exceptions, policy, rule) {
+	if !kyverno.ExceptionContains(ex.Spec.Exceptions, policy, rule) {
 		return false, nil
 	}
 	v := newView(req)
@@ -402,17 +396,6 @@ func Exception(ex *kyvernov2.PolicyException, policy, rule string, req *Request)
 		})
 	}
 	return true, err
-}
-
-// exceptionNames is Kyverno's PolicyExceptionSpec.Contains: the policy name
-// must be equal, the rule name may be a wildcard pattern.
-func exceptionNames(entries []kyvernov2.Exception, policy, rule string) bool {
-	for _, e := range entries {
-		if e.PolicyName == policy && matchesAny(e.RuleNames, rule) {
-			return true
-		}
-	}
-	return false
 }
 
 func containsOp(ops []kyvernov1.AdmissionOperation, op kyvernov1.AdmissionOperation) bool {

@@ -6,30 +6,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 )
 
-// maxRuleName is the length Kyverno truncates generated rule names to.
-const maxRuleName = 63
-
-// AutogenRuleName is the name Kyverno gives a rule's variant for the pod
-// controllers (Deployment, DaemonSet, ...): exceptions, reports and
-// messages use it, so the fallback engine must too. Kyverno truncates it
-// to 63 bytes (pkg/autogen/v1/rule.go, getAutogenRuleName).
-func AutogenRuleName(rule string) string {
-	return truncate("autogen-" + rule)
-}
-
-// AutogenCronJobRuleName is the name of a rule's CronJob variant; see
-// AutogenRuleName.
-func AutogenCronJobRuleName(rule string) string {
-	return truncate("autogen-cronjob-" + rule)
-}
-
-func truncate(name string) string {
-	if len(name) > maxRuleName {
-		return name[:maxRuleName]
-	}
-	return name
-}
-
 // RoleRefs computes Request.Roles and Request.ClusterRoles from the
 // cluster's bindings as Kyverno does (pkg/userinfo/roleRef.go), so callers
 // only list bindings: Roles bound by a RoleBinding as "namespace:name";

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+
+	"github.com/kyvap/kyvap/internal/kyverno"
 )
 
 // selectorMatches evaluates a label selector the way Kyverno's CheckSelector
@@ -34,7 +36,7 @@ func selectorMatches(sel *metav1.LabelSelector, actual map[string]string) (bool,
 	var errs []error
 	for _, k := range keys {
 		v := sel.MatchLabels[k]
-		if hasWildcard(k) || hasWildcard(v) {
+		if kyverno.ContainsWildcard(k) || kyverno.ContainsWildcard(v) {
 			k, v = expandWildcardLabel(k, v, actual)
 		}
 		r, err := labels.NewRequirement(k, selection.Equals, []string{v})
@@ -62,7 +64,7 @@ func expandWildcardLabel(k, v string, actual map[string]string) (string, string)
 	found := false
 	var fk string
 	for k1, v1 := range actual {
-		if wildcardMatch(k, k1) && wildcardMatch(v, v1) && (!found || k1 < fk) {
+		if kyverno.WildcardMatch(k, k1) && kyverno.WildcardMatch(v, v1) && (!found || k1 < fk) {
 			fk, found = k1, true
 		}
 	}
@@ -79,7 +81,7 @@ func annotationsMatch(expected, actual map[string]string) bool {
 	for k, v := range expected {
 		ok := false
 		for k1, v1 := range actual {
-			if wildcardMatch(k, k1) && wildcardMatch(v, v1) {
+			if kyverno.WildcardMatch(k, k1) && kyverno.WildcardMatch(v, v1) {
 				ok = true
 				break
 			}
