@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/internal/vapdefaults"
 	"github.com/kyvap/kyvap/translate"
 )
 
@@ -124,7 +125,7 @@ func specEqual(desired, existing client.Object) bool {
 			return false
 		}
 		want := d.DeepCopy()
-		defaultPolicy(want)
+		vapdefaults.Policy(want)
 		return equality.Semantic.DeepEqual(want.Spec, e.Spec)
 	case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
 		e, ok := existing.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding)
@@ -132,7 +133,7 @@ func specEqual(desired, existing client.Object) bool {
 			return false
 		}
 		want := d.DeepCopy()
-		defaultBinding(want)
+		vapdefaults.Binding(want)
 		return equality.Semantic.DeepEqual(want.Spec, e.Spec)
 	}
 	return false

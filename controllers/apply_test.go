@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/internal/vapdefaults"
 	"github.com/kyvap/kyvap/translate"
 )
 
@@ -33,7 +34,7 @@ func generatedVAP() *admissionregistrationv1.ValidatingAdmissionPolicy {
 // other tools may add (labels, annotations).
 func stored(desired *admissionregistrationv1.ValidatingAdmissionPolicy) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	s := desired.DeepCopy()
-	defaultPolicy(s)
+	vapdefaults.Policy(s)
 	s.Labels["other-tool"] = "x"
 	s.Annotations["other-tool"] = "y"
 	return s

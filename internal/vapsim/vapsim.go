@@ -62,6 +62,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kyvap/kyvap/engine/celeval"
+	"github.com/kyvap/kyvap/internal/vapdefaults"
 )
 
 // Simulator holds compiled policies with their bindings. It is immutable
@@ -110,7 +111,7 @@ func New(vaps []admissionregistrationv1.ValidatingAdmissionPolicy, bindings []ad
 			s.note("duplicate ValidatingAdmissionPolicy %q ignored", p.Name)
 			continue
 		}
-		defaultPolicy(p)
+		vapdefaults.Policy(p)
 		h := &hook{policy: p}
 		if pk := p.Spec.ParamKind; pk != nil {
 			gv, err := schema.ParseGroupVersion(pk.APIVersion)
@@ -140,7 +141,7 @@ func New(vaps []admissionregistrationv1.ValidatingAdmissionPolicy, bindings []ad
 			s.note("ValidatingAdmissionPolicyBinding %q ignored: ValidatingAdmissionPolicy %q does not exist", b.Name, b.Spec.PolicyName)
 			continue
 		}
-		defaultBinding(b)
+		vapdefaults.Binding(b)
 		h.bindings = append(h.bindings, b)
 	}
 	for _, h := range byName {
