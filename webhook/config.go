@@ -172,59 +172,17 @@ func webhookFor(g Group, rules []admissionregistrationv1.RuleWithOperations, exc
 	}
 }
 
-// mergeWebhookRules merges rules that differ only in resources, with
-// explicit scope "*", sorted.
+// mergeWebhookRules merges rules that differ only in resources
+// (translate.MergeRules), with the explicit scope "*" the API server would
+// default them to, so the stored configuration equals the desired one.
 func mergeWebhookRules(rules []admissionregistrationv1.RuleWithOperations) []admissionregistrationv1.RuleWithOperations {
-	type key struct{ groups, versions, ops string }
-	merged := map[key]map[string]bool{}
-	for _, r := range rules {
-		ops := make([]string, len(r.Operations))
-		for i, op := range r.Operations {
-			ops[i] = string(op)
-		}
-		k := key{strings.Join(r.APIGroups, ","), strings.Join(r.APIVersions, ","), strings.Join(ops, ",")}
-		if merged[k] == nil {
-			merged[k] = map[string]bool{}
-		}
-		for _, res := range r.Resources {
-			merged[k][res] = true
-		}
-	}
-	keys := make([]key, 0, len(merged))
-	for k := range merged {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		a, b := keys[i], keys[j]
-		if a.groups != b.groups {
-			return a.groups < b.groups
-		}
-		if a.versions != b.versions {
-			return a.versions < b.versions
-		}
-		return a.ops < b.ops
-	})
 	all := admissionregistrationv1.AllScopes
-	out := make([]admissionregistrationv1.RuleWithOperations, 0, len(keys))
-	for _, k := range keys {
-		resources := make([]string, 0, len(merged[k]))
-		for r := range merged[k] {
-			resources = append(resources, r)
-		}
-		sort.Strings(resources)
-		var ops []admissionregistrationv1.OperationType
-		for _, op := range strings.Split(k.ops, ",") {
-			ops = append(ops, admissionregistrationv1.OperationType(op))
-		}
-		out = append(out, admissionregistrationv1.RuleWithOperations{
-			Operations: ops,
-			Rule: admissionregistrationv1.Rule{
-				APIGroups: strings.Split(k.groups, ","), APIVersions: strings.Split(k.versions, ","),
-				Resources: resources, Scope: &all,
-			},
-		})
+	scoped := make([]admissionregistrationv1.RuleWithOperations, len(rules))
+	for i := range rules {
+		scoped[i] = rules[i]
+		scoped[i].Scope = &all
 	}
-	return out
+	return translate.MergeRules(scoped)
 }
 
 // errNoClientConfig is returned when neither a Service nor a URL is set.
