@@ -3,7 +3,6 @@ package webhook
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -12,8 +11,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -75,75 +74,47 @@ func RolesOf(rbs []rbacv1.RoleBinding, crbs []rbacv1.ClusterRoleBinding, user au
 	return match.RoleRefs(rbPtrs, crbPtrs, user, namespace)
 }
 
-// Params implements engine.ParamSource with the API server's paramRef
-// semantics, reading parameter objects from the cache.
+// Params implements engine.ParamSource with engine.ResolveParams, reading
+// parameter objects from the cache; the scope of a paramKind is the REST
+// mapper's (discovery).
 func (l *ClusterLookup) Params(ctx context.Context, kind *admissionregistrationv1.ParamKind, ref *admissionregistrationv1.ParamRef, namespace string) ([]runtime.Object, error) {
-	if ref == nil {
-		return nil, fmt.Errorf("paramKind %s %s is set but the rule has no paramRef", kind.APIVersion, kind.Kind)
-	}
-	gv, err := schema.ParseGroupVersion(kind.APIVersion)
+	return engine.ResolveParams(ctx, clusterParams{l}, kind, ref, namespace)
+}
+
+// clusterParams is a ClusterLookup as engine.ParamObjects.
+type clusterParams struct{ l *ClusterLookup }
+
+func (c clusterParams) Scope(gvk schema.GroupVersionKind) (namespaced, known bool, err error) {
+	mapping, err := c.l.Writer.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		return nil, fmt.Errorf("paramKind apiVersion %q: %w", kind.APIVersion, err)
+		return false, false, err
 	}
-	gvk := gv.WithKind(kind.Kind)
-	mapping, err := l.Writer.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
-		return nil, fmt.Errorf("paramKind %s: %w", gvk, err)
-	}
-	var opts []client.ListOption
-	if mapping.Scope.Name() != meta.RESTScopeNameNamespace && ref.Namespace != "" {
-		return nil, engine.ErrClusterScopedParamNamespace
-	}
-	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-		ns := ref.Namespace
-		if ns == "" {
-			ns = namespace
+	return mapping.Scope.Name() == meta.RESTScopeNameNamespace, true, nil
+}
+
+func (c clusterParams) Get(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (runtime.Object, error) {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	if err := c.l.Reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
 		}
-		if ns == "" {
-			return nil, fmt.Errorf("cannot use namespaced paramRef in policy binding that matches cluster-scoped resources")
-		}
-		opts = append(opts, client.InNamespace(ns))
-	}
-	if ref.Name != "" {
-		obj := &unstructured.Unstructured{}
-		obj.SetGroupVersionKind(gvk)
-		key := client.ObjectKey{Name: ref.Name}
-		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-			key.Namespace = ref.Namespace
-			if key.Namespace == "" {
-				key.Namespace = namespace
-			}
-		}
-		if err := l.Reader.Get(ctx, key, obj); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil, nil
-			}
-			return nil, err
-		}
-		return []runtime.Object{obj}, nil
-	}
-	if ref.Selector == nil {
-		return nil, fmt.Errorf("paramRef has neither name nor selector")
-	}
-	selector, err := metav1.LabelSelectorAsSelector(ref.Selector)
-	if err != nil {
-		return nil, fmt.Errorf("paramRef selector: %w", err)
-	}
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err := l.Reader.List(ctx, list, append(opts, client.MatchingLabelsSelector{Selector: selector})...); err != nil {
 		return nil, err
 	}
-	// In the API server's list order (namespace, then name): Kyverno's
-	// engine evaluates parameters in the order its list returns them, and
-	// the first one that is skipped or denied decides.
-	sort.Slice(list.Items, func(i, j int) bool {
-		a, b := &list.Items[i], &list.Items[j]
-		if a.GetNamespace() != b.GetNamespace() {
-			return a.GetNamespace() < b.GetNamespace()
-		}
-		return a.GetName() < b.GetName()
-	})
+	return obj, nil
+}
+
+func (c clusterParams) List(ctx context.Context, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) ([]runtime.Object, error) {
+	var opts []client.ListOption
+	if namespace != "" {
+		opts = append(opts, client.InNamespace(namespace))
+	}
+	opts = append(opts, client.MatchingLabelsSelector{Selector: selector})
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := c.l.Reader.List(ctx, list, opts...); err != nil {
+		return nil, err
+	}
 	out := make([]runtime.Object, 0, len(list.Items))
 	for i := range list.Items {
 		out = append(out, &list.Items[i])
