@@ -5,6 +5,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
+	"github.com/kyvap/kyvap/internal/kyverno"
 )
 
 // notEnforceable says why kyvap's fallback engine cannot evaluate a fallback
@@ -19,7 +20,7 @@ func notEnforceable(rules []kyvernov1.Rule, exceptions []kyvernov2.PolicyExcepti
 		switch {
 		case !rule.HasValidateCEL():
 			return fmt.Sprintf("rule %q is not a validate.cel rule", rule.Name)
-		case rule.RawAnyAllConditions != nil && !isEmptyJSON(rule.RawAnyAllConditions.Raw):
+		case rule.RawAnyAllConditions != nil && !kyverno.NoPreconditions(rule.RawAnyAllConditions.Raw):
 			return fmt.Sprintf("rule %q has JMESPath preconditions, which only Kyverno evaluates", rule.Name)
 		case len(rule.Context) > 0:
 			return fmt.Sprintf("rule %q has context entries, which only Kyverno evaluates", rule.Name)

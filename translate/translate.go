@@ -154,7 +154,7 @@ func (t *translation) rule(rule *kyvernov1.Rule) RuleResult {
 		return t.fallbackResult(rule, ReasonGenerateOptOut, "validate.cel.generate is not true (Kyverno's opt-in is respected)")
 	case t.policy.Spec.ApplyRules != nil && *t.policy.Spec.ApplyRules == "One":
 		return t.fallbackResult(rule, ReasonApplyRulesOne, "spec.applyRules One makes rules depend on each other")
-	case rule.RawAnyAllConditions != nil && !isEmptyJSON(rule.RawAnyAllConditions.Raw):
+	case rule.RawAnyAllConditions != nil && !kyverno.NoPreconditions(rule.RawAnyAllConditions.Raw):
 		return t.fallbackResult(rule, ReasonJMESPathPreconditions, "JMESPath preconditions have no VAP form")
 	case len(rule.Context) > 0:
 		return t.fallbackResult(rule, ReasonContextEntries, "context entries have no VAP form")
@@ -184,10 +184,6 @@ func (t *translation) rule(rule *kyvernov1.Rule) RuleResult {
 	}
 	return result
 }
-
-// isEmptyJSON reports raw preconditions that hold no condition; it is
-// kyverno.NoPreconditions, under the name its callers still use.
-func isEmptyJSON(raw []byte) bool { return kyverno.NoPreconditions(raw) }
 
 // build produces the VAP and bindings of a rule.
 func (t *translation) build(rule *kyvernov1.Rule) (admissionregistrationv1.ValidatingAdmissionPolicy, []admissionregistrationv1.ValidatingAdmissionPolicyBinding, *failure) {
