@@ -380,49 +380,6 @@ func readDocuments(path string, fn func(file string, doc document, raw []byte, m
 	return nil
 }
 
-// forEachItem calls fn for the object, or for each item of a v1 List.
-func forEachItem(raw []byte, meta metav1.TypeMeta, fn func(raw []byte, meta metav1.TypeMeta) error) error {
-	if meta.APIVersion != "v1" || meta.Kind != "List" {
-		return fn(raw, meta)
-	}
-	var list struct {
-		Items []json.RawMessage `json:"items"`
-	}
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return fmt.Errorf("v1 List: %w", err)
-	}
-	for i, item := range list.Items {
-		var m metav1.TypeMeta
-		if err := json.Unmarshal(item, &m); err != nil {
-			return fmt.Errorf("v1 List items[%d]: not a Kubernetes object: %w", i, err)
-		}
-		if err := forEachItem(item, m, fn); err != nil {
-			return fmt.Errorf("v1 List items[%d]: %w", i, err)
-		}
-	}
-	return nil
-}
-
-// decodeObject unmarshals a Kyverno object leniently (kyvap's types model
-// only what it reads), naming the object and field in type errors.
-func decodeObject(raw []byte, into any, meta metav1.TypeMeta) error {
-	err := json.Unmarshal(raw, into)
-	if err == nil {
-		return nil
-	}
-	var obj struct {
-		Metadata struct {
-			Name string `json:"name"`
-		} `json:"metadata"`
-	}
-	_ = json.Unmarshal(raw, &obj) // best effort: only for the message
-	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) && typeErr.Field != "" {
-		return fmt.Errorf("%s %q: field %s: cannot use a JSON %s as %s", meta.Kind, obj.Metadata.Name, typeErr.Field, typeErr.Value, typeErr.Type)
-	}
-	return fmt.Errorf("%s %q: %w", meta.Kind, obj.Metadata.Name, err)
-}
-
 // ignoredKinds are the policy kinds Kyverno's CLI loads and kyvap does not
 // translate, with the reason reported for them.
 var ignoredKinds = map[string]string{
@@ -448,7 +405,7 @@ var ignoredKinds = map[string]string{
 // readPolicies adds the policies of a policy file or directory.
 func (s *Suite) readPolicies(path string) error {
 	return readDocuments(path, func(file string, doc document, raw []byte, meta metav1.TypeMeta) error {
-		return forEachItem(raw, meta, func(raw []byte, meta metav1.TypeMeta) error {
+		return manifest.ForEachItem(raw, meta, func(raw []byte, meta metav1.TypeMeta) error {
 			gv, err := schema.ParseGroupVersion(meta.APIVersion)
 			if err != nil {
 				return fmt.Errorf("apiVersion %q: %w", meta.APIVersion, err)
@@ -456,7 +413,7 @@ func (s *Suite) readPolicies(path string) error {
 			switch {
 			case gv.Group == "kyverno.io" && (gv.Version == "v1" || gv.Version == "v2beta1") && meta.Kind == "ClusterPolicy":
 				var p kyvernov1.ClusterPolicy
-				if err := decodeObject(raw, &p, meta); err != nil {
+				if err := manifest.Decode(raw, &p, meta); err != nil {
 					return err
 				}
 				if p.Name == "" {
@@ -495,11 +452,11 @@ func (s *Suite) readPolicies(path string) error {
 // readExceptions adds the PolicyExceptions of an exceptions file.
 func (s *Suite) readExceptions(path string) error {
 	return readDocuments(path, func(file string, doc document, raw []byte, meta metav1.TypeMeta) error {
-		return forEachItem(raw, meta, func(raw []byte, meta metav1.TypeMeta) error {
+		return manifest.ForEachItem(raw, meta, func(raw []byte, meta metav1.TypeMeta) error {
 			switch {
 			case (meta.APIVersion == "kyverno.io/v2" || meta.APIVersion == "kyverno.io/v2beta1") && meta.Kind == "PolicyException":
 				var ex kyvernov2.PolicyException
-				if err := decodeObject(raw, &ex, meta); err != nil {
+				if err := manifest.Decode(raw, &ex, meta); err != nil {
 					return err
 				}
 				s.Exceptions = append(s.Exceptions, ex)
@@ -528,7 +485,7 @@ func (s *Suite) readObjects(path, what string) ([]Resource, error) {
 		}
 		if meta.APIVersion == "apiextensions.k8s.io/v1" && meta.Kind == "CustomResourceDefinition" {
 			var crd apiextensionsv1.CustomResourceDefinition
-			if err := decodeObject(raw, &crd, meta); err != nil {
+			if err := manifest.Decode(raw, &crd, meta); err != nil {
 				return err
 			}
 			s.CRDs = append(s.CRDs, crd)

@@ -265,7 +265,7 @@ func (s *Set) addObject(raw []byte, accept Accept) error {
 		return s.addList(raw, accept)
 	case meta.APIVersion == "apiextensions.k8s.io/v1" && meta.Kind == "CustomResourceDefinition":
 		var crd apiextensionsv1.CustomResourceDefinition
-		if err := decode(raw, &crd, meta); err != nil {
+		if err := Decode(raw, &crd, meta); err != nil {
 			return err
 		}
 		s.CRDs = append(s.CRDs, crd)
@@ -274,14 +274,14 @@ func (s *Set) addObject(raw []byte, accept Accept) error {
 		return fmt.Errorf("unsupported kind %s %s: a --crd file holds apiextensions.k8s.io/v1 CustomResourceDefinitions", meta.APIVersion, meta.Kind)
 	case meta.APIVersion == "kyverno.io/v1" && meta.Kind == "ClusterPolicy":
 		var policy kyvernov1.ClusterPolicy
-		if err := decode(raw, &policy, meta); err != nil {
+		if err := Decode(raw, &policy, meta); err != nil {
 			return err
 		}
 		s.Policies = append(s.Policies, policy)
 		return nil
 	case (meta.APIVersion == "kyverno.io/v2" || meta.APIVersion == "kyverno.io/v2beta1") && meta.Kind == "PolicyException":
 		var exception kyvernov2.PolicyException
-		if err := decode(raw, &exception, meta); err != nil {
+		if err := Decode(raw, &exception, meta); err != nil {
 			return err
 		}
 		s.Exceptions = append(s.Exceptions, exception)
@@ -307,8 +307,9 @@ func (s *Set) addList(raw []byte, accept Accept) error {
 	return nil
 }
 
-// decode unmarshals an object, naming it and the field in type errors.
-func decode(raw []byte, into any, meta metav1.TypeMeta) error {
+// Decode unmarshals an object leniently (kyvap's types model only what it
+// reads), naming the object and the field in type errors.
+func Decode(raw []byte, into any, meta metav1.TypeMeta) error {
 	err := json.Unmarshal(raw, into)
 	if err == nil {
 		return nil
@@ -319,6 +320,30 @@ func decode(raw []byte, into any, meta metav1.TypeMeta) error {
 		return fmt.Errorf("%s %s: field %s: cannot use a JSON %s as %s", meta.Kind, name, typeErr.Field, typeErr.Value, typeErr.Type)
 	}
 	return fmt.Errorf("%s %s: %w", meta.Kind, name, err)
+}
+
+// ForEachItem calls fn for the object, or for each item of a v1 List (and
+// of the Lists in it).
+func ForEachItem(raw []byte, meta metav1.TypeMeta, fn func(raw []byte, meta metav1.TypeMeta) error) error {
+	if meta.APIVersion != "v1" || meta.Kind != "List" {
+		return fn(raw, meta)
+	}
+	var list struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return fmt.Errorf("v1 List: %w", err)
+	}
+	for i, item := range list.Items {
+		var m metav1.TypeMeta
+		if err := json.Unmarshal(item, &m); err != nil {
+			return fmt.Errorf("v1 List items[%d]: not a Kubernetes object: %w", i, err)
+		}
+		if err := ForEachItem(item, m, fn); err != nil {
+			return fmt.Errorf("v1 List items[%d]: %w", i, err)
+		}
+	}
+	return nil
 }
 
 // objectName is the object's metadata.name, quoted, for error messages.
