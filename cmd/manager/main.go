@@ -8,18 +8,12 @@ import (
 	"os"
 	"runtime/debug"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	kyvernov1 "github.com/kyvap/kyvap/api/v1"
-	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/internal/operator"
 	"github.com/kyvap/kyvap/internal/version"
 	"github.com/kyvap/kyvap/translate"
@@ -69,15 +63,6 @@ func parseFlags(args []string) (options, error) {
 	return o, fs.Parse(args)
 }
 
-func newScheme() *runtime.Scheme {
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(kyvernov1.AddToScheme(scheme))
-	utilruntime.Must(kyvernov2.AddToScheme(scheme))
-	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
-	return scheme
-}
-
 func main() {
 	opts, err := parseFlags(os.Args[1:])
 	if err != nil {
@@ -106,7 +91,7 @@ func main() {
 	// Kyverno 1.19 marks kyverno.io/v1 deprecated: every request would log it.
 	cfg.WarningHandlerWithContext = rest.NoWarnings{}
 	managerOptions := ctrl.Options{
-		Scheme:                  newScheme(),
+		Scheme:                  operator.NewScheme(),
 		Controller:              config.Controller{MaxConcurrentReconciles: opts.concurrency},
 		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
 		HealthProbeBindAddress:  opts.probeAddr,

@@ -9,8 +9,11 @@ import (
 	"fmt"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,6 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/controllers"
 	"github.com/kyvap/kyvap/engine"
 	"github.com/kyvap/kyvap/translate"
@@ -104,6 +109,17 @@ func New(ctx context.Context, cfg *rest.Config, managerOptions ctrl.Options, opt
 		return nil, err
 	}
 	return op, mgr.AddReadyzCheck("readyz", healthz.Ping)
+}
+
+// NewScheme returns the scheme the operator's clients need: the built-in
+// Kubernetes kinds, kyvap's Kyverno types and CustomResourceDefinitions.
+func NewScheme() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(kyvernov1.AddToScheme(scheme))
+	utilruntime.Must(kyvernov2.AddToScheme(scheme))
+	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
+	return scheme
 }
 
 // Start runs the manager until ctx ends.

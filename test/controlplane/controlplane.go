@@ -22,16 +22,12 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	kyvernov1 "github.com/kyvap/kyvap/api/v1"
-	kyvernov2 "github.com/kyvap/kyvap/api/v2"
+	"github.com/kyvap/kyvap/internal/operator"
 )
 
 // Versions of the parts the control plane is made of. The Makefile pins the
@@ -71,14 +67,7 @@ type ControlPlane struct {
 
 // NewScheme returns a scheme with the built-in Kubernetes kinds and the
 // Kyverno kinds kyvap reads.
-func NewScheme() *runtime.Scheme {
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(kyvernov1.AddToScheme(scheme))
-	utilruntime.Must(kyvernov2.AddToScheme(scheme))
-	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
-	return scheme
-}
+func NewScheme() *runtime.Scheme { return operator.NewScheme() }
 
 // Start builds (or reuses) the binaries, starts the control plane, installs
 // Kyverno's CRDs and waits until they are served.
