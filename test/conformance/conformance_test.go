@@ -11,7 +11,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"sort"
 	"strings"
@@ -28,7 +27,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
@@ -272,7 +270,7 @@ func replayable(s *kyvernosuite.Suite) string {
 // the one predicted in-process.
 func TestRealAPIServer(t *testing.T) {
 	user := currentUser(t)
-	ensureNamespace(t, "kyvap-system", nil)
+	cp.EnsureNamespace(t, controlplane.OperatorNamespace, nil)
 	suites := corpus(t)
 	cluster(t)
 	for _, generate := range []bool{true, false} {
@@ -281,7 +279,7 @@ func TestRealAPIServer(t *testing.T) {
 			name = "webhook"
 		}
 		t.Run(name, func(t *testing.T) {
-			defer startOperator(t, generate)()
+			cp.StartWebhookOperator(t, translate.Options{GenerateValidatingAdmissionPolicy: generate}, controlplane.FreePort(t))
 			replayed, skipped := 0, map[string]int{}
 			for k := range operations {
 				delete(operations, k)
@@ -305,24 +303,6 @@ func TestRealAPIServer(t *testing.T) {
 				t.Errorf("only %d requests replayed (%v)", replayed, operations)
 			}
 		})
-	}
-}
-
-// startOperator runs the operator with its webhook (on a local port the
-// API server calls), VAP generation as given, and returns its stop.
-func startOperator(t *testing.T, generate bool) (stop func()) {
-	t.Helper()
-	port := freePort(t)
-	op, err := cp.StartOperatorWithWebhook(translate.Options{GenerateValidatingAdmissionPolicy: generate}, ctrl.Options{},
-		webhook.Options{Host: "127.0.0.1", Port: port, Namespace: "kyvap-system", URL: fmt.Sprintf("https://127.0.0.1:%d", port)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return func() {
-		if err := op.Stop(); err != nil {
-			t.Errorf("operator: %v", err)
-		}
-		_ = cp.Client.Delete(context.Background(), &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhook.DefaultConfigurationName}})
 	}
 }
 
@@ -661,51 +641,12 @@ func currentUser(t *testing.T) authenticationv1.UserInfo {
 	return review.Status.UserInfo
 }
 
-func ensureNamespace(t *testing.T, name string, labels map[string]string) {
-	t.Helper()
-	want := map[string]string{corev1.LabelMetadataName: name}
-	for k, v := range labels {
-		want[k] = v
-	}
-	// Retried: the API server may still enforce, for a moment, a policy of
-	// the previous suite that matches Namespaces.
-	err := controlplane.Eventually(context.Background(), 30*time.Second, func(ctx context.Context) (bool, error) {
-		ns := &corev1.Namespace{}
-		err := cp.Client.Get(ctx, client.ObjectKey{Name: name}, ns)
-		if apierrors.IsNotFound(err) {
-			return false, cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}})
-		}
-		if err != nil {
-			return false, err
-		}
-		// Suites reuse namespace names with their own labels.
-		if fmt.Sprint(ns.Labels) == fmt.Sprint(want) {
-			return true, nil
-		}
-		ns.Labels = want
-		return false, cp.Client.Update(ctx, ns)
-	})
-	if err != nil {
-		t.Fatalf("namespace %s with labels %v: %v", name, labels, err)
-	}
-}
-
 // flagRun is the -run pattern: a partial run replays fewer requests.
 func flagRun() string {
 	if f := flag.Lookup("test.run"); f != nil {
 		return f.Value.String()
 	}
 	return ""
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // TestClusterReplay replays every suite of the corpus with kyvap test
@@ -719,8 +660,8 @@ func TestClusterReplay(t *testing.T) {
 		t.Fatalf("kyvernosuite.DefaultStatusCondition %q is not controllers.ConditionType %q", kyvernosuite.DefaultStatusCondition, controllers.ConditionType)
 	}
 	ctx := context.Background()
-	ensureNamespace(t, "kyvap-system", nil)
-	defer startOperator(t, true)()
+	cp.EnsureNamespace(t, controlplane.OperatorNamespace, nil)
+	cp.StartWebhookOperator(t, translate.Options{GenerateValidatingAdmissionPolicy: true}, controlplane.FreePort(t))
 	replay := cluster(t)
 	var total kyvernosuite.Summary
 	operations := map[string]int{}

@@ -3,27 +3,27 @@ package controlplane
 import (
 	"context"
 	"fmt"
-	"time"
+	"testing"
 
-	"k8s.io/apimachinery/pkg/api/meta"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/controllers"
-	"github.com/kyvap/kyvap/internal/operator"
 	"github.com/kyvap/kyvap/engine"
+	"github.com/kyvap/kyvap/internal/operator"
 	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/webhook"
 )
 
 // Operator is kyvap's manager running in-process against the control plane,
-// built by internal/operator exactly as cmd/manager builds it.
+// built by internal/operator exactly as cmd/manager builds it. The kit's
+// StartOperator* functions return it; it is stopped when the test ends.
 type Operator struct {
 	Reconciler *controllers.ClusterPolicyReconciler
 	// Engine is the fallback engine when the webhook runs, else nil.
@@ -33,21 +33,63 @@ type Operator struct {
 
 	cancel context.CancelFunc
 	done   chan error
+	// t is the test that started the operator, cp its control plane.
+	t  testing.TB
+	cp *ControlPlane
 }
 
-// StartOperator starts the manager with the translation options; extra
-// carries leader-election settings (the rest of it is ignored). Several
-// operators may run in one process. Fallback rules are not enforced (no
-// webhook); see StartOperatorWithWebhook.
-func (cp *ControlPlane) StartOperator(opts translate.Options, extra ctrl.Options) (*Operator, error) {
-	return cp.startOperator(operator.Options{Translate: opts}, extra)
+// StartOperator runs kyvap's manager in-process with the translation
+// options until the test ends (or Stop). Fallback rules are not enforced
+// (no webhook); see StartWebhookOperator. Several operators may run in one
+// process.
+func (cp *ControlPlane) StartOperator(t testing.TB, opts translate.Options) *Operator {
+	t.Helper()
+	return cp.startForTest(t, operator.Options{Translate: opts}, ctrl.Options{})
 }
 
-// StartOperatorWithWebhook starts the manager as StartOperator does, plus
-// the fallback webhook with wh (as cmd/manager does with --webhook). The
-// API server reaches it through wh.URL, so its host must be this machine.
-func (cp *ControlPlane) StartOperatorWithWebhook(opts translate.Options, extra ctrl.Options, wh webhook.Options) (*Operator, error) {
-	return cp.startOperator(operator.Options{Translate: opts, Webhook: &wh}, extra)
+// StartOperatorWithElection is StartOperator with leader election: election
+// carries the LeaderElection* settings, LeaseDuration, RenewDeadline and
+// RetryPeriod (the rest of it is ignored).
+func (cp *ControlPlane) StartOperatorWithElection(t testing.TB, opts translate.Options, election ctrl.Options) *Operator {
+	t.Helper()
+	return cp.startForTest(t, operator.Options{Translate: opts}, election)
+}
+
+// OperatorNamespace is the namespace StartWebhookOperator runs the operator
+// "in": the webhook excludes it and keeps its certificate Secret there.
+const OperatorNamespace = "kyvap-system"
+
+// StartWebhookOperator runs the manager as StartOperator does, plus the
+// fallback webhook on 127.0.0.1:port (as cmd/manager does with --webhook and
+// --webhook-url), which the API server calls over TLS with kyvap's own CA.
+// It creates OperatorNamespace if needed. When the test ends the manager
+// stops and then kyvap's webhook configuration is deleted, so that later
+// tests never meet a configuration pointing at a dead port; Stop alone
+// leaves the configuration, as when the webhook's pods are down.
+func (cp *ControlPlane) StartWebhookOperator(t testing.TB, opts translate.Options, port int) *Operator {
+	t.Helper()
+	cp.EnsureNamespace(t, OperatorNamespace, nil)
+	t.Cleanup(func() {
+		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhook.DefaultConfigurationName}}
+		if err := cp.Client.Delete(context.Background(), vwc); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting the webhook configuration: %v", err)
+		}
+	})
+	wh := webhook.Options{Host: "127.0.0.1", Port: port, Namespace: OperatorNamespace, URL: fmt.Sprintf("https://127.0.0.1:%d", port)}
+	return cp.startForTest(t, operator.Options{Translate: opts, Webhook: &wh}, ctrl.Options{})
+}
+
+// startForTest starts the operator, failing t if it cannot, and stops it
+// when t ends.
+func (cp *ControlPlane) startForTest(t testing.TB, opts operator.Options, extra ctrl.Options) *Operator {
+	t.Helper()
+	op, err := cp.startOperator(opts, extra)
+	if err != nil {
+		t.Fatalf("starting the operator: %v", err)
+	}
+	op.t, op.cp = t, cp
+	t.Cleanup(op.Stop)
+	return op
 }
 
 func (cp *ControlPlane) startOperator(opts operator.Options, extra ctrl.Options) (*Operator, error) {
@@ -77,30 +119,15 @@ func (cp *ControlPlane) startOperator(opts operator.Options, extra ctrl.Options)
 	return running, nil
 }
 
-// Stop stops the manager and returns its error; later calls return nil.
-func (op *Operator) Stop() error {
+// Stop stops the manager and fails the test if it stopped with an error.
+// Later calls do nothing.
+func (op *Operator) Stop() {
 	if op.cancel == nil {
-		return nil
+		return
 	}
 	op.cancel()
 	op.cancel = nil
-	return <-op.done
-}
-
-// WaitForPolicyStatus waits until kyvap's condition on the named
-// ClusterPolicy reflects its current generation, and returns both.
-func WaitForPolicyStatus(ctx context.Context, c client.Client, name string, timeout time.Duration) (*kyvernov1.ClusterPolicy, *metav1.Condition, error) {
-	policy := &kyvernov1.ClusterPolicy{}
-	var cond *metav1.Condition
-	err := Eventually(ctx, timeout, func(ctx context.Context) (bool, error) {
-		if err := c.Get(ctx, client.ObjectKey{Name: name}, policy); err != nil {
-			return false, err
-		}
-		cond = meta.FindStatusCondition(policy.Status.Conditions, controllers.ConditionType)
-		if cond == nil {
-			return false, fmt.Errorf("no %s condition", controllers.ConditionType)
-		}
-		return cond.ObservedGeneration == policy.Generation, fmt.Errorf("condition at generation %d, policy at %d", cond.ObservedGeneration, policy.Generation)
-	})
-	return policy, cond, err
+	if err := <-op.done; err != nil {
+		op.t.Errorf("manager stopped with an error: %v", err)
+	}
 }

@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -33,4 +34,26 @@ func RunSuite(m *testing.M, opts Options, cp **ControlPlane) int {
 		fmt.Fprintln(os.Stderr, "stopping the control plane:", err)
 	}
 	return code
+}
+
+// RunBenchmarkSuite is RunSuite for a package of benchmarks: it starts the
+// control plane only when -test.bench asks for benchmarks, so that `go test`
+// without -bench, which runs none, starts no kube-apiserver (*cp stays nil;
+// a Test of such a package must not need the control plane).
+//
+//	func TestMain(m *testing.M) { os.Exit(controlplane.RunBenchmarkSuite(m, controlplane.Options{}, &cp)) }
+func RunBenchmarkSuite(m *testing.M, opts Options, cp **ControlPlane) int {
+	flag.Parse()
+	if !BenchmarksRequested() {
+		return m.Run()
+	}
+	return RunSuite(m, opts, cp)
+}
+
+// BenchmarksRequested reports whether the test binary was asked to run
+// benchmarks (-test.bench, i.e. go test -bench, is set). Call it after
+// flag.Parse, in TestMain.
+func BenchmarksRequested() bool {
+	f := flag.Lookup("test.bench")
+	return f != nil && f.Value.String() != ""
 }

@@ -45,21 +45,21 @@ func gizmoCRD(group string) *apiextensionsv1.CustomResourceDefinition {
 // registers the new resource.
 func TestCRDInstalledLaterReachesEveryComponent(t *testing.T) {
 	const group = "kinds.kyvap.test"
-	startWebhookOperator(t, generateOn, freePort(t))
-	vapPolicy := clusterPolicy("gizmo-vap", kyvernov1.Enforce, celRule("gizmo-size", "Gizmo", "true", "gizmos are fine"))
-	webhookPolicy := clusterPolicy("gizmo-webhook", kyvernov1.Enforce, celRule("gizmo-color", "Gizmo", "true", "gizmos are fine"))
+	cp.StartWebhookOperator(t, generateOn, controlplane.FreePort(t))
+	vapPolicy := controlplane.ClusterPolicy("gizmo-vap", kyvernov1.Enforce, controlplane.CELRule("gizmo-size", "Gizmo", "true", "gizmos are fine"))
+	webhookPolicy := controlplane.ClusterPolicy("gizmo-webhook", kyvernov1.Enforce, controlplane.CELRule("gizmo-color", "Gizmo", "true", "gizmos are fine"))
 	webhookPolicy.Annotations = map[string]string{translate.AnnotationGenerate: "false"}
-	create(t, vapPolicy)
-	create(t, webhookPolicy)
-	before := waitForStatus(t, vapPolicy, controllers.ReasonFallback)
+	cp.Create(t, vapPolicy)
+	cp.Create(t, webhookPolicy)
+	before := cp.WaitForStatus(t, vapPolicy, controllers.ReasonFallback)
 	if msg := before.Status.ValidatingAdmissionPolicy.Message; !strings.Contains(msg, string(translate.ReasonKindUnresolved)) {
 		t.Fatalf("before the CRD: status message %q, want %s", msg, translate.ReasonKindUnresolved)
 	}
 
-	create(t, gizmoCRD(group))
-	waitForStatus(t, vapPolicy, controllers.ReasonAllRulesTranslated)
+	cp.Create(t, gizmoCRD(group))
+	cp.WaitForStatus(t, vapPolicy, controllers.ReasonAllRulesTranslated)
 	err := controlplane.Eventually(context.Background(), 60*time.Second, func(ctx context.Context) (bool, error) {
-		vwc, err := webhookConfiguration(ctx)
+		vwc, err := cp.WebhookConfiguration(ctx)
 		if err != nil {
 			return false, err
 		}

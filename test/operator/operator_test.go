@@ -8,13 +8,13 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
@@ -23,12 +23,8 @@ import (
 	"github.com/kyvap/kyvap/translate"
 )
 
-const replicasMessage = "replicas must be at most 5"
-
-func replicasPolicy(name string, action kyvernov1.ValidationFailureAction) *kyvernov1.ClusterPolicy {
-	return clusterPolicy(name, action, celRule("max-replicas", "Deployment", "object.spec.replicas <= 5", replicasMessage))
-}
-
+// resourceVersions maps the policy and the VAPs and bindings it controls to
+// their resourceVersions.
 func resourceVersions(t testing.TB, policy *kyvernov1.ClusterPolicy) map[string]string {
 	t.Helper()
 	ctx := context.Background()
@@ -38,7 +34,7 @@ func resourceVersions(t testing.TB, policy *kyvernov1.ClusterPolicy) map[string]
 		t.Fatal(err)
 	}
 	out["ClusterPolicy/"+current.Name] = current.ResourceVersion
-	vaps, bindings, err := generatedFor(ctx, current)
+	vaps, bindings, err := cp.GeneratedFor(ctx, current)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,18 +47,21 @@ func resourceVersions(t testing.TB, policy *kyvernov1.ClusterPolicy) map[string]
 	return out
 }
 
-func TestEnforcePolicyBecomesVAPAndDenies(t *testing.T) {
-	startOperator(t, generateOn)
-	ctx := context.Background()
-	namespace(t, "enforce", nil)
-	policy := replicasPolicy("enforce-replicas", kyvernov1.Enforce)
-	create(t, policy)
+// configMaps is the resource of the hand-written VAPs.
+var configMaps = corev1.SchemeGroupVersion.WithResource("configmaps")
 
-	got := waitForStatus(t, policy, controllers.ReasonAllRulesTranslated)
+func TestEnforcePolicyBecomesVAPAndDenies(t *testing.T) {
+	cp.StartOperator(t, generateOn)
+	ctx := context.Background()
+	cp.Namespace(t, "enforce", nil)
+	policy := controlplane.ReplicasPolicy("enforce-replicas", kyvernov1.Enforce)
+	cp.Create(t, policy)
+
+	got := cp.WaitForStatus(t, policy, controllers.ReasonAllRulesTranslated)
 	if !got.Status.ValidatingAdmissionPolicy.Generated || got.Status.ValidatingAdmissionPolicy.Message != "" {
 		t.Errorf("Kyverno status = %+v, want generated with an empty message", got.Status.ValidatingAdmissionPolicy)
 	}
-	vaps, bindings, err := generatedFor(ctx, got)
+	vaps, bindings, err := cp.GeneratedFor(ctx, got)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,43 +75,40 @@ func TestEnforcePolicyBecomesVAPAndDenies(t *testing.T) {
 		t.Errorf("binding actions = %v, want [Deny]", got)
 	}
 
-	waitForDenial(t, deployment("enforce", "too-many", 10, nil), replicasMessage)
-	mustAdmit(t, deployment("enforce", "just-right", 3, nil))
+	cp.WaitForDenial(t, controlplane.Deployment("enforce", "too-many", 10, nil), controlplane.ReplicasMessage)
+	cp.MustAdmit(t, controlplane.Deployment("enforce", "just-right", 3, nil))
 }
 
 func TestAuditPolicyWarns(t *testing.T) {
-	startOperator(t, generateOn)
-	namespace(t, "audit", nil)
-	policy := replicasPolicy("audit-replicas", kyvernov1.Audit)
-	create(t, policy)
-	waitForStatus(t, policy, controllers.ReasonAllRulesTranslated)
-	waitForWarning(t, deployment("audit", "too-many", 10, nil), replicasMessage)
+	cp.StartOperator(t, generateOn)
+	cp.Namespace(t, "audit", nil)
+	policy := controlplane.ReplicasPolicy("audit-replicas", kyvernov1.Audit)
+	cp.CreatePolicy(t, policy, controllers.ReasonAllRulesTranslated)
+	cp.WaitForWarning(t, controlplane.Deployment("audit", "too-many", 10, nil), controlplane.ReplicasMessage)
 }
 
 func TestOverridesGiveEachNamespaceItsAction(t *testing.T) {
-	startOperator(t, generateOn)
-	namespace(t, "override-prod", map[string]string{"env": "prod"})
-	namespace(t, "override-dev", nil)
-	namespace(t, "override-listed", nil)
-	policy := replicasPolicy("override-replicas", kyvernov1.Audit)
+	cp.StartOperator(t, generateOn)
+	cp.Namespace(t, "override-prod", map[string]string{"env": "prod"})
+	cp.Namespace(t, "override-dev", nil)
+	cp.Namespace(t, "override-listed", nil)
+	policy := controlplane.ReplicasPolicy("override-replicas", kyvernov1.Audit)
 	policy.Spec.ValidationFailureActionOverrides = []kyvernov1.ValidationFailureActionOverride{
 		{Action: kyvernov1.Enforce, NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}},
 		{Action: kyvernov1.Enforce, Namespaces: []string{"override-listed"}},
 	}
-	create(t, policy)
-	waitForStatus(t, policy, controllers.ReasonAllRulesTranslated)
-	waitForDenial(t, deployment("override-prod", "too-many", 10, nil), replicasMessage)
-	waitForDenial(t, deployment("override-listed", "too-many", 10, nil), replicasMessage)
-	waitForWarning(t, deployment("override-dev", "too-many", 10, nil), replicasMessage)
+	cp.CreatePolicy(t, policy, controllers.ReasonAllRulesTranslated)
+	cp.WaitForDenial(t, controlplane.Deployment("override-prod", "too-many", 10, nil), controlplane.ReplicasMessage)
+	cp.WaitForDenial(t, controlplane.Deployment("override-listed", "too-many", 10, nil), controlplane.ReplicasMessage)
+	cp.WaitForWarning(t, controlplane.Deployment("override-dev", "too-many", 10, nil), controlplane.ReplicasMessage)
 }
 
 func TestDriftIsReverted(t *testing.T) {
-	startOperator(t, generateOn)
+	cp.StartOperator(t, generateOn)
 	ctx := context.Background()
-	policy := replicasPolicy("drift-replicas", kyvernov1.Enforce)
-	create(t, policy)
-	got := waitForStatus(t, policy, controllers.ReasonAllRulesTranslated)
-	vaps, bindings, err := generatedFor(ctx, got)
+	policy := controlplane.ReplicasPolicy("drift-replicas", kyvernov1.Enforce)
+	got := cp.CreatePolicy(t, policy, controllers.ReasonAllRulesTranslated)
+	vaps, bindings, err := cp.GeneratedFor(ctx, got)
 	if err != nil || len(vaps) != 1 || len(bindings) != 1 {
 		t.Fatalf("generated objects: %d VAPs, %d bindings, %v", len(vaps), len(bindings), err)
 	}
@@ -198,38 +194,40 @@ func TestDriftIsReverted(t *testing.T) {
 }
 
 func TestNoWritesWhenNothingChanges(t *testing.T) {
-	op := startOperator(t, generateOn)
-	policy := replicasPolicy("noop-replicas", kyvernov1.Enforce)
-	create(t, policy)
-	got := waitForStatus(t, policy, controllers.ReasonAllRulesTranslated)
+	op := cp.StartOperator(t, generateOn)
+	policy := controlplane.ReplicasPolicy("noop-replicas", kyvernov1.Enforce)
+	got := cp.CreatePolicy(t, policy, controllers.ReasonAllRulesTranslated)
 	// kube-controller-manager type-checks the VAP and writes its status (a
-	// write that is not kyvap's); wait for it, then let kyvap's reconciles settle.
+	// write that is not kyvap's); wait for it, then for a reconcile that
+	// starts after it (any write kyvap makes in answer is done by then).
 	err := controlplane.Eventually(context.Background(), 30*time.Second, func(ctx context.Context) (bool, error) {
-		vaps, _, err := generatedFor(ctx, got)
+		vaps, _, err := cp.GeneratedFor(ctx, got)
 		return err == nil && len(vaps) == 1 && vaps[0].Status.ObservedGeneration == vaps[0].Generation, err
 	})
 	if err != nil {
 		t.Fatalf("the VAP was never type-checked: %v", err)
 	}
-	time.Sleep(2 * time.Second)
+	op.Touch(t, policy)
 	before := resourceVersions(t, policy)
 	if len(before) != 3 {
 		t.Fatalf("resource versions %v: want the policy, a VAP and a binding", before)
 	}
 
 	// Forced resync 1: an exception naming the policy but another rule.
-	create(t, &kyvernov2.PolicyException{
+	since := controlplane.Reconciles(t)
+	exception := &kyvernov2.PolicyException{
 		ObjectMeta: metav1.ObjectMeta{Name: "noop-unrelated", Namespace: "default"},
 		Spec: kyvernov2.PolicyExceptionSpec{
 			Match:      kyvernov2.MatchResources{Any: kyvernov1.ResourceFilters{{Resources: kyvernov1.ResourceDescription{Kinds: []string{"ConfigMap"}, Names: []string{"nothing"}}}}},
 			Exceptions: []kyvernov2.Exception{{PolicyName: "noop-replicas", RuleNames: []string{"no-such-rule"}}},
 		},
-	})
+	}
+	cp.Create(t, exception)
+	op.WaitForReconcile(t, exception, since)
 	// Forced resync 2: a restart; the new manager reconciles every policy.
-	time.Sleep(2 * time.Second)
-	op.stop()
-	startOperator(t, generateOn)
-	time.Sleep(3 * time.Second)
+	op.Stop()
+	since = controlplane.Reconciles(t)
+	cp.StartOperator(t, generateOn).WaitForReconcile(t, policy, since)
 	after := resourceVersions(t, policy)
 	for k, v := range before {
 		if after[k] != v {
@@ -239,12 +237,11 @@ func TestNoWritesWhenNothingChanges(t *testing.T) {
 }
 
 func TestPolicyDeletionGarbageCollects(t *testing.T) {
-	startOperator(t, generateOn)
+	cp.StartOperator(t, generateOn)
 	ctx := context.Background()
-	policy := replicasPolicy("gc-replicas", kyvernov1.Enforce)
-	create(t, policy)
-	got := waitForStatus(t, policy, controllers.ReasonAllRulesTranslated)
-	vaps, bindings, _ := generatedFor(ctx, got)
+	policy := controlplane.ReplicasPolicy("gc-replicas", kyvernov1.Enforce)
+	got := cp.CreatePolicy(t, policy, controllers.ReasonAllRulesTranslated)
+	vaps, bindings, _ := cp.GeneratedFor(ctx, got)
 	if len(vaps) == 0 || len(bindings) == 0 {
 		t.Fatal("nothing generated")
 	}
@@ -262,14 +259,13 @@ func TestPolicyDeletionGarbageCollects(t *testing.T) {
 }
 
 func TestRemovedRuleObjectsAreDeleted(t *testing.T) {
-	startOperator(t, generateOn)
+	cp.StartOperator(t, generateOn)
 	ctx := context.Background()
-	policy := clusterPolicy("two-rules", kyvernov1.Enforce,
-		celRule("max-replicas", "Deployment", "object.spec.replicas <= 5", replicasMessage),
-		celRule("named", "ConfigMap", "object.metadata.name != 'forbidden'", "forbidden name"))
-	create(t, policy)
-	got := waitForStatus(t, policy, controllers.ReasonAllRulesTranslated)
-	vaps, _, _ := generatedFor(ctx, got)
+	policy := controlplane.ClusterPolicy("two-rules", kyvernov1.Enforce,
+		controlplane.CELRule("max-replicas", "Deployment", "object.spec.replicas <= 5", controlplane.ReplicasMessage),
+		controlplane.CELRule("named", "ConfigMap", "object.metadata.name != 'forbidden'", "forbidden name"))
+	got := cp.CreatePolicy(t, policy, controllers.ReasonAllRulesTranslated)
+	vaps, _, _ := cp.GeneratedFor(ctx, got)
 	if len(vaps) != 2 {
 		t.Fatalf("got %d VAPs for two CEL rules, want 2", len(vaps))
 	}
@@ -277,9 +273,9 @@ func TestRemovedRuleObjectsAreDeleted(t *testing.T) {
 	if err := cp.Client.Update(ctx, got); err != nil {
 		t.Fatal(err)
 	}
-	got = waitForStatus(t, got, controllers.ReasonAllRulesTranslated)
+	got = cp.WaitForStatus(t, got, controllers.ReasonAllRulesTranslated)
 	err := controlplane.Eventually(ctx, 10*time.Second, func(ctx context.Context) (bool, error) {
-		vaps, bindings, err := generatedFor(ctx, got)
+		vaps, bindings, err := cp.GeneratedFor(ctx, got)
 		return err == nil && len(vaps) == 1 && len(bindings) == 1, fmt.Errorf("%d VAPs, %d bindings", len(vaps), len(bindings))
 	})
 	if err != nil {
@@ -288,51 +284,39 @@ func TestRemovedRuleObjectsAreDeleted(t *testing.T) {
 }
 
 func TestInvalidCELIsReportedAndNotApplied(t *testing.T) {
-	startOperator(t, generateOn)
+	cp.StartOperator(t, generateOn)
 	ctx := context.Background()
-	policy := clusterPolicy("invalid-cel", kyvernov1.Enforce,
-		celRule("broken", "Deployment", "object.spec.replicas <= ", "broken"))
-	create(t, policy)
-	got := waitForStatus(t, policy, controllers.ReasonInvalidRules)
+	policy := controlplane.ClusterPolicy("invalid-cel", kyvernov1.Enforce,
+		controlplane.CELRule("broken", "Deployment", "object.spec.replicas <= ", "broken"))
+	got := cp.CreatePolicy(t, policy, controllers.ReasonInvalidRules)
 	if got.Status.ValidatingAdmissionPolicy.Generated {
 		t.Error("generated = true for a rule that does not compile")
 	}
 	if !strings.Contains(got.Status.ValidatingAdmissionPolicy.Message, "broken") {
 		t.Errorf("status message %q does not name the rule", got.Status.ValidatingAdmissionPolicy.Message)
 	}
-	vaps, _, _ := generatedFor(ctx, got)
+	vaps, _, _ := cp.GeneratedFor(ctx, got)
 	if len(vaps) != 0 {
 		t.Errorf("a VAP was generated for CEL that does not compile")
 	}
 	// The operator keeps working for other policies.
-	good := replicasPolicy("after-invalid", kyvernov1.Enforce)
-	create(t, good)
-	waitForStatus(t, good, controllers.ReasonAllRulesTranslated)
+	good := controlplane.ReplicasPolicy("after-invalid", kyvernov1.Enforce)
+	cp.CreatePolicy(t, good, controllers.ReasonAllRulesTranslated)
 }
 
 func TestForeignVAPIsNotAdopted(t *testing.T) {
-	startOperator(t, generateOn)
+	cp.StartOperator(t, generateOn)
 	ctx := context.Background()
-	policy := replicasPolicy("clash", kyvernov1.Enforce)
+	policy := controlplane.ReplicasPolicy("clash", kyvernov1.Enforce)
 	plan, err := translate.Translate(translate.Input{Policy: policy}, translate.NewStaticResolver(), generateOn)
 	if err != nil || len(plan.ValidatingAdmissionPolicies) != 1 {
 		t.Fatalf("planning the clash: %v, %d VAPs", err, len(plan.ValidatingAdmissionPolicies))
 	}
-	foreign := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: plan.ValidatingAdmissionPolicies[0].Name, Labels: map[string]string{"owner": "someone-else"}},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
-				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{{Expression: "true"}},
-		},
-	}
-	create(t, foreign)
-	create(t, policy)
-	got := waitForStatus(t, policy, controllers.ReasonNameConflict)
+	foreign := controlplane.VAP(plan.ValidatingAdmissionPolicies[0].Name, configMaps, []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+		admissionregistrationv1.Validation{Expression: "true"})
+	foreign.Labels = map[string]string{"owner": "someone-else"}
+	cp.Create(t, foreign)
+	got := cp.CreatePolicy(t, policy, controllers.ReasonNameConflict)
 	if !strings.Contains(got.Status.ValidatingAdmissionPolicy.Message, foreign.Name) {
 		t.Errorf("status message %q does not name the clashing object", got.Status.ValidatingAdmissionPolicy.Message)
 	}
@@ -353,15 +337,14 @@ func TestForeignVAPIsNotAdopted(t *testing.T) {
 }
 
 func TestGenerationToggle(t *testing.T) {
-	op := startOperator(t, generateOn)
+	op := cp.StartOperator(t, generateOn)
 	ctx := context.Background()
-	policy := replicasPolicy("toggle-replicas", kyvernov1.Enforce)
-	create(t, policy)
-	got := waitForStatus(t, policy, controllers.ReasonAllRulesTranslated)
+	policy := controlplane.ReplicasPolicy("toggle-replicas", kyvernov1.Enforce)
+	got := cp.CreatePolicy(t, policy, controllers.ReasonAllRulesTranslated)
 
-	op.stop()
-	off := startOperator(t, translate.Options{GenerateValidatingAdmissionPolicy: false})
-	got = waitForStatus(t, got, controllers.ReasonGenerationDisabled)
+	op.Stop()
+	off := cp.StartOperator(t, translate.Options{GenerateValidatingAdmissionPolicy: false})
+	got = cp.WaitForStatus(t, got, controllers.ReasonGenerationDisabled)
 	if got.Status.ValidatingAdmissionPolicy.Generated {
 		t.Error("generated = true with generation off")
 	}
@@ -369,33 +352,32 @@ func TestGenerationToggle(t *testing.T) {
 		t.Errorf("status message %q does not say the rule is not enforced", msg)
 	}
 	err := controlplane.Eventually(ctx, 10*time.Second, func(ctx context.Context) (bool, error) {
-		vaps, bindings, err := generatedFor(ctx, got)
+		vaps, bindings, err := cp.GeneratedFor(ctx, got)
 		return err == nil && len(vaps) == 0 && len(bindings) == 0, fmt.Errorf("%d VAPs, %d bindings", len(vaps), len(bindings))
 	})
 	if err != nil {
 		t.Fatalf("VAPs remain with generation off: %v", err)
 	}
 
-	off.stop()
-	startOperator(t, generateOn)
-	got = waitForStatus(t, got, controllers.ReasonAllRulesTranslated)
+	off.Stop()
+	cp.StartOperator(t, generateOn)
+	got = cp.WaitForStatus(t, got, controllers.ReasonAllRulesTranslated)
 	if !got.Status.ValidatingAdmissionPolicy.Generated {
 		t.Error("generated = false after switching generation back on")
 	}
 }
 
 func TestDefaultingMatchesTheAPIServer(t *testing.T) {
-	startOperator(t, generateOn)
+	op := cp.StartOperator(t, generateOn)
 	ctx := context.Background()
-	policy := replicasPolicy("defaults", kyvernov1.Enforce)
+	policy := controlplane.ReplicasPolicy("defaults", kyvernov1.Enforce)
 	policy.Spec.Rules[0].MatchResources.Any[0].Resources.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
 	policy.Spec.Rules[0].MatchResources.Any[0].Resources.Namespaces = []string{"x"}
 	policy.Spec.FailurePolicy = ptr.To(kyvernov1.Ignore)
-	create(t, policy)
-	got := waitForStatus(t, policy, controllers.ReasonAllRulesTranslated)
+	got := cp.CreatePolicy(t, policy, controllers.ReasonAllRulesTranslated)
 	// A second reconcile after defaulting must not write: the VAP's generation stays 1.
-	time.Sleep(2 * time.Second)
-	vaps, bindings, _ := generatedFor(ctx, got)
+	op.Touch(t, policy)
+	vaps, bindings, _ := cp.GeneratedFor(ctx, got)
 	for _, v := range vaps {
 		if v.Generation != 1 {
 			t.Errorf("VAP %s was rewritten (generation %d): kyvap's defaulting differs from the API server's", v.Name, v.Generation)
@@ -418,41 +400,39 @@ func TestLeaderElectionOneReplicaWrites(t *testing.T) {
 		RenewDeadline:                 ptr.To(3 * time.Second),
 		RetryPeriod:                   ptr.To(500 * time.Millisecond),
 	}
-	first := startOperatorWith(t, generateOn, election)
+	first := cp.StartOperatorWithElection(t, generateOn, election)
 	select {
-	case <-first.elected:
+	case <-first.Elected:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the first replica was never elected")
 	}
-	second := startOperatorWith(t, generateOn, election)
-	policy := replicasPolicy("leader-replicas", kyvernov1.Enforce)
-	create(t, policy)
-	waitForStatus(t, policy, controllers.ReasonAllRulesTranslated)
+	second := cp.StartOperatorWithElection(t, generateOn, election)
+	policy := controlplane.ReplicasPolicy("leader-replicas", kyvernov1.Enforce)
+	cp.CreatePolicy(t, policy, controllers.ReasonAllRulesTranslated)
 	select {
-	case <-second.elected:
+	case <-second.Elected:
 		t.Fatal("both replicas lead at once")
 	default:
 	}
 
 	// The leader steps down on shutdown; the other takes over and writes.
-	first.stop()
+	first.Stop()
 	select {
-	case <-second.elected:
+	case <-second.Elected:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the second replica did not take over")
 	}
-	next := replicasPolicy("after-handover", kyvernov1.Enforce)
-	create(t, next)
-	waitForStatus(t, next, controllers.ReasonAllRulesTranslated)
+	next := controlplane.ReplicasPolicy("after-handover", kyvernov1.Enforce)
+	cp.CreatePolicy(t, next, controllers.ReasonAllRulesTranslated)
 }
 
 func TestTypeCheckingWarningsReachTheStatus(t *testing.T) {
-	startOperator(t, generateOn)
+	cp.StartOperator(t, generateOn)
 	// Compiles (object is dynamic to the CEL compiler), but the API server's
 	// type checker knows Deployments have no spec.replicaz.
-	policy := clusterPolicy("typo-replicas", kyvernov1.Enforce,
-		celRule("max-replicas", "Deployment", "!has(object.spec.replicaz) || object.spec.replicaz <= 5", replicasMessage))
-	create(t, policy)
+	policy := controlplane.ClusterPolicy("typo-replicas", kyvernov1.Enforce,
+		controlplane.CELRule("max-replicas", "Deployment", "!has(object.spec.replicaz) || object.spec.replicaz <= 5", controlplane.ReplicasMessage))
+	cp.Create(t, policy)
 	err := controlplane.Eventually(context.Background(), 60*time.Second, func(ctx context.Context) (bool, error) {
 		var got kyvernov1.ClusterPolicy
 		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(policy), &got); err != nil {
@@ -464,7 +444,7 @@ func TestTypeCheckingWarningsReachTheStatus(t *testing.T) {
 	if err != nil {
 		var got kyvernov1.ClusterPolicy
 		_ = cp.Client.Get(context.Background(), client.ObjectKeyFromObject(policy), &got)
-		vaps, _, _ := generatedFor(context.Background(), &got)
+		vaps, _, _ := cp.GeneratedFor(context.Background(), &got)
 		for _, v := range vaps {
 			t.Logf("VAP %s status: %+v", v.Name, v.Status)
 		}
@@ -472,60 +452,31 @@ func TestTypeCheckingWarningsReachTheStatus(t *testing.T) {
 	}
 }
 
-// metricValue sums the samples of a kyvap metric whose labels include want.
-func metricValue(t testing.TB, name string, want map[string]string) float64 {
-	t.Helper()
-	families, err := crmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	total := 0.0
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	samples:
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			for k, v := range want {
-				if labels[k] != v {
-					continue samples
-				}
-			}
-			total += m.GetGauge().GetValue() + m.GetCounter().GetValue()
-		}
-	}
-	return total
-}
-
 func TestMetrics(t *testing.T) {
-	startOperator(t, generateOn)
+	cp.StartOperator(t, generateOn)
 	ctx := context.Background()
-	translatedBefore := metricValue(t, "kyvap_rules", map[string]string{"verdict": "Translated"})
-	fallbackBefore := metricValue(t, "kyvap_rules", map[string]string{"verdict": "Fallback", "reason": "RolesOrClusterRoles"})
-	driftBefore := metricValue(t, "kyvap_drift_reverts_total", map[string]string{"kind": "ValidatingAdmissionPolicy"})
+	translatedBefore := controlplane.MetricValue(t, "kyvap_rules", map[string]string{"verdict": "Translated"})
+	fallbackBefore := controlplane.MetricValue(t, "kyvap_rules", map[string]string{"verdict": "Fallback", "reason": "RolesOrClusterRoles"})
+	driftBefore := controlplane.MetricValue(t, "kyvap_drift_reverts_total", map[string]string{"kind": "ValidatingAdmissionPolicy"})
 
-	policy := replicasPolicy("metrics-replicas", kyvernov1.Enforce)
-	roles := replicasPolicy("metrics-roles", kyvernov1.Enforce)
+	policy := controlplane.ReplicasPolicy("metrics-replicas", kyvernov1.Enforce)
+	roles := controlplane.ReplicasPolicy("metrics-roles", kyvernov1.Enforce)
 	roles.Spec.Rules[0].MatchResources.Any[0].ClusterRoles = []string{"cluster-admin"}
-	create(t, policy)
-	create(t, roles)
-	got := waitForStatus(t, policy, controllers.ReasonAllRulesTranslated)
-	waitForStatus(t, roles, controllers.ReasonFallback)
-	if d := metricValue(t, "kyvap_rules", map[string]string{"verdict": "Translated"}) - translatedBefore; d < 1 {
+	cp.Create(t, policy)
+	cp.Create(t, roles)
+	got := cp.WaitForStatus(t, policy, controllers.ReasonAllRulesTranslated)
+	cp.WaitForStatus(t, roles, controllers.ReasonFallback)
+	if d := controlplane.MetricValue(t, "kyvap_rules", map[string]string{"verdict": "Translated"}) - translatedBefore; d < 1 {
 		t.Errorf("kyvap_rules{verdict=Translated} grew by %v, want >= 1", d)
 	}
-	if d := metricValue(t, "kyvap_rules", map[string]string{"verdict": "Fallback", "reason": "RolesOrClusterRoles"}) - fallbackBefore; d != 1 {
+	if d := controlplane.MetricValue(t, "kyvap_rules", map[string]string{"verdict": "Fallback", "reason": "RolesOrClusterRoles"}) - fallbackBefore; d != 1 {
 		t.Errorf("kyvap_rules{verdict=Fallback,reason=RolesOrClusterRoles} grew by %v, want 1", d)
 	}
-	if metricValue(t, "kyvap_policies", map[string]string{"outcome": controllers.ReasonFallback}) < 1 {
+	if controlplane.MetricValue(t, "kyvap_policies", map[string]string{"outcome": controllers.ReasonFallback}) < 1 {
 		t.Error("kyvap_policies{outcome=RulesOnFallback} is below 1")
 	}
 
-	vaps, _, _ := generatedFor(ctx, got)
+	vaps, _, _ := cp.GeneratedFor(ctx, got)
 	if len(vaps) != 1 {
 		t.Fatalf("%d VAPs", len(vaps))
 	}
@@ -541,7 +492,7 @@ func TestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = controlplane.Eventually(ctx, 30*time.Second, func(context.Context) (bool, error) {
-		d := metricValue(t, "kyvap_drift_reverts_total", map[string]string{"kind": "ValidatingAdmissionPolicy"}) - driftBefore
+		d := controlplane.MetricValue(t, "kyvap_drift_reverts_total", map[string]string{"kind": "ValidatingAdmissionPolicy"}) - driftBefore
 		return d >= 1, fmt.Errorf("drift reverts grew by %v", d)
 	})
 	if err != nil {
@@ -558,18 +509,8 @@ func TestCELCompatibilityVersionOfTheCluster(t *testing.T) {
 	ctx := context.Background()
 	expression := "['a', 'b'].includes(object.metadata.name) == false"
 	// The API server itself refuses the expression in a VAP.
-	vap := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "kyvap-test-includes"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
-				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{{Expression: expression}},
-		},
-	}
+	vap := controlplane.VAP("kyvap-test-includes", configMaps, []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+		admissionregistrationv1.Validation{Expression: expression})
 	if err := cp.Client.Create(ctx, vap); err == nil {
 		_ = cp.Client.Delete(ctx, vap)
 		t.Fatal("the API server accepted list.includes() in a new VAP; this test needs an expression newer than its CEL compatibility version")
@@ -577,19 +518,18 @@ func TestCELCompatibilityVersionOfTheCluster(t *testing.T) {
 		t.Fatalf("creating the VAP: %v", err)
 	}
 
-	op := startOperator(t, generateOn) // no CompatibilityVersion: discovered
-	if got, want := op.reconciler.Options.CompatibilityVersion, "1.36"; got != want {
+	op := cp.StartOperator(t, generateOn) // no CompatibilityVersion: discovered
+	if got, want := op.Reconciler.Options.CompatibilityVersion, "1.36"; got != want {
 		t.Errorf("CEL compatibility version discovered from the v1.37 API server = %q, want %q", got, want)
 	}
-	policy := clusterPolicy("cel-newer-than-cluster", kyvernov1.Enforce,
-		celRule("includes", "ConfigMap", expression, "not a or b"))
-	create(t, policy)
-	got := waitForStatus(t, policy, controllers.ReasonFallback)
+	policy := controlplane.ClusterPolicy("cel-newer-than-cluster", kyvernov1.Enforce,
+		controlplane.CELRule("includes", "ConfigMap", expression, "not a or b"))
+	got := cp.CreatePolicy(t, policy, controllers.ReasonFallback)
 	// Kyverno v1.19.1's CEL environment (1.36 libraries) lacks it too.
 	if msg := got.Status.ValidatingAdmissionPolicy.Message; !strings.Contains(msg, string(translate.ReasonCELNotInKyverno)) || !strings.Contains(msg, "1.36") {
 		t.Errorf("status message %q does not say the expression needs a newer CEL environment than 1.36", msg)
 	}
-	if vaps, _, _ := generatedFor(ctx, got); len(vaps) != 0 {
+	if vaps, _, _ := cp.GeneratedFor(ctx, got); len(vaps) != 0 {
 		t.Errorf("%d VAPs generated for an expression the API server refuses", len(vaps))
 	}
 }

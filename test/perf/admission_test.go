@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"sort"
 	"strconv"
@@ -22,8 +21,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
@@ -33,30 +30,12 @@ import (
 )
 
 // admissionPolicy is the policy both paths enforce: Enforce, one rule on
-// ConfigMaps in one namespace.
-func admissionPolicy(name, namespace string, viaWebhook bool) *kyvernov1.ClusterPolicy {
-	p := &kyvernov1.ClusterPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: kyvernov1.Spec{ValidationFailureAction: kyvernov1.Enforce, Background: ptr.To(false), Rules: []kyvernov1.Rule{{
-			Name: "small",
-			MatchResources: kyvernov1.MatchResources{Any: kyvernov1.ResourceFilters{{Resources: kyvernov1.ResourceDescription{
-				Kinds: []string{"ConfigMap"}, Namespaces: []string{namespace}, Operations: []kyvernov1.AdmissionOperation{kyvernov1.Create},
-			}}}},
-			Validation: &kyvernov1.Validation{CEL: &kyvernov1.CEL{Expressions: []admissionregistrationv1.Validation{{
-				Expression: "!has(object.data) || size(object.data) <= 8", Message: "at most 8 keys",
-			}}}},
-		}}},
-	}
-	if viaWebhook {
-		p.Annotations = map[string]string{translate.AnnotationGenerate: "false"}
-	}
-	return p
-}
-
-func freeTCPPort(b testing.TB) int {
-	_, port, _ := net.SplitHostPort(freePort(b))
-	n, _ := strconv.Atoi(port)
-	return n
+// creations of ConfigMaps in one namespace.
+func admissionPolicy(name, namespace string) *kyvernov1.ClusterPolicy {
+	rule := controlplane.CELRule("small", "ConfigMap", "!has(object.data) || size(object.data) <= 8", "at most 8 keys")
+	rule.MatchResources.Any[0].Resources.Namespaces = []string{namespace}
+	rule.MatchResources.Any[0].Resources.Operations = []kyvernov1.AdmissionOperation{kyvernov1.Create}
+	return controlplane.ClusterPolicy(name, kyvernov1.Enforce, rule)
 }
 
 // admissionSetup is the in-process operator with its webhook and one
@@ -69,27 +48,10 @@ type admissionSetup struct {
 // startAdmissionSetup runs the operator with its webhook and the policy, at
 // first as a VAP.
 func startAdmissionSetup(b *testing.B) *admissionSetup {
-	ctx := context.Background()
-	for _, ns := range []string{"kyvap-system", "lat"} {
-		if err := cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
-			b.Fatal(err)
-		}
-	}
-	port := freeTCPPort(b)
-	op, err := cp.StartOperatorWithWebhook(translate.Options{GenerateValidatingAdmissionPolicy: true}, ctrl.Options{},
-		webhook.Options{Host: "127.0.0.1", Port: port, Namespace: "kyvap-system", URL: fmt.Sprintf("https://127.0.0.1:%d", port)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	p := admissionPolicy("lat", "lat", false)
-	b.Cleanup(func() {
-		_ = cp.Client.Delete(ctx, p)
-		_ = op.Stop()
-		_ = cp.Client.Delete(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhook.DefaultConfigurationName}})
-	})
-	if err := cp.Client.Create(ctx, p); err != nil {
-		b.Fatal(err)
-	}
+	cp.EnsureNamespace(b, "lat", nil)
+	cp.StartWebhookOperator(b, translate.Options{GenerateValidatingAdmissionPolicy: true}, controlplane.FreePort(b))
+	p := admissionPolicy("lat", "lat")
+	cp.Create(b, p)
 	s := &admissionSetup{b: b, policy: p}
 	s.switchTo(false)
 	return s
@@ -130,8 +92,26 @@ func (s *admissionSetup) switchTo(viaWebhook bool) {
 	if err != nil {
 		s.b.Fatal(err)
 	}
-	// The API server's policy and webhook caches follow asynchronously.
-	time.Sleep(2 * time.Second)
+	if viaWebhook {
+		// Denied by the webhook: the VAP no longer acts (kube-apiserver
+		// runs its VAP admission plugin before webhooks).
+		return
+	}
+	// Denied by the VAP; the API server's webhook configuration cache
+	// follows asynchronously: wait until an admitted request no longer
+	// reaches the webhook, so that the VAP path is measured alone.
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "lat", Name: "ok"}, Data: map[string]string{"a": "b"}}
+	err = controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		before := controlplane.MetricValue(s.b, "controller_runtime_webhook_requests_total", nil)
+		if err := cp.Client.Create(ctx, cm.DeepCopy(), client.DryRunAll); err != nil {
+			return false, err
+		}
+		calls := controlplane.MetricValue(s.b, "controller_runtime_webhook_requests_total", nil) - before
+		return calls == 0, fmt.Errorf("an admitted ConfigMap still reached the webhook (%v requests)", calls)
+	})
+	if err != nil {
+		s.b.Fatal(err)
+	}
 }
 
 // BenchmarkAdmissionLatency measures end-to-end admission (a dry-run
@@ -181,9 +161,9 @@ func BenchmarkAdmissionLatency(b *testing.B) {
 func BenchmarkWebhookThroughput(b *testing.B) {
 	startAdmissionSetup(b).switchTo(true)
 	ctx := context.Background()
-	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if err := cp.Client.Get(ctx, client.ObjectKey{Name: webhook.DefaultConfigurationName}, vwc); err != nil {
-		b.Fatal(err)
+	vwc, err := cp.WebhookConfiguration(ctx)
+	if err != nil || vwc == nil {
+		b.Fatalf("webhook configuration %v: %v", vwc, err)
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(vwc.Webhooks[0].ClientConfig.CABundle)

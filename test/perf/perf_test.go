@@ -21,12 +21,10 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -38,14 +36,17 @@ import (
 
 var cp *controlplane.ControlPlane
 
+// TestMain starts the control plane only for benchmarks: the package has
+// no Test, so `go test ./test/perf/` without -bench starts nothing.
 func TestMain(m *testing.M) {
-	os.Exit(controlplane.RunSuite(m, controlplane.Options{}, &cp))
+	os.Exit(controlplane.RunBenchmarkSuite(m, controlplane.Options{}, &cp))
 }
 
 // manager is the real manager binary running against the control plane.
 type manager struct {
 	cmd         *exec.Cmd
 	metricsAddr string
+	probeAddr   string
 }
 
 var buildManager = sync.OnceValues(func() (string, error) {
@@ -62,15 +63,14 @@ var buildManager = sync.OnceValues(func() (string, error) {
 	return out, nil
 })
 
-func freePort(b testing.TB) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+// localAddr is 127.0.0.1 on a free port.
+func localAddr(b testing.TB) string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(controlplane.FreePort(b)))
 }
 
+// startManager runs the manager binary against the control plane (stopped
+// when the benchmark ends) and waits until it is ready: its caches are
+// synced and every policy is loaded (the readiness probe).
 func startManager(b testing.TB, args ...string) *manager {
 	b.Helper()
 	bin, err := buildManager()
@@ -89,16 +89,14 @@ func startManager(b testing.TB, args ...string) *manager {
 	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
 		b.Fatal(err)
 	}
-	m := &manager{metricsAddr: freePort(b)}
+	m := &manager{metricsAddr: localAddr(b), probeAddr: localAddr(b)}
 	// The manager runs as deployed, fallback webhook included; the API
 	// server reaches it on this machine by URL.
-	webhookAddr := freePort(b)
+	webhookAddr := localAddr(b)
 	_, webhookPort, _ := net.SplitHostPort(webhookAddr)
-	if err := cp.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kyvap-system"}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		b.Fatal(err)
-	}
+	cp.EnsureNamespace(b, controlplane.OperatorNamespace, nil)
 	m.cmd = exec.Command(bin, append([]string{
-		"--metrics-bind-address=" + m.metricsAddr, "--health-probe-bind-address=0", "--zap-log-level=error",
+		"--metrics-bind-address=" + m.metricsAddr, "--health-probe-bind-address=" + m.probeAddr, "--zap-log-level=error",
 		"--webhook-host=127.0.0.1", "--webhook-port=" + webhookPort, "--webhook-url=https://" + webhookAddr, "--webhook-namespace=kyvap-system",
 	}, args...)...)
 	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+path)
@@ -107,7 +105,39 @@ func startManager(b testing.TB, args ...string) *manager {
 		b.Fatal(err)
 	}
 	b.Cleanup(m.stop)
+	err = controlplane.Eventually(context.Background(), 2*time.Minute, func(context.Context) (bool, error) {
+		resp, err := http.Get("http://" + m.probeAddr + "/readyz")
+		if err != nil {
+			return false, err
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode == http.StatusOK, fmt.Errorf("readyz: %s: %s", resp.Status, body)
+	})
+	if err != nil {
+		b.Fatalf("the manager never became ready: %v", err)
+	}
 	return m
+}
+
+// waitIdle waits until the manager has no work left: every controller's
+// queue is empty and no reconcile runs.
+func (m *manager) waitIdle(b testing.TB) {
+	b.Helper()
+	err := controlplane.Eventually(context.Background(), 5*time.Minute, func(context.Context) (bool, error) {
+		queued, err := m.metric("workqueue_depth")
+		if err != nil {
+			return false, err
+		}
+		running, err := m.metric("controller_runtime_active_workers")
+		if err != nil {
+			return false, err
+		}
+		return queued == 0 && running == 0, fmt.Errorf("%v queued, %v reconciling", queued, running)
+	})
+	if err != nil {
+		b.Fatalf("the manager never became idle: %v", err)
+	}
 }
 
 func (m *manager) stop() {
@@ -170,25 +200,6 @@ func (m *manager) reconciles() (int, error) {
 	return int(n), err
 }
 
-func replicasPolicy(name string) *kyvernov1.ClusterPolicy {
-	return &kyvernov1.ClusterPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: kyvernov1.Spec{
-			ValidationFailureAction: kyvernov1.Enforce,
-			Background:              ptr.To(false),
-			Rules: []kyvernov1.Rule{{
-				Name: "max-replicas",
-				MatchResources: kyvernov1.MatchResources{Any: kyvernov1.ResourceFilters{{
-					Resources: kyvernov1.ResourceDescription{Kinds: []string{"Deployment"}, Operations: []kyvernov1.AdmissionOperation{kyvernov1.Create, kyvernov1.Update}},
-				}}},
-				Validation: &kyvernov1.Validation{CEL: &kyvernov1.CEL{Expressions: []admissionregistrationv1.Validation{{
-					Expression: "object.spec.replicas <= 5", Message: "replicas must be at most 5",
-				}}}},
-			}},
-		},
-	}
-}
-
 // parallel runs fn(i) for i in [0,n) on workers goroutines.
 func parallel(n, workers int, fn func(i int) error) error {
 	var wg sync.WaitGroup
@@ -243,32 +254,19 @@ func BenchmarkConvergence1000(b *testing.B) {
 		floorPolicies := make([]*kyvernov1.ClusterPolicy, n)
 		start := time.Now()
 		if err := parallel(n, workers, func(i int) error {
-			p := replicasPolicy(fmt.Sprintf("%s-floor-%04d", prefix, i))
+			p := controlplane.ReplicasPolicy(fmt.Sprintf("%s-floor-%04d", prefix, i), kyvernov1.Enforce)
 			floorPolicies[i] = p
 			if err := cp.Client.Create(ctx, p); err != nil {
 				return err
 			}
 			name := p.Name
-			vap := &admissionregistrationv1.ValidatingAdmissionPolicy{
-				ObjectMeta: metav1.ObjectMeta{Name: "floor-" + name},
-				Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-					MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-						RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-							Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-							Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}},
-						},
-					}}},
-					Validations: []admissionregistrationv1.Validation{{Expression: "object.spec.replicas <= 5", Message: "replicas must be at most 5"}},
-				},
-			}
+			vap := controlplane.VAP("floor-"+name, appsv1.SchemeGroupVersion.WithResource("deployments"),
+				[]admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+				admissionregistrationv1.Validation{Expression: "object.spec.replicas <= 5", Message: controlplane.ReplicasMessage})
 			if err := cp.Client.Create(ctx, vap); err != nil {
 				return err
 			}
-			binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-				ObjectMeta: metav1.ObjectMeta{Name: "floor-" + name},
-				Spec:       admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: vap.Name, ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
-			}
-			if err := cp.Client.Create(ctx, binding); err != nil {
+			if err := cp.Client.Create(ctx, controlplane.Binding("floor-"+name, vap.Name, admissionregistrationv1.Deny)); err != nil {
 				return err
 			}
 			p.Status.ValidatingAdmissionPolicy = kyvernov1.ValidatingAdmissionPolicyStatus{Generated: true, Message: ""}
@@ -307,17 +305,16 @@ func BenchmarkConvergence1000(b *testing.B) {
 		var args []string
 		pprofAddr := ""
 		if profileDir != "" {
-			pprofAddr = freePort(b)
+			pprofAddr = localAddr(b)
 			args = append(args, "--pprof-bind-address="+pprofAddr)
 		}
 		mgr := startManager(b, args...)
-		time.Sleep(2 * time.Second) // let it start its informers
 		if profileDir != "" {
 			go saveProfile(pprofAddr, "profile?seconds=12", filepath.Join(profileDir, "cpu.pprof"))
 		}
 		start = time.Now()
 		if err := parallel(n, workers, func(i int) error {
-			return cp.Client.Create(ctx, replicasPolicy(fmt.Sprintf("%s-op-%04d", prefix, i)))
+			return cp.Client.Create(ctx, controlplane.ReplicasPolicy(fmt.Sprintf("%s-op-%04d", prefix, i), kyvernov1.Enforce))
 		}); err != nil {
 			b.Fatal(err)
 		}
@@ -347,7 +344,8 @@ func BenchmarkConvergence1000(b *testing.B) {
 		if len(vaps.Items) < n {
 			b.Fatalf("%d VAPs for %d converged policies", len(vaps.Items), n)
 		}
-		time.Sleep(2 * time.Second)
+		// The reconciles its own last writes cause are part of convergence.
+		mgr.waitIdle(b)
 		rss, err := mgr.rssBytes()
 		if err != nil {
 			b.Fatal(err)
@@ -365,14 +363,17 @@ func BenchmarkConvergence1000(b *testing.B) {
 		before := snapshot(b, prefix)
 		mgr.stop()
 		mgr = startManager(b)
-		for {
-			time.Sleep(200 * time.Millisecond)
+		err = controlplane.Eventually(ctx, 10*time.Minute, func(context.Context) (bool, error) {
 			count, err := mgr.reconciles()
-			if err == nil && count >= n {
-				break
+			if err != nil {
+				return false, err
 			}
+			return count >= n, fmt.Errorf("%d reconciles of %d policies", count, n)
+		})
+		if err != nil {
+			b.Fatal(err)
 		}
-		time.Sleep(time.Second)
+		mgr.waitIdle(b)
 		after := snapshot(b, prefix)
 		writes := 0
 		for k, v := range before {
@@ -441,30 +442,12 @@ func snapshot(b testing.TB, prefix string) map[string]string {
 func BenchmarkDriftRevert(b *testing.B) {
 	ctx := context.Background()
 	startManager(b)
-	policy := replicasPolicy(fmt.Sprintf("drift-%d", time.Now().UnixNano()))
-	if err := cp.Client.Create(ctx, policy); err != nil {
-		b.Fatal(err)
+	policy := controlplane.ReplicasPolicy(fmt.Sprintf("drift-%d", time.Now().UnixNano()), kyvernov1.Enforce)
+	vaps, _, err := cp.GeneratedFor(ctx, cp.CreatePolicy(b, policy, controllers.ReasonAllRulesTranslated))
+	if err != nil || len(vaps) != 1 {
+		b.Fatalf("%d VAPs generated (%v)", len(vaps), err)
 	}
-	b.Cleanup(func() { _ = cp.Client.Delete(context.Background(), policy) })
-	var vapName string
-	if err := controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
-		var p kyvernov1.ClusterPolicy
-		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(policy), &p); err != nil {
-			return false, err
-		}
-		var vaps admissionregistrationv1.ValidatingAdmissionPolicyList
-		if err := cp.Client.List(ctx, &vaps); err != nil {
-			return false, err
-		}
-		for _, v := range vaps.Items {
-			if ref := metav1.GetControllerOf(&v); ref != nil && ref.UID == p.UID {
-				vapName = v.Name
-			}
-		}
-		return converged(&p) && vapName != "", nil
-	}); err != nil {
-		b.Fatal(err)
-	}
+	vapName := vaps[0].Name
 	var samples []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -6,22 +6,19 @@ package samples
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -53,7 +50,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestSamples(t *testing.T) {
-	startOperator(t)
+	cp.StartOperator(t, translate.Options{GenerateValidatingAdmissionPolicy: true})
 	ctx := context.Background()
 	c := quietClient(t)
 
@@ -77,7 +74,8 @@ func TestSamples(t *testing.T) {
 	}
 
 	for _, name := range names {
-		policy, cond := waitForStatus(t, c, name)
+		policy := cp.WaitForStatus(t, &kyvernov1.ClusterPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}, "")
+		cond := meta.FindStatusCondition(policy.Status.Conditions, controllers.ConditionType)
 		exp := expected[name]
 		if cond.Reason != exp.reason {
 			t.Errorf("%s: reason %s, want %s (%s)", name, cond.Reason, exp.reason, cond.Message)
@@ -90,22 +88,22 @@ func TestSamples(t *testing.T) {
 		}
 	}
 
-	createNamespace(t, "samples-dev", nil)
-	createNamespace(t, "samples-prod", map[string]string{"env": "prod"})
+	cp.Namespace(t, "samples-dev", nil)
+	cp.Namespace(t, "samples-prod", map[string]string{"env": "prod"})
 	// max-deployment-replicas
-	waitForVerdict(t, deployment("samples-dev", "too-big", 10, "nginx:1.27"), denied, "at most 5 replicas")
+	cp.WaitForDenial(t, deployment("samples-dev", "too-big", 10, "nginx:1.27"), "at most 5 replicas")
 	// disallow-latest-tag: Enforce in env=prod namespaces, Audit elsewhere.
-	waitForVerdict(t, deployment("samples-prod", "latest", 1, "nginx:latest"), denied, "other than 'latest'")
-	waitForVerdict(t, deployment("samples-dev", "latest", 1, "nginx:latest"), warned, "other than 'latest'")
+	cp.WaitForDenial(t, deployment("samples-prod", "latest", 1, "nginx:latest"), "other than 'latest'")
+	cp.WaitForWarning(t, deployment("samples-dev", "latest", 1, "nginx:latest"), "other than 'latest'")
 	// require-team-label: the Pod part is a VAP.
 	unlabelled := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "samples-dev", Name: "no-team"},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}},
 	}
-	waitForVerdict(t, unlabelled, denied, "'team' is required")
+	cp.WaitForDenial(t, unlabelled, "'team' is required")
 	// Compliant with every sample: admitted without a warning.
-	if got, text := send(t, deployment("samples-prod", "web", 3, "nginx:1.27")); got != admitted {
-		t.Errorf("a compliant Deployment was %s: %s", got, text)
+	if warnings := cp.MustAdmit(t, deployment("samples-prod", "web", 3, "nginx:1.27")); len(warnings) > 0 {
+		t.Errorf("a compliant Deployment was admitted with warnings %q", warnings)
 	}
 }
 
@@ -141,11 +139,7 @@ func TestKustomizationListsEverySample(t *testing.T) {
 
 func samplesDir(t testing.TB) string {
 	t.Helper()
-	root, err := controlplane.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(root, "config", "samples")
+	return controlplane.RepoPath(t, "config", "samples")
 }
 
 func kustomizationResources(t testing.TB) []string {
@@ -184,21 +178,6 @@ func readSamples(t testing.TB) []*unstructured.Unstructured {
 	return out
 }
 
-// startOperator runs the manager in-process, as cmd/manager does, until the
-// test ends.
-func startOperator(t testing.TB) {
-	t.Helper()
-	op, err := cp.StartOperator(translate.Options{GenerateValidatingAdmissionPolicy: true}, ctrl.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := op.Stop(); err != nil {
-			t.Errorf("manager stopped with an error: %v", err)
-		}
-	})
-}
-
 // quietClient is a cluster-admin client without Kyverno's deprecation warnings.
 func quietClient(t testing.TB) client.Client {
 	t.Helper()
@@ -211,90 +190,10 @@ func quietClient(t testing.TB) client.Client {
 	return c
 }
 
-// waitForStatus waits until kyvap's condition reflects the policy's current
-// generation.
-func waitForStatus(t testing.TB, c client.Client, name string) (*kyvernov1.ClusterPolicy, *metav1.Condition) {
-	t.Helper()
-	policy, cond, err := controlplane.WaitForPolicyStatus(context.Background(), c, name, 60*time.Second)
-	if err != nil {
-		t.Fatalf("ClusterPolicy %s got no status: %v", name, err)
-	}
-	return policy, cond
-}
-
-func createNamespace(t testing.TB, name string, labels map[string]string) {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
-	if err := cp.Client.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // deployment is a Deployment every sample accepts, except for its replicas
 // and image.
 func deployment(namespace, name string, replicas int32, image string) *appsv1.Deployment {
-	labels := map[string]string{"app": name, "team": "shop"}
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: image}}},
-			},
-		},
-	}
-}
-
-type verdict string
-
-const (
-	admitted verdict = "admitted"
-	warned   verdict = "admitted with a warning"
-	denied   verdict = "denied"
-)
-
-// send dry-runs the creation of obj and returns the API server's verdict with
-// its error or warning text.
-func send(t testing.TB, obj client.Object) (verdict, string) {
-	t.Helper()
-	var warnings []string
-	cfg := rest.CopyConfig(cp.Config)
-	cfg.WarningHandlerWithContext = warningCollector{&warnings}
-	c, err := client.New(cfg, client.Options{Scheme: cp.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = c.Create(context.Background(), obj.DeepCopyObject().(client.Object), client.DryRunAll)
-	switch {
-	case err == nil && len(warnings) > 0:
-		return warned, strings.Join(warnings, "; ")
-	case err == nil:
-		return admitted, ""
-	case apierrors.IsInvalid(err) || apierrors.IsForbidden(err):
-		return denied, err.Error()
-	default:
-		t.Fatalf("creating %s: %v", obj.GetName(), err)
-		return "", ""
-	}
-}
-
-type warningCollector struct{ into *[]string }
-
-func (w warningCollector) HandleWarningHeaderWithContext(_ context.Context, _ int, _ string, text string) {
-	*w.into = append(*w.into, text)
-}
-
-// waitForVerdict waits until the API server gives obj the verdict with a
-// text containing message (VAPs are loaded asynchronously).
-func waitForVerdict(t testing.TB, obj client.Object, want verdict, message string) {
-	t.Helper()
-	err := controlplane.WaitForVAPEnforcement(context.Background(), func(context.Context) (bool, error) {
-		got, text := send(t, obj)
-		return got == want && strings.Contains(text, message), fmt.Errorf("%s: %s", got, text)
-	})
-	if err != nil {
-		t.Errorf("%T %s/%s: want %s with %q: %v", obj, obj.GetNamespace(), obj.GetName(), want, message, err)
-	}
+	d := controlplane.Deployment(namespace, name, replicas, map[string]string{"team": "shop"})
+	d.Spec.Template.Spec.Containers[0].Image = image
+	return d
 }

@@ -45,25 +45,8 @@ func TestControlPlaneIsTheBuiltVersion(t *testing.T) {
 
 func TestClusterPolicyCreateAndStatus(t *testing.T) {
 	ctx := context.Background()
-	policy := &kyvernov1.ClusterPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "smoke-replicas"},
-		Spec: kyvernov1.Spec{
-			ValidationFailureAction: kyvernov1.Enforce,
-			Rules: []kyvernov1.Rule{{
-				Name: "replicas",
-				MatchResources: kyvernov1.MatchResources{Any: kyvernov1.ResourceFilters{{
-					Resources: kyvernov1.ResourceDescription{Kinds: []string{"Deployment"}},
-				}}},
-				Validation: &kyvernov1.Validation{CEL: &kyvernov1.CEL{
-					Expressions: []admissionregistrationv1.Validation{{Expression: "object.spec.replicas <= 5", Message: "at most 5 replicas"}},
-				}},
-			}},
-		},
-	}
-	if err := cp.Client.Create(ctx, policy); err != nil {
-		t.Fatalf("creating a ClusterPolicy: %v", err)
-	}
-	t.Cleanup(func() { _ = cp.Client.Delete(context.Background(), policy) })
+	policy := controlplane.ReplicasPolicy("smoke-replicas", kyvernov1.Enforce)
+	cp.Create(t, policy)
 
 	policy.Status.ValidatingAdmissionPolicy = kyvernov1.ValidatingAdmissionPolicyStatus{Generated: true, Message: "smoke"}
 	if err := cp.Client.Status().Update(ctx, policy); err != nil {
@@ -81,80 +64,33 @@ func TestClusterPolicyCreateAndStatus(t *testing.T) {
 	}
 }
 
-func deployment(name string, replicas int32) *appsv1.Deployment {
-	labels := map[string]string{"app": name}
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
-			},
-		},
-	}
-}
-
 func TestHandWrittenVAPDeniesDeployment(t *testing.T) {
 	ctx := context.Background()
-	vap := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "smoke-max-replicas"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}},
-				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{{Expression: "object.spec.replicas <= 5", Message: "smoke: at most 5 replicas"}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "smoke-max-replicas"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        vap.Name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-		},
-	}
-	for _, obj := range []client.Object{vap, binding} {
-		if err := cp.Client.Create(ctx, obj); err != nil {
-			t.Fatalf("creating %T: %v", obj, err)
-		}
-		t.Cleanup(func() { _ = cp.Client.Delete(context.Background(), obj) })
-	}
+	vap := controlplane.VAP("smoke-max-replicas", appsv1.SchemeGroupVersion.WithResource("deployments"),
+		[]admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+		admissionregistrationv1.Validation{Expression: "object.spec.replicas <= 5", Message: "smoke: at most 5 replicas"})
+	vap.Spec.FailurePolicy = ptr.To(admissionregistrationv1.Fail)
+	cp.Create(t, vap)
+	cp.Create(t, controlplane.Binding("smoke-max-replicas", vap.Name, admissionregistrationv1.Deny))
 
 	// The admission plugin loads policies asynchronously: probe with dry runs.
-	err := controlplane.WaitForVAPEnforcement(ctx, func(ctx context.Context) (bool, error) {
-		err := cp.Client.Create(ctx, deployment("too-many", 10), client.DryRunAll)
-		return err != nil && strings.Contains(err.Error(), "smoke: at most 5 replicas"), err
-	})
-	if err != nil {
-		t.Fatalf("the API server never denied a Deployment with 10 replicas: %v", err)
-	}
-	err = cp.Client.Create(ctx, deployment("too-many", 10))
+	cp.WaitForDenial(t, controlplane.Deployment("default", "too-many", 10, nil), "smoke: at most 5 replicas")
+	err := cp.Client.Create(ctx, controlplane.Deployment("default", "too-many", 10, nil))
 	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "smoke: at most 5 replicas") {
 		t.Fatalf("creating a Deployment with 10 replicas: got %v, want an Invalid error with the policy's message", err)
 	}
-	if err := cp.Client.Create(ctx, deployment("just-right", 3)); err != nil {
+	if err := cp.Client.Create(ctx, controlplane.Deployment("default", "just-right", 3, nil)); err != nil {
 		t.Fatalf("a compliant Deployment was refused: %v", err)
 	}
 }
 
 func TestGarbageCollectorDeletesDependents(t *testing.T) {
 	ctx := context.Background()
-	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "smoke-owner", Namespace: "default"}}
-	if err := cp.Client.Create(ctx, owner); err != nil {
-		t.Fatal(err)
-	}
-	dependent := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-		Name: "smoke-dependent", Namespace: "default",
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID}},
-	}}
-	if err := cp.Client.Create(ctx, dependent); err != nil {
-		t.Fatal(err)
-	}
+	owner := controlplane.ConfigMap("default", "smoke-owner", nil)
+	cp.Create(t, owner)
+	dependent := controlplane.ConfigMap("default", "smoke-dependent", nil)
+	dependent.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID}}
+	cp.Create(t, dependent)
 	if err := cp.Client.Delete(ctx, owner); err != nil {
 		t.Fatal(err)
 	}

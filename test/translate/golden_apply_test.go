@@ -17,7 +17,6 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -93,14 +92,7 @@ func TestAPIServerStoresGoldenPlans(t *testing.T) {
 				t.Fatalf("case %s emits %d VAPs and %d bindings, want both", name, len(plan.ValidatingAdmissionPolicies), len(plan.Bindings))
 			}
 			for _, obj := range planObjects(plan) {
-				if err := cp.Client.Create(ctx, obj); err != nil {
-					t.Fatalf("case %s: creating %s %s: %v", name, kindOf(obj), obj.GetName(), err)
-				}
-				t.Cleanup(func() {
-					if err := cp.Client.Delete(context.Background(), obj); err != nil && !apierrors.IsNotFound(err) {
-						t.Errorf("deleting %s %s: %v", kindOf(obj), obj.GetName(), err)
-					}
-				})
+				cp.Create(t, obj)
 			}
 			for _, b := range plan.Bindings {
 				var vap admissionregistrationv1.ValidatingAdmissionPolicy
@@ -131,13 +123,9 @@ type goldenOptions struct {
 // reader is exercised on every golden input too.
 func loadGoldenCases(t *testing.T) []goldenCase {
 	t.Helper()
-	root, err := controlplane.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	testdata := filepath.Join(root, "translate", "testdata")
+	testdata := controlplane.RepoPath(t, "translate", "testdata")
 	var cases []goldenCase
-	err = filepath.WalkDir(testdata, func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(testdata, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -209,12 +197,8 @@ func loadGoldenCase(name, dir string) (goldenCase, error) {
 // would emit nothing to check.
 func goldenCRDs(t *testing.T) []apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	root, err := controlplane.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var set manifest.Set
-	if err := set.ReadPath(filepath.Join(root, "translate", "testdata", "crds.yaml"), nil, manifest.AcceptAll); err != nil {
+	if err := set.ReadPath(controlplane.RepoPath(t, "translate", "testdata", "crds.yaml"), nil, manifest.AcceptAll); err != nil {
 		t.Fatal(err)
 	}
 	if len(set.CRDs) != 2 {

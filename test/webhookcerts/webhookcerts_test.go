@@ -21,7 +21,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,19 +49,11 @@ type clock struct{ offset atomic.Int64 }
 func (c *clock) Now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
 func (c *clock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
 
-func ensureNamespace(t *testing.T) {
-	t.Helper()
-	err := cp.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-}
-
 // newManager returns a Manager of the Secret name writing through c (the
 // suite's client when nil) and reading uncached, as in the operator.
 func newManager(t *testing.T, name string, c client.Client, now func() time.Time, interval time.Duration) *certs.Manager {
 	t.Helper()
-	ensureNamespace(t)
+	cp.EnsureNamespace(t, namespace, nil)
 	if c == nil {
 		c = cp.Client
 	}
@@ -230,7 +221,7 @@ func TestLosingTheUpdateRaceAdoptsTheWinner(t *testing.T) {
 // garbage creates the Secret name with unusable content.
 func garbage(t *testing.T, name string, typ corev1.SecretType) {
 	t.Helper()
-	ensureNamespace(t)
+	cp.EnsureNamespace(t, namespace, nil)
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Type:       typ,
@@ -242,9 +233,7 @@ func garbage(t *testing.T, name string, typ corev1.SecretType) {
 			"unrelated":      []byte("x"),
 		},
 	}
-	if err := cp.Client.Create(context.Background(), secret); err != nil {
-		t.Fatal(err)
-	}
+	cp.Create(t, secret)
 }
 
 func TestGarbageSecretIsReplaced(t *testing.T) {
