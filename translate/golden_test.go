@@ -3,31 +3,20 @@ package translate
 import (
 	"bytes"
 	"flag"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
-	kyvernov1 "github.com/kyvap/kyvap/api/v1"
-	kyvernov2 "github.com/kyvap/kyvap/api/v2"
+	"github.com/kyvap/kyvap/translate/translatetest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden plan.yaml files")
 
-// goldenOptions is the optional options.yaml of a golden case.
-type goldenOptions struct {
-	// Generate defaults to true.
-	Generate             *bool  `json:"generateValidatingAdmissionPolicy,omitempty"`
-	CompatibilityVersion string `json:"compatibilityVersion,omitempty"`
-	RespectGenerateField bool   `json:"respectGenerateField,omitempty"`
-}
-
-// goldenCase is one testdata directory with a policy.yaml.
+// goldenCase is one testdata directory with a policy.yaml, as the
+// translator takes it.
 type goldenCase struct {
 	name  string
 	dir   string
@@ -35,68 +24,21 @@ type goldenCase struct {
 	opts  Options
 }
 
-// splitYAML splits a multi-document YAML stream.
-func splitYAML(data []byte) [][]byte {
-	var docs [][]byte
-	for _, doc := range bytes.Split(data, []byte("\n---")) {
-		if len(bytes.TrimSpace(doc)) > 0 {
-			docs = append(docs, doc)
-		}
-	}
-	return docs
-}
-
 // loadGoldenCases finds every directory under testdata with a policy.yaml.
 func loadGoldenCases(t testing.TB) []goldenCase {
 	var cases []goldenCase
-	err := filepath.WalkDir("testdata", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && d.Name() == "fuzz" {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || d.Name() != "policy.yaml" {
-			return nil
-		}
-		dir := filepath.Dir(path)
-		c := goldenCase{name: strings.TrimPrefix(filepath.ToSlash(dir), "testdata/"), dir: dir, opts: Options{GenerateValidatingAdmissionPolicy: true}}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		var policy kyvernov1.ClusterPolicy
-		if err := yaml.UnmarshalStrict(data, &policy); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		c.input.Policy = &policy
-		if data, err := os.ReadFile(filepath.Join(dir, "exceptions.yaml")); err == nil {
-			for _, doc := range splitYAML(data) {
-				var ex kyvernov2.PolicyException
-				if err := yaml.UnmarshalStrict(doc, &ex); err != nil {
-					t.Fatalf("%s/exceptions.yaml: %v", dir, err)
-				}
-				c.input.Exceptions = append(c.input.Exceptions, ex)
-			}
-		}
-		if data, err := os.ReadFile(filepath.Join(dir, "options.yaml")); err == nil {
-			var o goldenOptions
-			if err := yaml.UnmarshalStrict(data, &o); err != nil {
-				t.Fatalf("%s/options.yaml: %v", dir, err)
-			}
-			if o.Generate != nil {
-				c.opts.GenerateValidatingAdmissionPolicy = *o.Generate
-			}
-			c.opts.CompatibilityVersion = o.CompatibilityVersion
-			c.opts.RespectGenerateField = o.RespectGenerateField
-		}
-		cases = append(cases, c)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range translatetest.LoadGoldenCases(t, "testdata") {
+		cases = append(cases, goldenCase{
+			name:  c.Name,
+			dir:   c.Dir,
+			input: Input{Policy: c.Policy, Exceptions: c.Exceptions},
+			opts: Options{
+				GenerateValidatingAdmissionPolicy: c.Options.GenerateVAP(),
+				CompatibilityVersion:              c.Options.CompatibilityVersion,
+				RespectGenerateField:              c.Options.RespectGenerateField,
+			},
+		})
 	}
-	sort.Slice(cases, func(i, j int) bool { return cases[i].name < cases[j].name })
 	return cases
 }
 

@@ -6,23 +6,19 @@ package translate_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kyvap/kyvap/internal/manifest"
 	"github.com/kyvap/kyvap/test/controlplane"
 	"github.com/kyvap/kyvap/translate"
+	"github.com/kyvap/kyvap/translate/translatetest"
 )
 
 var cp *controlplane.ControlPlane
@@ -111,85 +107,23 @@ type goldenCase struct {
 	opts  translate.Options
 }
 
-// goldenOptions mirrors the optional options.yaml of a golden case
-// (translate/golden_test.go reads the same file).
-type goldenOptions struct {
-	Generate             *bool  `json:"generateValidatingAdmissionPolicy,omitempty"`
-	CompatibilityVersion string `json:"compatibilityVersion,omitempty"`
-	RespectGenerateField bool   `json:"respectGenerateField,omitempty"`
-}
-
-// loadGoldenCases reads the cases through the CLI's manifest reader, so the
-// reader is exercised on every golden input too.
+// loadGoldenCases reads the cases with the translator's own golden loader.
 func loadGoldenCases(t *testing.T) []goldenCase {
 	t.Helper()
-	testdata := controlplane.RepoPath(t, "translate", "testdata")
 	var cases []goldenCase
-	err := filepath.WalkDir(testdata, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && d.Name() == "fuzz" {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || d.Name() != "policy.yaml" {
-			return nil
-		}
-		dir := filepath.Dir(path)
-		name, err := filepath.Rel(testdata, dir)
-		if err != nil {
-			return err
-		}
-		c, err := loadGoldenCase(filepath.ToSlash(name), dir)
-		if err != nil {
-			return err
-		}
-		cases = append(cases, c)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range translatetest.LoadGoldenCases(t, controlplane.RepoPath(t, "translate", "testdata")) {
+		c.Policy.UID = fakePolicyUID
+		cases = append(cases, goldenCase{
+			name:  c.Name,
+			input: translate.Input{Policy: c.Policy, Exceptions: c.Exceptions},
+			opts: translate.Options{
+				GenerateValidatingAdmissionPolicy: c.Options.GenerateVAP(),
+				CompatibilityVersion:              c.Options.CompatibilityVersion,
+				RespectGenerateField:              c.Options.RespectGenerateField,
+			},
+		})
 	}
-	sort.Slice(cases, func(i, j int) bool { return cases[i].name < cases[j].name })
 	return cases
-}
-
-func loadGoldenCase(name, dir string) (goldenCase, error) {
-	c := goldenCase{name: name, opts: translate.Options{GenerateValidatingAdmissionPolicy: true}}
-	var set manifest.Set
-	if err := set.ReadPath(filepath.Join(dir, "policy.yaml"), nil, manifest.AcceptAll); err != nil {
-		return c, err
-	}
-	exceptions := filepath.Join(dir, "exceptions.yaml")
-	if _, err := os.Stat(exceptions); err == nil {
-		if err := set.ReadPath(exceptions, nil, manifest.AcceptAll); err != nil {
-			return c, err
-		}
-	}
-	if len(set.Policies) != 1 {
-		return c, fmt.Errorf("%s: %d ClusterPolicies, want 1", dir, len(set.Policies))
-	}
-	c.input.Policy = &set.Policies[0]
-	c.input.Policy.UID = fakePolicyUID
-	c.input.Exceptions = set.Exceptions
-
-	data, err := os.ReadFile(filepath.Join(dir, "options.yaml"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return c, nil
-	}
-	if err != nil {
-		return c, err
-	}
-	var o goldenOptions
-	if err := yaml.UnmarshalStrict(data, &o); err != nil {
-		return c, fmt.Errorf("%s/options.yaml: %w", dir, err)
-	}
-	if o.Generate != nil {
-		c.opts.GenerateValidatingAdmissionPolicy = *o.Generate
-	}
-	c.opts.CompatibilityVersion = o.CompatibilityVersion
-	c.opts.RespectGenerateField = o.RespectGenerateField
-	return c, nil
 }
 
 // goldenCRDs are the CRDs the golden plans were made with
