@@ -41,8 +41,8 @@ func FuzzTranslate(f *testing.F) {
 		if !equalJSON(t, before, &policy) {
 			t.Fatal("input mutated")
 		}
-		if len(first.Rules) != len(policy.Spec.Rules) {
-			t.Fatalf("%d results for %d rules", len(first.Rules), len(policy.Spec.Rules))
+		if rules := rulesOf(first, &policy); len(rules) != len(policy.Spec.Rules) {
+			t.Fatalf("%d results for %d rules", len(rules), len(policy.Spec.Rules))
 		}
 		assertCompiles(t, first)
 		for _, vap := range first.ValidatingAdmissionPolicies {

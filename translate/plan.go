@@ -135,7 +135,11 @@ type Plan struct {
 	// owned by the ClusterPolicy.
 	ValidatingAdmissionPolicies []admissionregistrationv1.ValidatingAdmissionPolicy
 	Bindings                    []admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	// Rules has one entry per rule of the policy, in the policy's order.
+	// Rules has one entry per rule of the policy, in the policy's order,
+	// each followed by the entries of its pod-controller variants when the
+	// rule is translated (autogen-<rule>, autogen-cronjob-<rule>: the names
+	// Kyverno reports them by). A rule that falls back carries its variants
+	// in its FallbackRule instead.
 	Rules []RuleResult
 	// Warnings are things the user should know that change no verdict.
 	Warnings []string

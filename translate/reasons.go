@@ -39,9 +39,6 @@ const (
 	// ReasonMatchNotExpressible: a match/exclude shape has no exact VAP
 	// equivalent (e.g. an empty match, or `all` filters without kinds).
 	ReasonMatchNotExpressible Reason = "MatchNotExpressible"
-	// ReasonPodControllers: the rule is a VAP for Pods, but Kyverno's autogen
-	// also applies it to pod controllers; that part goes to the fallback engine.
-	ReasonPodControllers Reason = "PodControllers"
 	// ReasonOverrideNotExpressible: failure-action overrides that no set of
 	// bindings can reproduce exactly (wildcard namespaces, too many pieces,
 	// overrides that may apply to cluster-scoped or Namespace objects).

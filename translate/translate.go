@@ -59,7 +59,9 @@ type translation struct {
 	opts        Options
 	version     *version.Version
 	controllers []string
-	plan        Plan
+	// ruleNames are the names of the policy's own rules.
+	ruleNames map[string]bool
+	plan      Plan
 }
 
 func (t *translation) run() Plan {
@@ -74,6 +76,10 @@ func (t *translation) run() Plan {
 		t.resolver = NewStaticResolver()
 	}
 	t.controllers = autogenControllers(t.policy)
+	t.ruleNames = map[string]bool{}
+	for i := range t.policy.Spec.Rules {
+		t.ruleNames[t.policy.Spec.Rules[i].Name] = true
+	}
 	names := map[string]int{}
 	for i := range t.policy.Spec.Rules {
 		rule := &t.policy.Spec.Rules[i]
@@ -81,7 +87,7 @@ func (t *translation) run() Plan {
 		if names[rule.Name] == 2 {
 			t.plan.Warnings = append(t.plan.Warnings, fmt.Sprintf("rule name %q is used more than once; Kyverno rejects such policies", rule.Name))
 		}
-		t.plan.Rules = append(t.plan.Rules, t.rule(rule))
+		t.plan.Rules = append(t.plan.Rules, t.rule(rule)...)
 	}
 	sort.Slice(t.plan.ValidatingAdmissionPolicies, func(i, j int) bool {
 		return t.plan.ValidatingAdmissionPolicies[i].Name < t.plan.ValidatingAdmissionPolicies[j].Name
@@ -123,14 +129,14 @@ func (t *translation) fallbackResult(rule *kyvernov1.Rule, reason Reason, messag
 }
 
 // rule translates one rule.
-func (t *translation) rule(rule *kyvernov1.Rule) RuleResult {
+func (t *translation) rule(rule *kyvernov1.Rule) []RuleResult {
 	if strings.HasPrefix(rule.Name, "autogen-") && rule.HasValidateCEL() && hasAutogenVariants(t.policy, t.controllers) {
 		narrowed, ok := shadowedAutogenRule(rule, t.policy, t.controllers)
 		switch {
 		case !ok:
-			return RuleResult{Rule: rule.Name, Verdict: VerdictInvalid, Reason: ReasonAutogenRuleName, Message: "the rule is named autogen-* in a policy Kyverno generates pod-controller variants for: Kyverno skips it for the controllers' kinds and evaluates it only on kinds its other rules match, which kyvap cannot determine for wildcard or missing kinds; rename the rule"}
+			return one(RuleResult{Rule: rule.Name, Verdict: VerdictInvalid, Reason: ReasonAutogenRuleName, Message: "the rule is named autogen-* in a policy Kyverno generates pod-controller variants for: Kyverno skips it for the controllers' kinds and evaluates it only on kinds its other rules match, which kyvap cannot determine for wildcard or missing kinds; rename the rule"})
 		case narrowed == nil:
-			return RuleResult{Rule: rule.Name, Verdict: VerdictInvalid, Reason: ReasonAutogenRuleName, Message: "the rule is named autogen-* in a policy Kyverno generates pod-controller variants for: Kyverno skips it for the controllers' kinds and evaluates it only on kinds its other rules match, which leaves none; rename the rule"}
+			return one(RuleResult{Rule: rule.Name, Verdict: VerdictInvalid, Reason: ReasonAutogenRuleName, Message: "the rule is named autogen-* in a policy Kyverno generates pod-controller variants for: Kyverno skips it for the controllers' kinds and evaluates it only on kinds its other rules match, which leaves none; rename the rule"})
 		}
 		if !reflect.DeepEqual(narrowed.MatchResources, rule.MatchResources) {
 			t.plan.Warnings = append(t.plan.Warnings, fmt.Sprintf("rule %q: named autogen-* in a policy with pod-controller variants, so Kyverno evaluates it only on %v (not on the controllers' kinds, and only on kinds other rules route to the policy); kyvap does the same", rule.Name, matchKinds(narrowed)))
@@ -139,54 +145,79 @@ func (t *translation) rule(rule *kyvernov1.Rule) RuleResult {
 	}
 	switch {
 	case !rule.HasValidateCEL():
-		return RuleResult{Rule: rule.Name, Verdict: VerdictNotHandled, Reason: ReasonNonCELRule, Message: "not a validate.cel rule; Kyverno enforces it"}
+		return one(RuleResult{Rule: rule.Name, Verdict: VerdictNotHandled, Reason: ReasonNonCELRule, Message: "not a validate.cel rule; Kyverno enforces it"})
 	case t.policy.Annotations[kyvernov1.AutogenControllersAnnotation] == "all":
 		// Kyverno's policy validation (api/kyverno/v1 ValidateAutogenAnnotation)
 		// refuses the policy: it never enforces any of its rules.
-		return RuleResult{Rule: rule.Name, Verdict: VerdictInvalid, Reason: ReasonAutogenAnnotationInvalid, Message: "the annotation " + kyvernov1.AutogenControllersAnnotation + ": all is refused by Kyverno (\"does not support 'all' anymore\"); remove it or list the controllers"}
+		return one(RuleResult{Rule: rule.Name, Verdict: VerdictInvalid, Reason: ReasonAutogenAnnotationInvalid, Message: "the annotation " + kyvernov1.AutogenControllersAnnotation + ": all is refused by Kyverno (\"does not support 'all' anymore\"); remove it or list the controllers"})
 	case !t.policy.Spec.AdmissionEnabled():
-		return RuleResult{Rule: rule.Name, Verdict: VerdictNotHandled, Reason: ReasonAdmissionDisabled, Message: "spec.admission is false; the policy does not apply at admission"}
+		return one(RuleResult{Rule: rule.Name, Verdict: VerdictNotHandled, Reason: ReasonAdmissionDisabled, Message: "spec.admission is false; the policy does not apply at admission"})
 	case !t.opts.GenerateValidatingAdmissionPolicy:
-		return t.fallbackResult(rule, ReasonGenerationDisabled, "ValidatingAdmissionPolicy generation is disabled")
+		return one(t.fallbackResult(rule, ReasonGenerationDisabled, "ValidatingAdmissionPolicy generation is disabled"))
 	case t.policy.Annotations[AnnotationGenerate] == "false":
-		return t.fallbackResult(rule, ReasonGenerateOptOut, "the policy is annotated "+AnnotationGenerate+"=false")
+		return one(t.fallbackResult(rule, ReasonGenerateOptOut, "the policy is annotated "+AnnotationGenerate+"=false"))
 	case t.opts.RespectGenerateField && (rule.Validation.CEL.Generate == nil || !*rule.Validation.CEL.Generate):
-		return t.fallbackResult(rule, ReasonGenerateOptOut, "validate.cel.generate is not true (Kyverno's opt-in is respected)")
+		return one(t.fallbackResult(rule, ReasonGenerateOptOut, "validate.cel.generate is not true (Kyverno's opt-in is respected)"))
 	case t.policy.Spec.ApplyRules != nil && *t.policy.Spec.ApplyRules == "One":
-		return t.fallbackResult(rule, ReasonApplyRulesOne, "spec.applyRules One makes rules depend on each other")
+		return one(t.fallbackResult(rule, ReasonApplyRulesOne, "spec.applyRules One makes rules depend on each other"))
 	case rule.RawAnyAllConditions != nil && !kyverno.NoPreconditions(rule.RawAnyAllConditions.Raw):
-		return t.fallbackResult(rule, ReasonJMESPathPreconditions, "JMESPath preconditions have no VAP form")
+		return one(t.fallbackResult(rule, ReasonJMESPathPreconditions, "JMESPath preconditions have no VAP form"))
 	case len(rule.Context) > 0:
-		return t.fallbackResult(rule, ReasonContextEntries, "context entries have no VAP form")
+		return one(t.fallbackResult(rule, ReasonContextEntries, "context entries have no VAP form"))
 	case len(rule.Validation.CEL.Expressions) == 0:
-		return RuleResult{Rule: rule.Name, Verdict: VerdictTranslated, Reason: ReasonEmptyRule, Message: "the rule has no expressions; Kyverno passes every request"}
+		return one(RuleResult{Rule: rule.Name, Verdict: VerdictTranslated, Reason: ReasonEmptyRule, Message: "the rule has no expressions; Kyverno passes every request"})
 	}
 
-	vap, bindings, fl := t.build(rule)
+	vap, bindings, fl := t.build(rule, vapName(t.policy.Name, rule.Name))
 	if fl != nil {
 		if fl.reason == ReasonCELCompileError {
-			return RuleResult{Rule: rule.Name, Verdict: VerdictInvalid, Reason: fl.reason, Message: fl.message}
+			return one(RuleResult{Rule: rule.Name, Verdict: VerdictInvalid, Reason: fl.reason, Message: fl.message})
 		}
-		return t.fallbackResult(rule, fl.reason, fl.message)
+		return one(t.fallbackResult(rule, fl.reason, fl.message))
 	}
 	t.plan.ValidatingAdmissionPolicies = append(t.plan.ValidatingAdmissionPolicies, vap)
 	t.plan.Bindings = append(t.plan.Bindings, bindings...)
-	result := RuleResult{Rule: rule.Name, Verdict: VerdictTranslated, ValidatingAdmissionPolicies: []string{vap.Name}}
-
-	if autogen := autogenRules(rule, t.controllers); len(autogen) > 0 {
-		names := make([]string, len(autogen))
-		for i, r := range autogen {
-			names[i] = r.Name
-		}
-		msg := fmt.Sprintf("Pods are enforced by ValidatingAdmissionPolicy %s; Kyverno's autogen variants for pod controllers (%v) go to the fallback engine", vap.Name, names)
-		result.Verdict, result.Reason, result.Message = VerdictFallback, ReasonPodControllers, msg
-		result.Fallback = t.newFallbackRule(autogen, ReasonPodControllers, msg)
+	results := one(RuleResult{Rule: rule.Name, Verdict: VerdictTranslated, ValidatingAdmissionPolicies: []string{vap.Name}})
+	for _, variant := range autogenRules(rule, t.controllers) {
+		results = append(results, t.variant(&variant))
 	}
-	return result
+	return results
 }
 
-// build produces the VAP and bindings of a rule.
-func (t *translation) build(rule *kyvernov1.Rule) (admissionregistrationv1.ValidatingAdmissionPolicy, []admissionregistrationv1.ValidatingAdmissionPolicyBinding, *failure) {
+// variant translates one of Kyverno's autogen variants of a translated Pod
+// rule (autogen-<rule> for the pod controllers, autogen-cronjob-<rule> for
+// CronJobs). A variant is an ordinary rule, the one Kyverno's engine
+// evaluates for a controller: kinds replaced and the CEL rewritten to the
+// pod template. So it is translated as any rule (its own match, exclusions,
+// exceptions naming autogen-<rule>, overrides), into its own VAP, and falls
+// back alone when that fails.
+func (t *translation) variant(variant *kyvernov1.Rule) RuleResult {
+	name := vapName(t.policy.Name, variant.Name)
+	if t.ruleNames[variant.Name] {
+		// A rule of the policy has the variant's name (Kyverno narrows that
+		// rule, see shadowedAutogenRule): the VAPs must not collide.
+		name = vapName(t.policy.Name, variant.Name+" (autogen)")
+	}
+	vap, bindings, fl := t.build(variant, name)
+	if fl != nil {
+		if fl.reason == ReasonCELCompileError {
+			return RuleResult{Rule: variant.Name, Verdict: VerdictInvalid, Reason: fl.reason, Message: fl.message}
+		}
+		return RuleResult{
+			Rule: variant.Name, Verdict: VerdictFallback, Reason: fl.reason, Message: fl.message,
+			Fallback: t.newFallbackRule([]kyvernov1.Rule{*variant}, fl.reason, fl.message),
+		}
+	}
+	t.plan.ValidatingAdmissionPolicies = append(t.plan.ValidatingAdmissionPolicies, vap)
+	t.plan.Bindings = append(t.plan.Bindings, bindings...)
+	return RuleResult{Rule: variant.Name, Verdict: VerdictTranslated, ValidatingAdmissionPolicies: []string{vap.Name}}
+}
+
+// one is a rule's results when it has no translated variants.
+func one(r RuleResult) []RuleResult { return []RuleResult{r} }
+
+// build produces the VAP (named name) and bindings of a rule.
+func (t *translation) build(rule *kyvernov1.Rule, name string) (admissionregistrationv1.ValidatingAdmissionPolicy, []admissionregistrationv1.ValidatingAdmissionPolicyBinding, *failure) {
 	var vap admissionregistrationv1.ValidatingAdmissionPolicy
 	match, fl := translateMatch(t.resolver, rule.MatchResources)
 	if fl != nil {
@@ -302,7 +333,6 @@ func (t *translation) build(rule *kyvernov1.Rule) (admissionregistrationv1.Valid
 		return vap, nil, fl
 	}
 
-	name := vapName(t.policy.Name, rule.Name)
 	vap.TypeMeta = metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"}
 	vap.ObjectMeta = t.objectMeta(name, rule.Name)
 	vap.Spec = spec

@@ -203,7 +203,7 @@ func reportVerdicts(w io.Writer, plans []translate.Plan) (invalid bool) {
 }
 
 // verdictLine is e.g. "pol/rule: Translated -> kyvap-pol-rule" or
-// "pol/rule: Fallback (PodControllers) -> kyvap-pol-rule: message".
+// "pol/rule: Fallback (RolesOrClusterRoles): message".
 func verdictLine(policy string, r translate.RuleResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s/%s: %s", policy, r.Rule, r.Verdict)

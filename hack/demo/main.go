@@ -43,6 +43,7 @@ import (
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/test/controlplane"
 	"github.com/kyvap/kyvap/translate"
+	"github.com/kyvap/kyvap/webhook"
 )
 
 // Names the demo gives to what it creates. The RBAC names are the ones
@@ -584,6 +585,36 @@ func (d *demo) showGenerated(ctx context.Context) error {
 	for _, b := range bindings.Items {
 		fmt.Fprintf(w, "%s\t%s\t%s\n", b.Name, actions(b.Spec.ValidationActions), bindingScope(b.Spec.MatchResources))
 	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return d.showWebhookConfiguration(ctx)
+}
+
+// showWebhookConfiguration lists what kyvap's own webhook is registered
+// for: only what no ValidatingAdmissionPolicy can express.
+func (d *demo) showWebhookConfiguration(ctx context.Context) error {
+	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+	err := d.client.Get(ctx, client.ObjectKey{Name: webhook.DefaultConfigurationName}, &vwc)
+	if apierrors.IsNotFound(err) {
+		fmt.Fprintf(d.out, "\n   ValidatingWebhookConfiguration %s: none (every rule is a ValidatingAdmissionPolicy)\n", webhook.DefaultConfigurationName)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(d.out, "\n   ValidatingWebhookConfiguration %s (kyvap's webhook, for what no VAP can express)\n", webhook.DefaultConfigurationName)
+	w := d.table()
+	fmt.Fprintln(w, "WEBHOOK\tRESOURCES\tOPERATIONS")
+	for _, wh := range vwc.Webhooks {
+		for _, r := range wh.Rules {
+			ops := make([]string, len(r.Operations))
+			for i, op := range r.Operations {
+				ops[i] = string(op)
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\n", wh.Name, strings.Join(r.Resources, ","), strings.Join(ops, ","))
+		}
+	}
 	return w.Flush()
 }
 
@@ -697,6 +728,9 @@ func (d *demo) showAdmission(ctx context.Context) error {
 			ObjectMeta: metav1.ObjectMeta{Namespace: devNamespace, Name: "no-team"},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}},
 		}, want: denied, message: "'team' is required"},
+		// Kyverno's autogen applies the Pod rule to the pod template of
+		// controllers: that variant is a ValidatingAdmissionPolicy too.
+		{what: "a Deployment whose pods lack the team label", object: withoutTeam(deployment(devNamespace, "no-team", 1)), want: denied, message: "ValidatingAdmissionPolicy 'kyvap-require-team-label-autogen-team-label'"},
 		{what: "3 replicas, team=shop, nginx:1.27", object: deployment(prodNamespace, "web", 3), want: admitted, create: true},
 	}
 	w := d.table()
@@ -795,6 +829,18 @@ func kindOf(obj client.Object) string {
 		return "Pod"
 	}
 	return fmt.Sprintf("%T", obj)
+}
+
+// withoutTeam removes the team label from the Deployment's pod template.
+func withoutTeam(dep *appsv1.Deployment) *appsv1.Deployment {
+	labels := map[string]string{}
+	for k, v := range dep.Spec.Template.Labels {
+		if k != "team" {
+			labels[k] = v
+		}
+	}
+	dep.Spec.Template.Labels = labels
+	return dep
 }
 
 // deployment is a Deployment that every sample policy accepts, except for

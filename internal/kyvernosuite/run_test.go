@@ -152,7 +152,7 @@ spec:
 		{None, None, StatusFail, "no rule matched the resource on either path"},
 		{Skip, Skip, StatusPass, ""}, // the red rule's precondition is false for "good"
 		{Fail, Fail, StatusPass, ""},
-		{Fallback, Fail, StatusPass, ""},
+		{Fail, Fail, StatusPass, ""}, // autogen-limits: its own VAP
 		{NotApplicable, NotApplicable, StatusSkipped, "NonCELRule"},
 		{None, None, StatusFail, `policy "missing" is not among the test's policies`},
 		{NotApplicable, NotApplicable, StatusSkipped, "a ValidatingAdmissionPolicy result"},
@@ -198,9 +198,9 @@ func TestRunConformanceCases(t *testing.T) {
 	}{
 		{"pod-controllers", map[string]string{
 			"limits pod-bad":                  "fail fail fail pass",
-			"autogen-limits deploy-bad":       "fail fallback fail pass",
-			"autogen-cronjob-limits cron-bad": "fail fallback fail pass",
-			"autogen-limits sts-bad":          "fail fallback fail pass",
+			"autogen-limits deploy-bad":       "fail fail fail pass",
+			"autogen-cronjob-limits cron-bad": "fail fail fail pass",
+			"autogen-limits sts-bad":          "fail fail fail pass",
 		}},
 		{"cel-preconditions", map[string]string{
 			"checksum blue-bad":   "skip skip skip pass",

@@ -56,8 +56,10 @@ func TestTranslatedPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plan.ValidatingAdmissionPolicies) != 3 {
-		t.Fatalf("plan has %d VAPs, want 3:\n%+v", len(plan.ValidatingAdmissionPolicies), plan.Rules)
+	// pods-need-labels, its two pod-controller variants, and the two
+	// Deployment rules.
+	if len(plan.ValidatingAdmissionPolicies) != 5 {
+		t.Fatalf("plan has %d VAPs, want 5:\n%+v", len(plan.ValidatingAdmissionPolicies), plan.Rules)
 	}
 	sim := New(plan.ValidatingAdmissionPolicies, plan.Bindings)
 	if notes := sim.Notes(); len(notes) != 0 {
@@ -86,6 +88,15 @@ func TestTranslatedPlan(t *testing.T) {
 		}
 		if len(resp.Policies) != 1 || ruleOf(resp.Policies[0]) != "pods-need-labels" || resp.Policies[0].Labels["kyvap.io/policy"] != "sim" {
 			t.Errorf("policies = %+v", resp.Policies)
+		}
+	})
+	t.Run("deployment whose pods lack the label is denied by the variant", func(t *testing.T) {
+		d := deployment("default", "d", 1)
+		delete(d["spec"].(obj)["template"].(obj)["metadata"].(obj), "labels")
+		resp := eval(t, request(admissionv1.Create, deploymentsGVR, deploymentGVK, "default", "d", d, nil))
+		want := `deployments.apps "d" is forbidden: ValidatingAdmissionPolicy 'kyvap-sim-autogen-pods-need-labels' with binding 'kyvap-sim-autogen-pods-need-labels-0' denied request: pods need an app label`
+		if resp.Allowed || resp.Message != want {
+			t.Errorf("got allowed=%v message %q, want %q", resp.Allowed, resp.Message, want)
 		}
 	})
 	t.Run("pod in an excluded namespace", func(t *testing.T) {
@@ -117,7 +128,7 @@ func TestTranslatedPlan(t *testing.T) {
 		for _, p := range resp.Policies {
 			rules = append(rules, ruleOf(p))
 		}
-		if diff := cmp.Diff([]string{"replicas-audit", "replicas-limit"}, rules); diff != "" {
+		if diff := cmp.Diff([]string{"autogen-pods-need-labels", "replicas-audit", "replicas-limit"}, rules); diff != "" {
 			t.Errorf("matched rules (-want +got):\n%s", diff)
 		}
 	})

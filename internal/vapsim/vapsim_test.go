@@ -119,8 +119,10 @@ func podCreate(ns, name string, labels map[string]string) *admissionv1.Admission
 	return request(admissionv1.Create, podsGVR, podGVK, ns, name, pod(ns, name, labels), nil)
 }
 
+// deployment is a Deployment whose pods carry an app label.
 func deployment(ns, name string, replicas int) obj {
-	return object("apps/v1", "Deployment", ns, name, nil, obj{"spec": obj{"replicas": replicas}})
+	template := obj{"metadata": obj{"labels": obj{"app": name}}}
+	return object("apps/v1", "Deployment", ns, name, nil, obj{"spec": obj{"replicas": replicas, "template": template}})
 }
 
 func deploymentCreate(ns, name string, replicas int) *admissionv1.AdmissionRequest {

@@ -38,7 +38,7 @@ var expected = map[string]struct {
 	message   string
 }{
 	"max-deployment-replicas": {reason: controllers.ReasonAllRulesTranslated, generated: true},
-	"require-team-label":      {reason: controllers.ReasonFallback, message: string(translate.ReasonPodControllers)},
+	"require-team-label":      {reason: controllers.ReasonAllRulesTranslated, generated: true},
 	"disallow-latest-tag":     {reason: controllers.ReasonAllRulesTranslated, generated: true},
 	"restrict-host-network":   {reason: controllers.ReasonFallback, message: string(translate.ReasonRolesOrClusterRoles)},
 }
