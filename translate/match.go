@@ -94,16 +94,14 @@ func (k kindSet) onlyNamespaced() bool {
 }
 
 // resolveKinds resolves Kyverno kind spellings. A kind resolving to
-// nothing, or to several versions of one group/resource, is a failure:
-// silently dropping it would narrow the rule.
+// nothing is a failure: silently dropping it would narrow the rule.
 func resolveKinds(resolver KindResolver, kinds []string) (kindSet, *failure) {
 	return collectKinds(resolver, kinds, true)
 }
 
-// collectKinds resolves kinds. Strict (for VAPs) refuses a kind that
-// resolves to nothing or to several versions of one resource; lax (for
-// webhook registration) registers every version and skips unserved kinds,
-// which cannot be requested.
+// collectKinds resolves kinds, every served version of each. Strict (for
+// VAPs) refuses a kind that resolves to nothing; lax (for webhook
+// registration) skips unserved kinds, which cannot be requested.
 func collectKinds(resolver KindResolver, kinds []string, strict bool) (kindSet, *failure) {
 	var set kindSet
 	if len(kinds) == 0 {
@@ -145,25 +143,15 @@ func collectKinds(resolver KindResolver, kinds []string, strict bool) (kindSet, 
 	return set, nil
 }
 
-// strictResolution refuses a kind that resolves to nothing or ambiguously.
+// strictResolution refuses a kind that resolves to nothing: dropping it
+// would narrow the rule silently. A kind served in several versions
+// (autoscaling v1 and v2 HorizontalPodAutoscaler) resolves to each of them:
+// Kyverno registers its webhook for every served version and evaluates the
+// object in the version it was sent, which the VAP's Exact match policy
+// with one resource rule per version does too.
 func strictResolution(kind string, resolved []Resource) *failure {
 	if len(resolved) == 0 {
 		return fail(ReasonKindUnresolved, "kind %q matches no served resource", kind)
-	}
-	versions := map[string][]string{}
-	for _, r := range resolved {
-		key := r.Group + "/" + r.Resource + "/" + r.Subresource
-		versions[key] = append(versions[key], r.Version)
-	}
-	keys := make([]string, 0, len(versions))
-	for k := range versions {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if vs := uniqueSorted(versions[k]); len(vs) > 1 {
-			return fail(ReasonKindAmbiguous, "kind %q is served in several versions (%s of %s)", kind, strings.Join(vs, ", "), strings.TrimRight(k, "/"))
-		}
 	}
 	return nil
 }

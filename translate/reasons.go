@@ -28,9 +28,6 @@ const (
 	// ReasonKindUnresolved: a kind resolves to no served resource (retried
 	// when discovery changes).
 	ReasonKindUnresolved Reason = "KindUnresolved"
-	// ReasonKindAmbiguous: a kind resolves to several versions of the same
-	// group/resource.
-	ReasonKindAmbiguous Reason = "KindAmbiguous"
 	// ReasonKindResolutionError: the kind resolver returned an error.
 	ReasonKindResolutionError Reason = "KindResolutionError"
 	// ReasonSelectorNotExpressible: a label selector uses Kyverno's wildcard

@@ -265,6 +265,9 @@ func (t *translation) build(rule *kyvernov1.Rule, name string) (admissionregistr
 		Validations:      validationsWithRuleMessage(cel.Expressions, rule.Validation.Message),
 		Variables:        cel.Variables,
 	}
+	if changed := joinMessageLines(spec.Validations); len(changed) > 0 {
+		t.plan.Warnings = append(t.plan.Warnings, fmt.Sprintf("rule %q: the message of validations %v has line breaks, which a ValidatingAdmissionPolicy refuses; the VAP's message has the lines joined by spaces (the verdict is unchanged)", rule.Name, changed))
+	}
 	if len(cel.AuditAnnotations) > 0 {
 		// Kyverno's engine computes audit annotations and discards them
 		// (validate_cel.go reads only the decisions), so they never change
@@ -415,6 +418,29 @@ func checkFields(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec) *f
 		keys[aa.Key] = true
 	}
 	return nil
+}
+
+// joinMessageLines rewrites every validation message that has line breaks
+// (Kyverno accepts them; the API server refuses them in a VAP, and drops a
+// multi-line messageExpression result) into one line: the lines, trimmed,
+// without the empty ones, joined by single spaces. It returns the indexes of
+// the messages it changed.
+func joinMessageLines(validations []admissionregistrationv1.Validation) []int {
+	var changed []int
+	for i := range validations {
+		if !containsLineBreak(validations[i].Message) {
+			continue
+		}
+		var lines []string
+		for _, line := range strings.FieldsFunc(validations[i].Message, func(r rune) bool { return r == '\n' || r == '\r' }) {
+			if line = strings.TrimSpace(line); line != "" {
+				lines = append(lines, line)
+			}
+		}
+		validations[i].Message = strings.Join(lines, " ")
+		changed = append(changed, i)
+	}
+	return changed
 }
 
 func containsLineBreak(s string) bool {
