@@ -87,6 +87,7 @@ bench: envtest-assets ## Run the translator and operator benchmarks; report in b
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test -run '^$$' -bench . -benchmem ./translate/ | tee $(BENCH_REPORT)
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test -run '^$$' -bench BenchmarkDriftRevert -benchtime=200x -timeout 20m ./test/perf/ | tee -a $(BENCH_REPORT)
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test -run '^$$' -bench BenchmarkConvergence1000 -benchtime=1x -timeout 30m ./test/perf/ | tee -a $(BENCH_REPORT)
+	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test -run '^$$' -bench BenchmarkAPIServerCost -benchtime=500x -timeout 30m ./test/perf/ | tee -a $(BENCH_REPORT)
 
 ##@ Build
 
