@@ -205,7 +205,7 @@ func (s *costSetup) waitFor(b *testing.B, viaWebhook bool) {
 		for _, i := range probeIndexes(s.policies) {
 			err := cp.Client.Create(ctx, costProbe(i), client.DryRunAll)
 			if err == nil || !strings.Contains(err.Error(), wantDenier) || !strings.Contains(err.Error(), fmt.Sprintf("probe cost-%04d", i)) {
-				return false, fmt.Errorf("probe of policy %d: want a denial by %s, got %v", i, wantDenier, err)
+				return false, fmt.Errorf("probe of policy %d: want a denial by %s, got %w", i, wantDenier, err)
 			}
 		}
 		return true, nil
