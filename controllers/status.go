@@ -49,11 +49,14 @@ func computeStatus(in statusInput) policyStatus {
 		}
 	}
 
-	celRules, translated, invalid, fallback := 0, 0, 0, 0
+	celRules, translated, invalid, fallback, leftToKyverno := 0, 0, 0, 0, 0
 	for _, r := range in.Plan.Rules {
 		switch r.Verdict {
 		case translate.VerdictNotHandled:
-			continue
+			// Kyverno enforces it. generated: true would tell a running
+			// Kyverno to skip the whole policy, this rule included.
+			leftToKyverno++
+			lines = append(lines, fmt.Sprintf("rule %q: left to Kyverno (%s: %s)", r.Rule, r.Reason, r.Message))
 		case translate.VerdictTranslated:
 			celRules++
 			if broken := brokenObjects(r, failed); len(broken) > 0 {
@@ -98,7 +101,9 @@ func computeStatus(in statusInput) policyStatus {
 		cond.Reason = ReasonAllRulesTranslated
 		cond.Status = metav1.ConditionTrue
 	}
-	generated := celRules > 0 && translated == celRules
+	// Kyverno skips a policy marked generated entirely (its webhook, its CEL
+	// handler, its background scans): only when kyvap enforces every rule.
+	generated := celRules > 0 && translated == celRules && leftToKyverno == 0
 	message := strings.Join(lines, "; ")
 	cond.Message = message
 	if cond.Message == "" {
@@ -123,6 +128,9 @@ func fallbackText(r translate.RuleResult, enforced bool) string {
 		}
 	}
 	text := fmt.Sprintf("%s (%s: %s)", where, r.Reason, r.Message)
+	if r.Fallback != nil && len(r.Fallback.WebhookExempt) > 0 {
+		text += fmt.Sprintf("; not enforced on %s, which never reach kyvap's webhook so that it cannot lock the cluster out", strings.Join(r.Fallback.WebhookExempt, ", "))
+	}
 	if len(r.ValidatingAdmissionPolicies) > 0 && !strings.Contains(r.Message, r.ValidatingAdmissionPolicies[0]) {
 		text = fmt.Sprintf("partly enforced by ValidatingAdmissionPolicy %s, the rest %s", strings.Join(r.ValidatingAdmissionPolicies, ", "), text)
 	}

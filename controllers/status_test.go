@@ -24,9 +24,16 @@ func TestComputeStatus(t *testing.T) {
 		wantStatus    metav1.ConditionStatus
 		wantMessage   []string // substrings of the Kyverno status message; none means empty
 	}{{
-		name:          "every CEL rule translated",
-		in:            statusInput{Plan: &translate.Plan{Rules: []translate.RuleResult{translated, notHandled}}, GenerateEnabled: true},
+		name:          "every rule translated",
+		in:            statusInput{Plan: &translate.Plan{Rules: []translate.RuleResult{translated}}, GenerateEnabled: true},
 		wantGenerated: true, wantReason: ReasonAllRulesTranslated, wantStatus: metav1.ConditionTrue,
+	}, {
+		// generated: true would make a running Kyverno skip the pattern
+		// rule too.
+		name:          "every CEL rule translated, a pattern rule left to Kyverno",
+		in:            statusInput{Plan: &translate.Plan{Rules: []translate.RuleResult{translated, notHandled}}, GenerateEnabled: true},
+		wantGenerated: false, wantReason: ReasonAllRulesTranslated, wantStatus: metav1.ConditionTrue,
+		wantMessage: []string{`rule "pattern": left to Kyverno (NonCELRule`},
 	}, {
 		name:          "fallback while no webhook serves",
 		in:            statusInput{Plan: &translate.Plan{Rules: []translate.RuleResult{translated, fallback}}, GenerateEnabled: true},

@@ -51,5 +51,6 @@ func (t *translation) newFallbackRule(rules []kyvernov1.Rule, reason Reason, mes
 		Exceptions: t.exceptionsFor(names...), Reason: reason, Message: message,
 	}
 	fr.NotEnforced = notEnforceable(rules, fr.Exceptions)
+	fr.WebhookExempt = webhookProtectedCovered(t.resolver, rules)
 	return fr
 }

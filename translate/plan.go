@@ -124,6 +124,10 @@ type FallbackRule struct {
 	// (it needs Kyverno's JMESPath engine), or is empty when the engine
 	// enforces it. Such a rule is NOT ENFORCED by kyvap.
 	NotEnforced string `json:",omitempty"`
+	// WebhookExempt lists the protected resources the rule selects that
+	// kyvap's webhook never receives (nodes, leases, events, reviews; see
+	// WebhookLockOutCondition): the rule is not enforced on them.
+	WebhookExempt []string `json:",omitempty"`
 }
 
 // Plan is the deterministic result of translating one ClusterPolicy.

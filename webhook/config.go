@@ -88,9 +88,9 @@ type ConfigOptions struct {
 	// CABundle is the CA that signed the serving certificate; empty when
 	// cert-manager's CA injector fills it in (see Annotations).
 	CABundle []byte
-	// ExcludedNamespaces are never sent to the webhook: kube-system and the
-	// operator's own namespace, so that the webhook can never lock out the
-	// cluster or itself.
+	// ExcludedNamespaces are never sent to the webhook:
+	// translate.WebhookProtectedNamespaces and the operator's own namespace,
+	// so that the webhook can never lock out the cluster or itself.
 	ExcludedNamespaces []string
 	// Labels and Annotations are set on the configuration.
 	Labels      map[string]string
@@ -166,6 +166,7 @@ func webhookFor(g Group, rules []admissionregistrationv1.RuleWithOperations, exc
 			Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: excluded,
 		}}},
 		ObjectSelector:          &metav1.LabelSelector{},
+		MatchConditions:         []admissionregistrationv1.MatchCondition{translate.WebhookLockOutCondition()},
 		SideEffects:             &sideEffects,
 		TimeoutSeconds:          &timeout,
 		AdmissionReviewVersions: []string{"v1"},

@@ -94,6 +94,11 @@ func TestDesiredConfiguration(t *testing.T) {
 	if sel.Key != "kubernetes.io/metadata.name" || sel.Operator != "NotIn" || !cmp.Equal(sel.Values, []string{"kube-system", "kyvap-system"}) {
 		t.Errorf("namespace selector %+v must exclude kube-system and the operator's namespace", sel)
 	}
+	for _, w := range vwc.Webhooks {
+		if diff := cmp.Diff([]admissionregistrationv1.MatchCondition{translate.WebhookLockOutCondition()}, w.MatchConditions); diff != "" {
+			t.Errorf("webhook %s: match conditions (-want +got):\n%s", w.Name, diff)
+		}
+	}
 	if *fail.MatchPolicy != admissionregistrationv1.Equivalent || *fail.SideEffects != admissionregistrationv1.SideEffectClassNone {
 		t.Errorf("matchPolicy %s sideEffects %s", *fail.MatchPolicy, *fail.SideEffects)
 	}

@@ -158,7 +158,7 @@ func (w *Webhook) Setup(mgr ctrl.Manager, eng *engine.Engine, resolvers Resolver
 
 	configOpts := ConfigOptions{
 		Name:               w.opts.ConfigurationName,
-		ExcludedNamespaces: []string{"kube-system", w.opts.Namespace},
+		ExcludedNamespaces: append(append([]string(nil), translate.WebhookProtectedNamespaces...), w.opts.Namespace),
 		Labels:             map[string]string{translate.LabelManagedBy: translate.ManagedByValue},
 	}
 	var dnsNames []string
