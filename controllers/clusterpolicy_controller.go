@@ -47,6 +47,9 @@ type ClusterPolicyReconciler struct {
 	Recorder  events.EventRecorder
 	Resolvers ResolverSource
 	Fallback  FallbackSink
+	// Kyverno says whether Kyverno's admission controller runs in the
+	// cluster; nil means it does not.
+	Kyverno KyvernoPresence
 	// Options are the translation options (generation toggle, CEL version).
 	Options translate.Options
 
@@ -83,7 +86,7 @@ func (r *ClusterPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	r.Fallback.SetFallbackRules(policy.Name, fallbackRules(&plan))
+	r.Fallback.SetFallbackRules(policy.Name, fallbackRules(&plan, kyvernoRunning(r.Kyverno)))
 	outcomes := r.apply(ctx, policy, &plan)
 	status, err := r.report(ctx, policy, &plan, outcomes)
 	if err != nil {
@@ -143,6 +146,7 @@ func (r *ClusterPolicyReconciler) report(ctx context.Context, policy *kyvernov1.
 			Outcomes:         outcomes,
 			GenerateEnabled:  r.Options.GenerateValidatingAdmissionPolicy,
 			FallbackEnforced: r.Fallback.Enforcing(),
+			KyvernoRunning:   kyvernoRunning(r.Kyverno),
 			TypeWarnings:     warnings,
 		})
 		previous := meta.FindStatusCondition(current.Status.Conditions, ConditionType)

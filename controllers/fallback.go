@@ -70,8 +70,22 @@ func (s *FallbackStore) Rules() []translate.FallbackRule {
 	return out
 }
 
-// fallbackRules collects the plan's fallback rules.
-func fallbackRules(plan *translate.Plan) []translate.FallbackRule {
+// KyvernoPresence tells whether Kyverno's admission controller runs in the
+// cluster. When it does, the rules kyvap cannot turn into VAPs are left to
+// it: their policies are not marked generated, so Kyverno enforces them
+// whole, and a second webhook would only do the same work twice.
+type KyvernoPresence interface {
+	Running() bool
+}
+
+func kyvernoRunning(k KyvernoPresence) bool { return k != nil && k.Running() }
+
+// fallbackRules collects the plan's fallback rules for kyvap's webhook:
+// none when Kyverno runs and enforces them itself.
+func fallbackRules(plan *translate.Plan, kyvernoRunning bool) []translate.FallbackRule {
+	if kyvernoRunning {
+		return nil
+	}
 	var out []translate.FallbackRule
 	for _, r := range plan.Rules {
 		if r.Fallback != nil {

@@ -34,7 +34,9 @@ type FallbackSyncReconciler struct {
 	client.Client
 	Resolvers ResolverSource
 	Sink      FallbackSink
-	Options   translate.Options
+	// Kyverno says whether Kyverno's admission controller runs; nil: no.
+	Kyverno KyvernoPresence
+	Options translate.Options
 
 	// plans is shared with the ClusterPolicyReconciler of the same manager
 	// (Setup does it): on the leader both translate the same inputs, and a
@@ -148,7 +150,7 @@ func (r *FallbackSyncReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	r.Sink.SetFallbackRules(policy.Name, fallbackRules(&plan))
+	r.Sink.SetFallbackRules(policy.Name, fallbackRules(&plan, kyvernoRunning(r.Kyverno)))
 	r.done(policy.Name)
 	return ctrl.Result{}, nil
 }

@@ -38,6 +38,8 @@ type Config struct {
 	// enforced. A real sink is also fed on every replica (each one serves
 	// admission) by a FallbackSyncReconciler.
 	Fallback FallbackSink
+	// Kyverno says whether Kyverno's admission controller runs; nil: never.
+	Kyverno KyvernoPresence
 	// Options are the translation options.
 	Options translate.Options
 }
@@ -50,10 +52,10 @@ type Controllers struct {
 	Sync *FallbackSyncReconciler
 }
 
-// KindsChanged re-queues every policy on both controllers: discovery
-// changed, so a kind that did not resolve may resolve now (or the other way
-// round). It never blocks.
-func (c *Controllers) KindsChanged() {
+// RequeueAll re-queues every policy on both controllers: discovery changed
+// (a kind that did not resolve may resolve now, or the other way round), or
+// Kyverno's admission controller appeared or went away. It never blocks.
+func (c *Controllers) RequeueAll() {
 	c.Policies.requeueAll()
 	if c.Sync != nil {
 		c.Sync.requeueAll()
@@ -78,6 +80,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) (*Controllers, err
 		Recorder:  mgr.GetEventRecorder("kyvap"),
 		Resolvers: cfg.Resolvers,
 		Fallback:  cfg.Fallback,
+		Kyverno:   cfg.Kyverno,
 		Options:   cfg.Options,
 		plans:     plans,
 	}}
@@ -87,7 +90,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) (*Controllers, err
 	if !enforcing {
 		return c, nil
 	}
-	c.Sync = &FallbackSyncReconciler{Client: mgr.GetClient(), Resolvers: cfg.Resolvers, Sink: cfg.Fallback, Options: cfg.Options, plans: plans}
+	c.Sync = &FallbackSyncReconciler{Client: mgr.GetClient(), Resolvers: cfg.Resolvers, Sink: cfg.Fallback, Kyverno: cfg.Kyverno, Options: cfg.Options, plans: plans}
 	if err := c.Sync.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}

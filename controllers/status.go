@@ -22,6 +22,9 @@ type statusInput struct {
 	Outcomes         []objectOutcome
 	GenerateEnabled  bool
 	FallbackEnforced bool
+	// KyvernoRunning: Kyverno's admission controller runs in the cluster and
+	// enforces the rules kyvap does not turn into VAPs.
+	KyvernoRunning bool
 	// TypeWarnings are the VAPs' status.typeChecking warnings, by VAP name.
 	TypeWarnings map[string][]string
 }
@@ -67,7 +70,7 @@ func computeStatus(in statusInput) policyStatus {
 		case translate.VerdictFallback:
 			celRules++
 			fallback++
-			lines = append(lines, fmt.Sprintf("rule %q: %s", r.Rule, fallbackText(r, in.FallbackEnforced)))
+			lines = append(lines, fmt.Sprintf("rule %q: %s", r.Rule, fallbackText(r, in.FallbackEnforced, in.KyvernoRunning)))
 		case translate.VerdictInvalid:
 			celRules++
 			invalid++
@@ -118,17 +121,22 @@ func computeStatus(in statusInput) policyStatus {
 	}
 }
 
-func fallbackText(r translate.RuleResult, enforced bool) string {
+func fallbackText(r translate.RuleResult, enforced, kyvernoRunning bool) string {
 	where := "enforced by kyvap's webhook"
-	if !enforced {
+	switch {
+	case kyvernoRunning:
+		// No second webhook doing Kyverno's work: the policy is not marked
+		// generated, so Kyverno enforces it whole.
+		where = "left to Kyverno, whose admission controller runs in this cluster"
+	case !enforced:
 		where = "NOT ENFORCED: left to kyvap's webhook, which is not serving"
-	} else if r.Fallback != nil {
+	case r.Fallback != nil:
 		if r.Fallback.NotEnforced != "" {
 			where = "NOT ENFORCED by kyvap: " + r.Fallback.NotEnforced
 		}
 	}
 	text := fmt.Sprintf("%s (%s: %s)", where, r.Reason, r.Message)
-	if r.Fallback != nil && len(r.Fallback.WebhookExempt) > 0 {
+	if r.Fallback != nil && len(r.Fallback.WebhookExempt) > 0 && !kyvernoRunning {
 		text += fmt.Sprintf("; not enforced on %s, which never reach kyvap's webhook so that it cannot lock the cluster out", strings.Join(r.Fallback.WebhookExempt, ", "))
 	}
 	if len(r.ValidatingAdmissionPolicies) > 0 && !strings.Contains(r.Message, r.ValidatingAdmissionPolicies[0]) {

@@ -45,6 +45,11 @@ func TestComputeStatus(t *testing.T) {
 		wantGenerated: false, wantReason: ReasonFallback, wantStatus: metav1.ConditionFalse,
 		wantMessage: []string{`rule "roles": enforced by kyvap's webhook`},
 	}, {
+		name:          "fallback left to a running Kyverno",
+		in:            statusInput{Plan: &translate.Plan{Rules: []translate.RuleResult{translated, fallback}}, GenerateEnabled: true, FallbackEnforced: true, KyvernoRunning: true},
+		wantGenerated: false, wantReason: ReasonFallback, wantStatus: metav1.ConditionFalse,
+		wantMessage: []string{`rule "roles": left to Kyverno, whose admission controller runs in this cluster (RolesOrClusterRoles`},
+	}, {
 		name:          "generation disabled",
 		in:            statusInput{Plan: &translate.Plan{Rules: []translate.RuleResult{{Rule: "replicas", Verdict: translate.VerdictFallback, Reason: translate.ReasonGenerationDisabled, Message: "disabled"}}}},
 		wantGenerated: false, wantReason: ReasonGenerationDisabled, wantStatus: metav1.ConditionFalse,

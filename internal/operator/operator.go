@@ -53,6 +53,8 @@ type Operator struct {
 	Engine *engine.Engine
 	// Kinds is the discovery-backed kind resolver.
 	Kinds *Kinds
+	// Kyverno detects Kyverno's admission controller.
+	Kyverno *Kyverno
 	// Options are the options in effect (with the discovered CEL
 	// compatibility version).
 	Options Options
@@ -85,16 +87,16 @@ func New(ctx context.Context, cfg *rest.Config, managerOptions ctrl.Options, opt
 	if opts.Translate.CompatibilityVersion, err = compatibilityVersion(dc, opts.Translate.CompatibilityVersion); err != nil {
 		return nil, err
 	}
-	op := &Operator{Manager: mgr, Kinds: kinds, Options: opts}
+	op := &Operator{Manager: mgr, Kinds: kinds, Kyverno: &Kyverno{}, Options: opts}
 	var sink controllers.FallbackSink // nil: no webhook, fallback rules are reported not enforced
 	if fallbackWebhook != nil {
 		op.Engine = engine.New()
 		sink = op.Engine
 	}
-	if op.Controllers, err = controllers.Setup(ctx, mgr, controllers.Config{Resolvers: kinds, Fallback: sink, Options: opts.Translate}); err != nil {
+	if op.Controllers, err = controllers.Setup(ctx, mgr, controllers.Config{Resolvers: kinds, Fallback: sink, Kyverno: op.Kyverno, Options: opts.Translate}); err != nil {
 		return nil, err
 	}
-	listeners := []func(){op.Controllers.KindsChanged}
+	listeners := []func(){op.Controllers.RequeueAll}
 	if fallbackWebhook != nil {
 		if err := fallbackWebhook.Setup(mgr, op.Engine, kinds); err != nil {
 			return nil, err
@@ -103,6 +105,11 @@ func New(ctx context.Context, cfg *rest.Config, managerOptions ctrl.Options, opt
 	}
 	watch := &crdWatch{kinds: kinds, listeners: listeners}
 	if err := watch.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	// Whether Kyverno runs changes who enforces the fallback rules.
+	op.Kyverno.listeners = []func(){op.Controllers.RequeueAll}
+	if err := op.Kyverno.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -170,3 +170,60 @@ func TestWebhookDownFollowsFailurePolicy(t *testing.T) {
 		t.Errorf("failurePolicy Fail: with the webhook down the ConfigMap must be refused, got %v", err)
 	}
 }
+
+// TestKyvernoRunningTakesTheFallbackRules: kyvap detects Kyverno's admission
+// controller from its webhook configurations (label
+// webhook.kyverno.io/managed-by: kyverno) and then leaves the rules it cannot
+// turn into VAPs to it: its own webhook configuration goes away and the
+// status says who enforces the rule. When Kyverno goes away, kyvap's webhook
+// takes the rules back.
+func TestKyvernoRunningTakesTheFallbackRules(t *testing.T) {
+	ctx := context.Background()
+	cp.StartWebhookOperator(t, generateOn, controlplane.FreePort(t))
+	roles := controlplane.CELRule("admins-only", "ConfigMap", "true", "admins only")
+	roles.MatchResources.Any[0].ClusterRoles = []string{"cluster-admin"}
+	policy := controlplane.ClusterPolicy("kyverno-hand-over", kyvernov1.Enforce, roles)
+	cp.Create(t, policy)
+	waitForMessage := func(want string) {
+		t.Helper()
+		err := controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+			got := &kyvernov1.ClusterPolicy{}
+			if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(policy), got); err != nil {
+				return false, err
+			}
+			msg := got.Status.ValidatingAdmissionPolicy.Message
+			return strings.Contains(msg, want) && !got.Status.ValidatingAdmissionPolicy.Generated, fmt.Errorf("status %+v", got.Status.ValidatingAdmissionPolicy)
+		})
+		if err != nil {
+			t.Fatalf("the status never said %q: %v", want, err)
+		}
+	}
+	waitForConfiguration := func(present bool) {
+		t.Helper()
+		err := controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+			vwc, err := cp.WebhookConfiguration(ctx)
+			return (vwc != nil) == present, fmt.Errorf("kyvap's webhook configuration present = %v, want %v (%w)", vwc != nil, present, err)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitForMessage("enforced by kyvap's webhook")
+	waitForConfiguration(true)
+
+	kyverno := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{
+		Name: "kyverno-resource-validating-webhook-cfg", Labels: map[string]string{"webhook.kyverno.io/managed-by": "kyverno"},
+	}}
+	cp.Create(t, kyverno)
+	waitForMessage("left to Kyverno, whose admission controller runs in this cluster")
+	waitForConfiguration(false)
+	if got := controlplane.MetricValue(t, "kyvap_kyverno_admission_controller_detected", nil); got != 1 {
+		t.Errorf("kyvap_kyverno_admission_controller_detected = %v, want 1", got)
+	}
+
+	if err := cp.Client.Delete(ctx, kyverno); err != nil {
+		t.Fatal(err)
+	}
+	waitForMessage("enforced by kyvap's webhook")
+	waitForConfiguration(true)
+}

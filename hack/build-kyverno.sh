@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Builds Kyverno's admission controller (github.com/kyverno/kyverno/cmd/kyverno)
+# at KYVERNO_VERSION from its Go module, in a scratch module outside kyvap's
+# own (so kyvap's go.mod and binaries never depend on it), into
+# bin/kyverno/<version>/kyverno, and prints that path. Reused when present.
+# The first build takes 10-20 minutes on 2 cores.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ver=${KYVERNO_VERSION:-v1.19.1}
+out=$root/bin/kyverno/$ver
+exe=$out/kyverno
+if [ -x "$exe" ]; then
+  echo "$exe"
+  exit 0
+fi
+mkdir -p "$out/src"
+cd "$out/src"
+dir=$(go mod download -json "github.com/kyverno/kyverno@$ver" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+[ -n "$dir" ] || { echo "build-kyverno: cannot download github.com/kyverno/kyverno@$ver" >&2; exit 2; }
+goline=$(sed -n 's/^go \(.*\)/\1/p' "$dir/go.mod" | head -1)
+{
+  echo "module kyvapkyvernobuild"; echo; echo "go $goline"; echo
+  echo "require github.com/kyverno/kyverno $ver"; echo
+  # Kyverno's own replace directives, so that its module builds as upstream.
+  awk '/^replace \(/{f=1;next} f&&/^\)/{f=0} f{print "replace " $0} /^replace [^(]/{print}' "$dir/go.mod"
+} > go.mod
+printf '//go:build tools\n\npackage tools\n\nimport _ "github.com/kyverno/kyverno/cmd/kyverno"\n' > tools.go
+echo "build-kyverno: building Kyverno's admission controller $ver..." >&2
+GOFLAGS=-mod=mod go mod tidy >/dev/null 2>&1 || true
+GOFLAGS=-mod=mod go build -o "$exe.tmp" github.com/kyverno/kyverno/cmd/kyverno
+mv "$exe.tmp" "$exe"
+echo "$exe"
