@@ -45,6 +45,15 @@ func FuzzTranslate(f *testing.F) {
 			t.Fatalf("%d results for %d rules", len(rules), len(policy.Spec.Rules))
 		}
 		assertCompiles(t, first)
+		if uniqueRuleNames(&policy) {
+			seen := map[string]bool{}
+			for _, vap := range first.ValidatingAdmissionPolicies {
+				if seen[vap.Name] {
+					t.Fatalf("two VAPs named %s", vap.Name)
+				}
+				seen[vap.Name] = true
+			}
+		}
 		for _, vap := range first.ValidatingAdmissionPolicies {
 			assertMeta(t, vap.Name, vap.Labels)
 		}
@@ -52,6 +61,19 @@ func FuzzTranslate(f *testing.F) {
 			assertMeta(t, b.Name, b.Labels)
 		}
 	})
+}
+
+// uniqueRuleNames reports a policy whose rules have distinct names (Kyverno
+// refuses the others at admission).
+func uniqueRuleNames(p *kyvernov1.ClusterPolicy) bool {
+	seen := map[string]bool{}
+	for _, r := range p.Spec.Rules {
+		if seen[r.Name] {
+			return false
+		}
+		seen[r.Name] = true
+	}
+	return true
 }
 
 func equalJSON(t *testing.T, a, b any) bool {
