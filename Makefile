@@ -68,8 +68,12 @@ verify: generate manifests $(KUSTOMIZE) ## Regenerate everything and fail on a d
 envtest-assets: ## Build (or reuse) kube-apiserver, kube-controller-manager and etcd under bin/k8s/.
 	@hack/build-control-plane.sh >/dev/null
 
+.PHONY: kyverno-assets
+kyverno-assets: ## Build (or reuse) Kyverno's admission controller under bin/kyverno/ (for test/kyverno), outside kyvap's module.
+	@hack/build-kyverno.sh >/dev/null
+
 .PHONY: test
-test: envtest-assets ## Run unit and envtest suites against a real kube-apiserver, then the verdict corpus.
+test: envtest-assets kyverno-assets ## Run unit and envtest suites against a real kube-apiserver (and a real Kyverno), then the verdict corpus.
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test $(TEST_FLAGS) ./...
 	$(MAKE) conformance
 

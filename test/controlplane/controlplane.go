@@ -46,6 +46,10 @@ type Options struct {
 	// collector (owner references are honoured) and its
 	// ValidatingAdmissionPolicy status controller (VAPs get type-checked).
 	GarbageCollector bool
+	// AllKyvernoCRDs also installs the CRDs Kyverno's admission controller
+	// needs to run (policies.kyverno.io, reports.kyverno.io, wgpolicyk8s.io),
+	// besides the kyverno.io ones kyvap reads.
+	AllKyvernoCRDs bool
 	// Log receives the output of kube-controller-manager; nil discards it.
 	Log func(format string, args ...any)
 }
@@ -80,10 +84,16 @@ func Start(opts Options) (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
+	crdDirs := []string{crds}
+	if opts.AllKyvernoCRDs {
+		for _, d := range []string{"policies.kyverno.io", "reports", "policyreport"} {
+			crdDirs = append(crdDirs, filepath.Join(filepath.Dir(crds), d))
+		}
+	}
 	scheme := NewScheme()
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{crds},
+		CRDDirectoryPaths:     crdDirs,
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
 		// CI machines have 2 cores shared by parallel test binaries, each

@@ -6,7 +6,6 @@ package controlplane
 import (
 	"context"
 	"fmt"
-	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -37,12 +36,11 @@ const StatusTimeout = 60 * time.Second
 // FreePort returns a TCP port on 127.0.0.1 that nobody listens on.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeTCPPort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // RepoPath joins elem to the root of the kyvap repository (see RepoRoot).

@@ -1,0 +1,182 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+)
+
+// KyvernoNamespace is the namespace of the Kyverno admission controller the
+// tests run.
+const KyvernoNamespace = "kyverno"
+
+// Kyverno is Kyverno's admission controller (built from its module by
+// hack/build-kyverno.sh) running out of cluster against the control plane:
+// its webhook listens on 127.0.0.1 and the API server calls it there.
+type Kyverno struct {
+	cmd *exec.Cmd
+	// exited is closed when the process has exited, with exitErr set.
+	exited  chan struct{}
+	exitErr error
+	// LogPath is the file holding Kyverno's output.
+	LogPath string
+}
+
+// KyvernoOptions configure StartKyverno.
+type KyvernoOptions struct {
+	// GenerateValidatingAdmissionPolicy is Kyverno's own VAP generator
+	// (--generateValidatingAdmissionPolicy; Kyverno's default is true).
+	GenerateValidatingAdmissionPolicy bool
+}
+
+// StartKyverno builds (or reuses) Kyverno's admission controller and runs it
+// as a cluster admin, and waits until it has written its webhook
+// configurations. The control plane must have been started with
+// AllKyvernoCRDs.
+func (cp *ControlPlane) StartKyverno(ctx context.Context, opts KyvernoOptions) (*Kyverno, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	build := exec.CommandContext(ctx, filepath.Join(root, "hack", "build-kyverno.sh"))
+	build.Env = append(os.Environ(), "KYVERNO_VERSION="+envOr("KYVERNO_VERSION", DefaultKyvernoVersion))
+	out, err := build.Output()
+	if err != nil {
+		return nil, fmt.Errorf("building Kyverno's admission controller: %w", err)
+	}
+	binary := strings.TrimSpace(string(out))
+
+	if err := cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: KyvernoNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+	for _, name := range []string{"kyverno", "kyverno-metrics"} {
+		if err := cp.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: KyvernoNamespace, Name: name}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, err
+		}
+	}
+	user, err := cp.Env.AddUser(envtest.User{Name: "kyverno", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return nil, err
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "kyvap-kyverno-")
+	if err != nil {
+		return nil, err
+	}
+	kubeconfigPath := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
+		return nil, err
+	}
+	port, err := freeTCPPort()
+	if err != nil {
+		return nil, err
+	}
+	k := &Kyverno{exited: make(chan struct{}), LogPath: filepath.Join(dir, "kyverno.log")}
+	logFile, err := os.Create(k.LogPath)
+	if err != nil {
+		return nil, err
+	}
+	k.cmd = exec.Command(binary,
+		"--kubeconfig="+kubeconfigPath,
+		"--serverIP=127.0.0.1:"+strconv.Itoa(port),
+		"--webhookServerPort="+strconv.Itoa(port),
+		"--caSecretName=kyverno-svc.kyverno.svc.kyverno-tls-ca",
+		"--tlsSecretName=kyverno-svc.kyverno.svc.kyverno-tls-pair",
+		"--controllerRuntimeMetricsAddress=0",
+		"--disableMetrics=true",
+		"--generateValidatingAdmissionPolicy="+strconv.FormatBool(opts.GenerateValidatingAdmissionPolicy),
+	)
+	k.cmd.Env = append(os.Environ(),
+		"KYVERNO_NAMESPACE="+KyvernoNamespace,
+		"KYVERNO_SERVICEACCOUNT_NAME=kyverno",
+		"KYVERNO_DEPLOYMENT=kyverno-admission-controller",
+		"KYVERNO_POD_NAME=kyverno-test",
+		"INIT_CONFIG=kyverno",
+		"METRICS_CONFIG=kyverno-metrics",
+	)
+	k.cmd.Stdout, k.cmd.Stderr = logFile, logFile
+	if err := k.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		k.exitErr = k.cmd.Wait()
+		_ = logFile.Close()
+		close(k.exited)
+	}()
+	err = Eventually(ctx, 3*time.Minute, func(ctx context.Context) (bool, error) {
+		select {
+		case <-k.exited:
+			return false, fmt.Errorf("the Kyverno process exited: %w (log: %s)", k.exitErr, k.LogPath)
+		default:
+		}
+		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if err := cp.Client.Get(ctx, client.ObjectKey{Name: "kyverno-resource-validating-webhook-cfg"}, vwc); err != nil {
+			return false, fmt.Errorf("waiting for the resource webhook configuration of Kyverno: %w (log: %s)", err, k.LogPath)
+		}
+		// Its webhooks answer once its serving certificate is loaded: a
+		// policy (dry run) goes through its policy webhooks.
+		probe := &kyvernov1.ClusterPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "kyverno-ready-probe"},
+			Spec:       kyvernov1.Spec{Background: ptr.To(false), Rules: []kyvernov1.Rule{CELRule("probe", "ConfigMap", "true", "probe")}},
+		}
+		err := cp.Client.Create(ctx, probe, client.DryRunAll)
+		return err == nil, fmt.Errorf("the webhooks of Kyverno do not answer yet: %w (log: %s)", err, k.LogPath)
+	})
+	if err != nil {
+		return nil, errors.Join(err, k.Stop(ctx, cp))
+	}
+	return k, nil
+}
+
+// Stop stops Kyverno and removes the webhook configurations it wrote, so
+// that nothing calls a webhook that is gone.
+func (k *Kyverno) Stop(ctx context.Context, cp *ControlPlane) error {
+	if k.cmd != nil && k.cmd.Process != nil {
+		_ = k.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-k.exited:
+		case <-time.After(30 * time.Second):
+			_ = k.cmd.Process.Kill()
+			<-k.exited
+		}
+		k.cmd = nil
+	}
+	var errs []error
+	for _, obj := range []client.Object{&admissionregistrationv1.ValidatingWebhookConfiguration{}, &admissionregistrationv1.MutatingWebhookConfiguration{}} {
+		if err := cp.Client.DeleteAllOf(ctx, obj, client.MatchingLabels{"webhook.kyverno.io/managed-by": "kyverno"}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// freeTCPPort asks the kernel for a port nobody listens on.
+func freeTCPPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

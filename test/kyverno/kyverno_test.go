@@ -1,0 +1,163 @@
+// Package kyverno runs kyvap beside a real Kyverno admission controller
+// (v1.19.1, built from its module by hack/build-kyverno.sh and run out of
+// cluster against the test control plane), with Kyverno's VAP generator
+// off as docs/install.md asks ("With Kyverno"), and checks who enforces
+// what.
+package kyverno
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/controllers"
+	"github.com/kyvap/kyvap/test/controlplane"
+	"github.com/kyvap/kyvap/translate"
+)
+
+var cp *controlplane.ControlPlane
+
+func TestMain(m *testing.M) {
+	os.Exit(controlplane.RunSuite(m, controlplane.Options{GarbageCollector: true, AllKyvernoCRDs: true}, &cp))
+}
+
+// startBoth runs Kyverno (generator off) and kyvap with its webhook, and
+// stops them when the test ends.
+func startBoth(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	// Kyverno resolves the requester's roles from the bindings: the test
+	// client (system:masters) gets cluster-admin through this one.
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "test-cluster-admin"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:masters"}},
+	}
+	if err := cp.Client.Create(ctx, crb); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	k, err := cp.StartKyverno(ctx, controlplane.KyvernoOptions{GenerateValidatingAdmissionPolicy: false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := k.Stop(context.Background(), cp); err != nil {
+			t.Errorf("stopping Kyverno: %v", err)
+		}
+	})
+	cp.StartWebhookOperator(t, translate.Options{GenerateValidatingAdmissionPolicy: true}, controlplane.FreePort(t))
+}
+
+// kyvernoRegisters reports whether Kyverno's resource webhook configuration
+// registers the resource.
+func kyvernoRegisters(ctx context.Context, resource string) (bool, error) {
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := cp.Client.Get(ctx, client.ObjectKey{Name: "kyverno-resource-validating-webhook-cfg"}, vwc); err != nil {
+		return false, err
+	}
+	for _, w := range vwc.Webhooks {
+		for _, r := range w.Rules {
+			if slices.Contains(r.Resources, resource) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+// waitForKyvernoDenial waits until Kyverno's webhook denies the object (a
+// dry-run create) with the message.
+func waitForKyvernoDenial(t *testing.T, obj client.Object, want string) {
+	t.Helper()
+	err := controlplane.Eventually(context.Background(), time.Minute, func(ctx context.Context) (bool, error) {
+		_, err := cp.DryRunCreate(ctx, obj)
+		if err == nil {
+			return false, fmt.Errorf("%s was admitted", obj.GetName())
+		}
+		return strings.Contains(err.Error(), `admission webhook "validate.kyverno.svc-fail" denied the request`) && strings.Contains(err.Error(), want), err
+	})
+	if err != nil {
+		t.Fatalf("Kyverno never denied %s with %q: %v", obj.GetName(), want, err)
+	}
+}
+
+// TestWithKyverno runs the cases in one Kyverno and kyvap start: starting
+// Kyverno costs tens of seconds.
+func TestWithKyverno(t *testing.T) {
+	startBoth(t)
+	ctx := context.Background()
+	cp.EnsureNamespace(t, "with-kyverno", nil)
+
+	// A fully translated policy: kyvap marks it generated, so Kyverno leaves
+	// it out of its webhook; the VAP enforces it.
+	secrets := controlplane.ClusterPolicy("kyverno-full", kyvernov1.Enforce,
+		controlplane.CELRule("no-forbidden-secret", "Secret", "object.metadata.name != 'forbidden'", "no forbidden secrets"))
+	got := cp.CreatePolicy(t, secrets, controllers.ReasonAllRulesTranslated)
+	if !got.Status.ValidatingAdmissionPolicy.Generated {
+		t.Fatalf("a fully translated policy is not generated: %+v", got.Status.ValidatingAdmissionPolicy)
+	}
+
+	// A mixed policy: its CEL rule is a VAP, its pattern rule only Kyverno
+	// enforces, so it is not generated and Kyverno enforces all of it.
+	pattern := kyvernov1.Rule{
+		Name:           "team-label",
+		MatchResources: kyvernov1.MatchResources{Any: kyvernov1.ResourceFilters{{Resources: kyvernov1.ResourceDescription{Kinds: []string{"ConfigMap"}, Namespaces: []string{"with-kyverno"}}}}},
+		Validation:     &kyvernov1.Validation{Message: "a team label is required", RawPattern: &apiextensionsv1.JSON{Raw: []byte(`{"metadata":{"labels":{"team":"?*"}}}`)}},
+	}
+	cel := controlplane.CELRule("no-forbidden-configmap", "ConfigMap", "object.metadata.name != 'forbidden'", "no forbidden config maps")
+	mixed := controlplane.ClusterPolicy("kyverno-mixed", kyvernov1.Enforce, cel, pattern)
+	got = cp.CreatePolicy(t, mixed, controllers.ReasonAllRulesTranslated)
+	if got.Status.ValidatingAdmissionPolicy.Generated || !strings.Contains(got.Status.ValidatingAdmissionPolicy.Message, `rule "team-label": left to Kyverno`) {
+		t.Errorf("mixed policy status %+v, want generated false and the pattern rule left to Kyverno", got.Status.ValidatingAdmissionPolicy)
+	}
+
+	// Kyverno registers the mixed policy's kind, and (having seen both
+	// policies by then) not the generated one's.
+	err := controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		cm, err := kyvernoRegisters(ctx, "configmaps")
+		return cm, fmt.Errorf("Kyverno does not register configmaps yet (%w)", err)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := kyvernoRegisters(ctx, "secrets"); err != nil || s {
+		t.Errorf("Kyverno registers secrets for a policy kyvap marked generated (%v)", err)
+	}
+	cp.WaitForDenial(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "with-kyverno", Name: "forbidden"}}, "ValidatingAdmissionPolicy 'kyvap-kyverno-full-no-forbidden-secret'")
+	// The pattern rule: Kyverno's webhook denies.
+	waitForKyvernoDenial(t, controlplane.ConfigMap("with-kyverno", "no-team", nil), "a team label is required")
+	// The CEL rule: the VAP denies first (the API server runs VAPs before webhooks).
+	labelled := controlplane.ConfigMap("with-kyverno", "forbidden", nil)
+	labelled.Labels = map[string]string{"team": "shop"}
+	cp.WaitForDenial(t, labelled, "ValidatingAdmissionPolicy 'kyvap-kyverno-mixed-no-forbidden-configmap'")
+
+	// A rule no VAP can express (clusterRoles): kyvap detects the running
+	// Kyverno, leaves the rule to it and serves no webhook for it.
+	roles := controlplane.CELRule("admins-small", "ConfigMap", "!has(object.data) || size(object.data) <= 1", "at most one key for cluster admins")
+	roles.MatchResources.Any[0].ClusterRoles = []string{"cluster-admin"}
+	roles.MatchResources.Any[0].Resources.Namespaces = []string{"with-kyverno"}
+	rolesPolicy := controlplane.ClusterPolicy("kyverno-roles", kyvernov1.Enforce, roles)
+	got = cp.CreatePolicy(t, rolesPolicy, controllers.ReasonFallback)
+	if msg := got.Status.ValidatingAdmissionPolicy.Message; !strings.Contains(msg, "left to Kyverno, whose admission controller runs in this cluster") {
+		t.Errorf("roles policy status message %q, want the rule left to Kyverno", msg)
+	}
+	if vwc, err := cp.WebhookConfiguration(ctx); err != nil || vwc != nil {
+		t.Errorf("kyvap's webhook configuration exists beside Kyverno: %v, %v", vwc, err)
+	}
+	twoKeys := controlplane.ConfigMap("with-kyverno", "two-keys", map[string]string{"a": "1", "b": "2"})
+	twoKeys.Labels = map[string]string{"team": "shop"}
+	waitForKyvernoDenial(t, twoKeys, "at most one key for cluster admins")
+}
