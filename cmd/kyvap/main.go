@@ -20,6 +20,8 @@ Commands:
               (kyvap translate -h for its flags)
   test        run Kyverno CLI test suites through the generated VAPs and
               the fallback engine (kyvap test -h for its flags)
+  handback    after uninstalling the operator, hand the policies back to
+              Kyverno (kyvap handback -h for its flags)
   version     print the version
   help        print this help
 `
@@ -40,6 +42,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runTranslate(args[1:], stdin, stdout, stderr)
 	case "test":
 		return runTest(args[1:], stdout, stderr)
+	case "handback":
+		return runHandback(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, version.String())
 		return 0

@@ -19,11 +19,13 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/controllers"
+	"github.com/kyvap/kyvap/internal/handback"
 	"github.com/kyvap/kyvap/test/controlplane"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -35,8 +37,8 @@ func TestMain(m *testing.M) {
 }
 
 // startBoth runs Kyverno (generator off) and kyvap with its webhook, and
-// stops them when the test ends.
-func startBoth(t *testing.T) {
+// stops them when the test ends; it returns kyvap's operator.
+func startBoth(t *testing.T) *controlplane.Operator {
 	t.Helper()
 	ctx := context.Background()
 	// Kyverno resolves the requester's roles from the bindings: the test
@@ -58,7 +60,7 @@ func startBoth(t *testing.T) {
 			t.Errorf("stopping Kyverno: %v", err)
 		}
 	})
-	cp.StartWebhookOperator(t, translate.Options{GenerateValidatingAdmissionPolicy: true}, controlplane.FreePort(t))
+	return cp.StartWebhookOperator(t, translate.Options{GenerateValidatingAdmissionPolicy: true}, controlplane.FreePort(t))
 }
 
 // kyvernoRegisters reports whether Kyverno's resource webhook configuration
@@ -97,7 +99,7 @@ func waitForKyvernoDenial(t *testing.T, obj client.Object, want string) {
 // TestWithKyverno runs the cases in one Kyverno and kyvap start: starting
 // Kyverno costs tens of seconds.
 func TestWithKyverno(t *testing.T) {
-	startBoth(t)
+	op := startBoth(t)
 	ctx := context.Background()
 	cp.EnsureNamespace(t, "with-kyverno", nil)
 
@@ -160,4 +162,42 @@ func TestWithKyverno(t *testing.T) {
 	twoKeys := controlplane.ConfigMap("with-kyverno", "two-keys", map[string]string{"a": "1", "b": "2"})
 	twoKeys.Labels = map[string]string{"team": "shop"}
 	waitForKyvernoDenial(t, twoKeys, "at most one key for cluster admins")
+
+	// Uninstalling kyvap: the operator stops, then kyvap handback returns
+	// the generated policy to Kyverno while its VAP keeps enforcing.
+	op.Stop()
+	res, err := handback.Run(ctx, cp.Client, handback.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(res.Policies, "kyverno-full") {
+		t.Errorf("handed back %v, want kyverno-full among them", res.Policies)
+	}
+	full := &kyvernov1.ClusterPolicy{}
+	if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(secrets), full); err != nil {
+		t.Fatal(err)
+	}
+	if full.Status.ValidatingAdmissionPolicy.Generated || meta.FindStatusCondition(full.Status.Conditions, controllers.ConditionType) != nil {
+		t.Errorf("after handback the policy's status is %+v", full.Status)
+	}
+	err = controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		s, err := kyvernoRegisters(ctx, "secrets")
+		return s, fmt.Errorf("Kyverno does not take the handed-back policy (%w)", err)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forbidden := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "with-kyverno", Name: "forbidden"}}
+	cp.WaitForDenial(t, forbidden, "ValidatingAdmissionPolicy 'kyvap-kyverno-full-no-forbidden-secret'")
+
+	// Then the VAPs go, and Kyverno alone enforces the CEL rule.
+	res, err = handback.Run(ctx, cp.Client, handback.Options{DeleteVAPs: true})
+	if err != nil || res.VAPs == 0 {
+		t.Fatalf("handback --delete-vaps: %+v, %v", res, err)
+	}
+	waitForKyvernoDenial(t, forbidden, "no forbidden secrets")
+	var left admissionregistrationv1.ValidatingAdmissionPolicyList
+	if err := cp.Client.List(ctx, &left, client.MatchingLabels{translate.LabelManagedBy: translate.ManagedByValue}); err != nil || len(left.Items) != 0 {
+		t.Errorf("%d of kyvap's VAPs left (%v)", len(left.Items), err)
+	}
 }
