@@ -17,6 +17,9 @@ func TestRun(t *testing.T) {
 		{args: []string{"help"}, wantCode: 0, wantStdout: "Usage:"},
 		{args: nil, wantCode: 2, wantStderr: "Usage:"},
 		{args: []string{"frobnicate"}, wantCode: 2, wantStderr: `unknown command "frobnicate"`},
+		{args: []string{"handback", "extra"}, wantCode: 2, wantStderr: "unexpected arguments [extra]"},
+		{args: []string{"handback", "--nope"}, wantCode: 2, wantStderr: "flag provided but not defined: -nope"},
+		{args: []string{"handback", "--kubeconfig", "/nonexistent/kubeconfig"}, wantCode: 2, wantStderr: "kyvap handback: loading the kubeconfig"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
