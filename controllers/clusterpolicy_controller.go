@@ -149,6 +149,9 @@ func (r *ClusterPolicyReconciler) report(ctx context.Context, policy *kyvernov1.
 			KyvernoRunning:   kyvernoRunning(r.Kyverno),
 			TypeWarnings:     warnings,
 		})
+		if foreignVAPStatus(current) {
+			status = yieldToGenerator(status, current.Status.ValidatingAdmissionPolicy)
+		}
 		previous := meta.FindStatusCondition(current.Status.Conditions, ConditionType)
 		updated := current.DeepCopy()
 		updated.Status.ValidatingAdmissionPolicy = status.VAP
@@ -257,7 +260,7 @@ func (r *ClusterPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.Fallback.OnEnforcingChange(func() { signal(enforcingChanged) })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("clusterpolicy").
-		For(&kyvernov1.ClusterPolicy{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		For(&kyvernov1.ClusterPolicy{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, foreignStatusWritten))).
 		Owns(&admissionregistrationv1.ValidatingAdmissionPolicy{}).
 		Owns(&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}).
 		Watches(&kyvernov2.PolicyException{}, handler.EnqueueRequestsFromMapFunc(exceptionRequests)).
@@ -268,6 +271,19 @@ func (r *ClusterPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return allPolicies(ctx, r.Client)
 		}))).
 		Complete(r)
+}
+
+// foreignStatusWritten lets through the status updates of someone other
+// than kyvap (Kyverno's VAP generator), so that the condition says so.
+var foreignStatusWritten = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		oldPolicy, ok1 := e.ObjectOld.(*kyvernov1.ClusterPolicy)
+		newPolicy, ok2 := e.ObjectNew.(*kyvernov1.ClusterPolicy)
+		return ok1 && ok2 && oldPolicy.Status.ValidatingAdmissionPolicy != newPolicy.Status.ValidatingAdmissionPolicy && foreignVAPStatus(newPolicy)
+	},
 }
 
 // requeueAll re-queues every policy (discovery changed). It never blocks.

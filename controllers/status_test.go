@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/translate"
 )
 
@@ -152,5 +153,45 @@ func TestTransitionEvent(t *testing.T) {
 		if gotOK != tt.wantOK || (gotOK && gotType != tt.wantType) {
 			t.Errorf("%s: got (%q, %v), want (%q, %v)", tt.name, gotType, gotOK, tt.wantType, tt.wantOK)
 		}
+	}
+}
+
+func TestForeignVAPStatus(t *testing.T) {
+	policy := func(vap kyvernov1.ValidatingAdmissionPolicyStatus, cond *metav1.Condition) *kyvernov1.ClusterPolicy {
+		p := &kyvernov1.ClusterPolicy{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
+		p.Status.ValidatingAdmissionPolicy = vap
+		if cond != nil {
+			p.Status.Conditions = []metav1.Condition{*cond}
+		}
+		return p
+	}
+	translated := computeStatus(statusInput{Generation: 3, Plan: &translate.Plan{Rules: []translate.RuleResult{{Rule: "r", Verdict: translate.VerdictTranslated}}}, GenerateEnabled: true})
+	fallback := computeStatus(statusInput{Generation: 3, Plan: &translate.Plan{Rules: []translate.RuleResult{{Rule: "r", Verdict: translate.VerdictFallback, Reason: translate.ReasonRolesOrClusterRoles, Message: "roles"}}}, GenerateEnabled: true, FallbackEnforced: true})
+	generator := kyvernov1.ValidatingAdmissionPolicyStatus{Generated: false, Message: "skip generating ValidatingAdmissionPolicy: validate.cel.generate is not set to true."}
+	older := translated.Condition
+	older.ObservedGeneration = 2
+	for _, tc := range []struct {
+		name string
+		p    *kyvernov1.ClusterPolicy
+		want bool
+	}{
+		{"kyvap's full success", policy(translated.VAP, &translated.Condition), false},
+		{"kyvap's fallback report", policy(fallback.VAP, &fallback.Condition), false},
+		{"Kyverno's generator after kyvap", policy(generator, &translated.Condition), true},
+		{"Kyverno's generator marking it generated", policy(kyvernov1.ValidatingAdmissionPolicyStatus{Generated: true}, &fallback.Condition), true},
+		{"kyvap has not reported on this generation", policy(generator, &older), false},
+		{"kyvap never reported", policy(generator, nil), false},
+	} {
+		if got := foreignVAPStatus(tc.p); got != tc.want {
+			t.Errorf("%s: foreignVAPStatus = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	yielded := yieldToGenerator(translated, generator)
+	if yielded.VAP != generator || !strings.HasPrefix(yielded.Condition.Message, generatorNotice) || !strings.Contains(yielded.Condition.Message, "features.generateValidatingAdmissionPolicy.enabled: false") {
+		t.Errorf("yieldToGenerator = %+v", yielded)
+	}
+	// Once yielded, the state stays foreign: kyvap keeps yielding, without writes.
+	if !foreignVAPStatus(policy(yielded.VAP, &yielded.Condition)) {
+		t.Error("a yielded status is not recognised as foreign")
 	}
 }

@@ -36,9 +36,9 @@ func TestMain(m *testing.M) {
 	os.Exit(controlplane.RunSuite(m, controlplane.Options{GarbageCollector: true, AllKyvernoCRDs: true}, &cp))
 }
 
-// startBoth runs Kyverno (generator off) and kyvap with its webhook, and
-// stops them when the test ends; it returns kyvap's operator.
-func startBoth(t *testing.T) *controlplane.Operator {
+// startBoth runs Kyverno (its VAP generator as given) and kyvap with its
+// webhook, and stops them when the test ends; it returns kyvap's operator.
+func startBoth(t *testing.T, kyvernoGenerator bool) *controlplane.Operator {
 	t.Helper()
 	ctx := context.Background()
 	// Kyverno resolves the requester's roles from the bindings: the test
@@ -51,7 +51,7 @@ func startBoth(t *testing.T) *controlplane.Operator {
 	if err := cp.Client.Create(ctx, crb); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	k, err := cp.StartKyverno(ctx, controlplane.KyvernoOptions{GenerateValidatingAdmissionPolicy: false})
+	k, err := cp.StartKyverno(ctx, controlplane.KyvernoOptions{GenerateValidatingAdmissionPolicy: kyvernoGenerator})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func waitForKyvernoDenial(t *testing.T, obj client.Object, want string) {
 // TestWithKyverno runs the cases in one Kyverno and kyvap start: starting
 // Kyverno costs tens of seconds.
 func TestWithKyverno(t *testing.T) {
-	op := startBoth(t)
+	op := startBoth(t, false)
 	ctx := context.Background()
 	cp.EnsureNamespace(t, "with-kyverno", nil)
 
@@ -200,4 +200,42 @@ func TestWithKyverno(t *testing.T) {
 	if err := cp.Client.List(ctx, &left, client.MatchingLabels{translate.LabelManagedBy: translate.ManagedByValue}); err != nil || len(left.Items) != 0 {
 		t.Errorf("%d of kyvap's VAPs left (%v)", len(left.Items), err)
 	}
+}
+
+// TestKyvernoGeneratorOn runs Kyverno with its own VAP generator on (its
+// default): it rewrites status.validatingadmissionpolicy of every policy.
+// kyvap does not fight over the field: it keeps Kyverno's value and says so,
+// with the way out, in its condition; Kyverno then enforces the policy too.
+func TestKyvernoGeneratorOn(t *testing.T) {
+	startBoth(t, true)
+	ctx := context.Background()
+	cp.EnsureNamespace(t, "generator-on", nil)
+	policy := controlplane.ClusterPolicy("kyverno-generator-on", kyvernov1.Enforce,
+		controlplane.CELRule("no-forbidden-service-account", "ServiceAccount", "object.metadata.name != 'forbidden'", "no forbidden service accounts"))
+	cp.Create(t, policy)
+	got := &kyvernov1.ClusterPolicy{}
+	err := controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(policy), got); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, controllers.ConditionType)
+		vap := got.Status.ValidatingAdmissionPolicy
+		return c != nil && c.ObservedGeneration == got.Generation && strings.HasPrefix(c.Message, "Kyverno's ValidatingAdmissionPolicy generator also writes") &&
+			strings.HasPrefix(vap.Message, "skip generating ValidatingAdmissionPolicy"), fmt.Errorf("status %+v", got.Status)
+	})
+	if err != nil {
+		t.Fatalf("kyvap never reported Kyverno's generator: %v", err)
+	}
+	if got.Status.ValidatingAdmissionPolicy.Generated {
+		t.Errorf("generated = true while Kyverno's generator owns the field")
+	}
+	// Kyverno enforces the policy (not generated), and so does kyvap's VAP.
+	err = controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		sa, err := kyvernoRegisters(ctx, "serviceaccounts")
+		return sa, fmt.Errorf("Kyverno does not register serviceaccounts (%w)", err)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp.WaitForDenial(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "generator-on", Name: "forbidden"}}, "ValidatingAdmissionPolicy 'kyvap-kyverno-generator-on-no-forbidden-service-account'")
 }
