@@ -72,39 +72,17 @@ func Run(ctx context.Context, c client.Client, opts Options) (Result, error) {
 
 	managed := client.MatchingLabels{translate.LabelManagedBy: translate.ManagedByValue}
 	var webhooks admissionregistrationv1.ValidatingWebhookConfigurationList
-	if err := c.List(ctx, &webhooks, managed); err != nil {
-		errs = append(errs, fmt.Errorf("listing kyvap's webhook configurations: %w", err))
-	}
-	for i := range webhooks.Items {
-		if err := c.Delete(ctx, &webhooks.Items[i]); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, err)
-			continue
-		}
-		res.WebhookConfiguration = true
-	}
+	n, err := deleteListed(ctx, c, &webhooks, managed, func() []client.Object { return pointers(webhooks.Items) })
+	res.WebhookConfiguration = n > 0
+	errs = append(errs, err)
 	if opts.DeleteVAPs {
+		// Bindings first: a VAP is never left half-bound.
 		var bindings admissionregistrationv1.ValidatingAdmissionPolicyBindingList
+		res.Bindings, err = deleteListed(ctx, c, &bindings, managed, func() []client.Object { return pointers(bindings.Items) })
+		errs = append(errs, err)
 		var vaps admissionregistrationv1.ValidatingAdmissionPolicyList
-		if err := c.List(ctx, &bindings, managed); err != nil {
-			errs = append(errs, err)
-		}
-		for i := range bindings.Items {
-			if err := c.Delete(ctx, &bindings.Items[i]); err != nil && !apierrors.IsNotFound(err) {
-				errs = append(errs, err)
-				continue
-			}
-			res.Bindings++
-		}
-		if err := c.List(ctx, &vaps, managed); err != nil {
-			errs = append(errs, err)
-		}
-		for i := range vaps.Items {
-			if err := c.Delete(ctx, &vaps.Items[i]); err != nil && !apierrors.IsNotFound(err) {
-				errs = append(errs, err)
-				continue
-			}
-			res.VAPs++
-		}
+		res.VAPs, err = deleteListed(ctx, c, &vaps, managed, func() []client.Object { return pointers(vaps.Items) })
+		errs = append(errs, err)
 	}
 	return res, errors.Join(errs...)
 }
@@ -127,4 +105,34 @@ func handBack(ctx context.Context, c client.Client, name string) (changed bool, 
 		return c.Status().Update(ctx, p)
 	})
 	return changed, err
+}
+
+// deleteListed lists kyvap's objects of a kind and deletes them; it returns
+// how many it deleted.
+func deleteListed(ctx context.Context, c client.Client, list client.ObjectList, selector client.MatchingLabels, items func() []client.Object) (int, error) {
+	if err := c.List(ctx, list, selector); err != nil {
+		return 0, err
+	}
+	deleted := 0
+	var errs []error
+	for _, obj := range items() {
+		if err := c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+			continue
+		}
+		deleted++
+	}
+	return deleted, errors.Join(errs...)
+}
+
+// pointers returns pointers to the items, as client.Objects.
+func pointers[T any, PT interface {
+	*T
+	client.Object
+}](items []T) []client.Object {
+	out := make([]client.Object, len(items))
+	for i := range items {
+		out[i] = PT(&items[i])
+	}
+	return out
 }
