@@ -13,6 +13,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
+	"github.com/kyvap/kyvap/internal/kyverno"
 )
 
 // Resource is one served API resource a Kyverno kind resolves to.
@@ -50,6 +51,11 @@ type Options struct {
 	// false cannot be told from an unset field; the explicit opt-out that
 	// survives the API server is the policy annotation AnnotationGenerate.
 	RespectGenerateField bool
+	// KyvernoConfig is Kyverno's global configuration (resource filters,
+	// excluded users and groups, webhook selectors and match conditions)
+	// that every VAP and binding applies, as Kyverno's admission controller
+	// applies it before any policy. Nil applies none, as `kyverno test`.
+	KyvernoConfig *kyverno.Config
 }
 
 // AnnotationGenerate set to "false" on a ClusterPolicy keeps all its rules

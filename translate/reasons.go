@@ -25,6 +25,10 @@ const (
 	// ReasonRolesOrClusterRoles: a match/exclude filter names roles or
 	// clusterRoles, which need RBAC look-ups at admission time.
 	ReasonRolesOrClusterRoles Reason = "RolesOrClusterRoles"
+	// ReasonKyvernoConfigRoles: Kyverno's global configuration excludes
+	// requests by the requester's roles, which need RBAC look-ups at
+	// admission time.
+	ReasonKyvernoConfigRoles Reason = "KyvernoConfigRoles"
 	// ReasonKindUnresolved: a kind resolves to no served resource (retried
 	// when discovery changes).
 	ReasonKindUnresolved Reason = "KindUnresolved"

@@ -280,8 +280,16 @@ func (t *translation) build(rule *kyvernov1.Rule, name string) (admissionregistr
 		failurePolicy = admissionregistrationv1.Ignore
 	}
 	spec.FailurePolicy = &failurePolicy
+	global, fl := kyvernoConfigConditions(t.opts.KyvernoConfig, t.resolver, match.kinds)
+	if fl != nil {
+		return vap, nil, fl
+	}
 	generated := map[string]bool{}
 	ours := map[string]bool{}
+	for _, mc := range global {
+		generated[mc.Name] = true
+		ours[mc.Name] = !strings.HasPrefix(mc.Name, conditionKyvernoConfigPrefix)
+	}
 	for _, mc := range match.conditions {
 		generated[mc.Name] = true
 		ours[mc.Name] = true
@@ -300,7 +308,7 @@ func (t *translation) build(rule *kyvernov1.Rule, name string) (admissionregistr
 		}
 		generated[preconditions[i].Name] = true
 	}
-	spec.MatchConditions = append(append([]admissionregistrationv1.MatchCondition(nil), match.conditions...), preconditions...)
+	spec.MatchConditions = append(append(global, match.conditions...), preconditions...)
 	if len(spec.MatchConditions) > maxMatchConditions {
 		return vap, nil, fail(ReasonMatchNotExpressible, "%d match conditions exceed the API server's limit of %d", len(spec.MatchConditions), maxMatchConditions)
 	}
@@ -347,13 +355,29 @@ func (t *translation) build(rule *kyvernov1.Rule, name string) (admissionregistr
 			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
 				PolicyName:        name,
 				ParamRef:          paramRef.DeepCopy(),
-				MatchResources:    piece.scope,
+				MatchResources:    t.withKyvernoSelectors(piece.scope),
 				ValidationActions: validationActions(piece.action),
 			},
 		}
 		bindings = append(bindings, b)
 	}
 	return *vap.DeepCopy(), bindings, nil
+}
+
+// withKyvernoSelectors adds the namespace and object selectors of Kyverno's
+// webhooks to a binding's scope.
+func (t *translation) withKyvernoSelectors(scope *admissionregistrationv1.MatchResources) *admissionregistrationv1.MatchResources {
+	cfg := t.opts.KyvernoConfig
+	if cfg == nil || (cfg.NamespaceSelector == nil && cfg.ObjectSelector == nil) {
+		return scope
+	}
+	out := scope.DeepCopy()
+	if out == nil {
+		out = &admissionregistrationv1.MatchResources{}
+	}
+	out.NamespaceSelector = andSelectors(out.NamespaceSelector, cfg.NamespaceSelector)
+	out.ObjectSelector = andSelectors(out.ObjectSelector, cfg.ObjectSelector)
+	return out
 }
 
 // objectMeta is the metadata of a generated object: labels, annotations

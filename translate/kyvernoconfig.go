@@ -1,0 +1,313 @@
+package translate
+
+import (
+	"slices"
+	"sort"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kyvap/kyvap/internal/kyverno"
+)
+
+// Names of the match conditions that carry Kyverno's global configuration;
+// the conditions of the configuration's own matchConditions keep their
+// names behind conditionKyvernoConfigPrefix.
+const (
+	conditionResourceFilters     = "kyverno-resource-filters"
+	conditionExcludedSubjects    = "kyverno-excluded-subjects"
+	conditionKyvernoConfigPrefix = "kyverno-config-"
+)
+
+// CEL fragments for the request fields Kyverno's resource filters read.
+// Kyverno's webhook compares the request's namespace and name; its engine
+// then compares the new and the old object's own namespace and name
+// (pkg/engine/internal/match.go checkResourceFilters). A request is skipped
+// when any of these pairs is filtered, so the condition tests all of them.
+const (
+	celRequestName         = `(has(request.name) ? request.name : '')`
+	celFilteredPairs       = `([[` + celRequestNamespace + `, ` + celRequestName + `]] + ` + celObjectPairs + ` + ` + celOldObjectPairs + `)`
+	celObjectPairs         = `(object != null ? [[` + celObjectNamespaceNew + `, ` + celObjectNameNew + `]] : [])`
+	celOldObjectPairs      = `(oldObject != null ? [[` + celObjectNamespaceOld + `, ` + celObjectNameOld + `]] : [])`
+	celObjectNamespaceNew  = `(has(object.metadata) && has(object.metadata.namespace) ? object.metadata.namespace : '')`
+	celObjectNameNew       = `(has(object.metadata) && has(object.metadata.name) ? object.metadata.name : '')`
+	celObjectNamespaceOld  = `(has(oldObject.metadata) && has(oldObject.metadata.namespace) ? oldObject.metadata.namespace : '')`
+	celObjectNameOld       = `(has(oldObject.metadata) && has(oldObject.metadata.name) ? oldObject.metadata.name : '')`
+	celRequestGroups       = `(has(request.userInfo.groups) ? request.userInfo.groups : [])`
+	celIsNamespaceResource = `(request.resource.group == '' && request.resource.version == 'v1' && request.resource.resource == 'namespaces')`
+	// celRequestResource is "group/version/resource" of the request: Kyverno
+	// filters on the kind of the resource without its subresource (Pod for
+	// pods/exec), which the resource identifies exactly.
+	celRequestResource = `(request.resource.group + '/' + request.resource.version + '/' + request.resource.resource)`
+)
+
+// requestScope is the set of resources a VAP can receive requests for: its
+// match's resources, or anything.
+type requestScope struct {
+	anything  bool
+	resources []Resource
+}
+
+func scopeOf(kinds []kindSet) requestScope {
+	var s requestScope
+	for _, k := range kinds {
+		if k.everything || k.topLevel {
+			return requestScope{anything: true}
+		}
+		s.resources = append(s.resources, k.resources...)
+	}
+	return s
+}
+
+// kyvernoConfigConditions returns the match conditions that make a VAP skip
+// every request Kyverno's global configuration makes Kyverno skip: its
+// excluded users and groups and its resource filters, then the
+// configuration's own matchConditions. Filters that cannot name a request
+// of the VAP's scope are left out. A configuration that excludes by role
+// cannot be expressed: a VAP does not see the requester's roles.
+func kyvernoConfigConditions(cfg *kyverno.Config, resolver KindResolver, kinds []kindSet) ([]admissionregistrationv1.MatchCondition, *failure) {
+	if cfg == nil {
+		return nil, nil
+	}
+	if cfg.NeedsRoles() {
+		return nil, fail(ReasonKyvernoConfigRoles, "Kyverno's configuration excludes or includes requests by the requester's Roles or ClusterRoles (excludeRoles, excludeClusterRoles), which a ValidatingAdmissionPolicy cannot see")
+	}
+	var out []admissionregistrationv1.MatchCondition
+	if !cfg.Exclude.IsEmpty() {
+		out = append(out, admissionregistrationv1.MatchCondition{Name: conditionExcludedSubjects, Expression: excludedSubjectsExpression(cfg)})
+	}
+	filters, fl := resourceFiltersExpression(cfg.ResourceFilters, resolver, scopeOf(kinds))
+	if fl != nil {
+		return nil, fl
+	}
+	if filters != "" {
+		out = append(out, admissionregistrationv1.MatchCondition{Name: conditionResourceFilters, Expression: "!" + filters})
+	}
+	taken := map[string]bool{}
+	for i, mc := range cfg.MatchConditions {
+		name := conditionKyvernoConfigPrefix + mc.Name
+		if len(validation.IsQualifiedName(name)) > 0 || taken[name] {
+			name = qualifiedConditionName(conditionKyvernoConfigPrefix, i, taken)
+		}
+		taken[name] = true
+		out = append(out, admissionregistrationv1.MatchCondition{Name: name, Expression: mc.Expression})
+	}
+	return out, nil
+}
+
+// excludedSubjectsExpression is true when Kyverno evaluates the request:
+// an inclusion matches, or no exclusion does (config.go IsExcluded).
+func excludedSubjectsExpression(cfg *kyverno.Config) string {
+	excluded := subjectsExpression(cfg.Exclude)
+	if cfg.Include.IsEmpty() {
+		return "!" + excluded
+	}
+	return celOr([]string{subjectsExpression(cfg.Include), "!" + excluded})
+}
+
+func subjectsExpression(s kyverno.Subjects) string {
+	var terms []string
+	if len(s.Usernames) > 0 {
+		terms = append(terms, celWildcardAny(celUsername, s.Usernames))
+	}
+	if len(s.Groups) > 0 {
+		terms = append(terms, celRequestGroups+".exists(g, "+celWildcardAny("g", s.Groups)+")")
+	}
+	return celOr(terms)
+}
+
+// resourceFiltersExpression is true when a resource filter names the
+// request (config.go ToFilter, over the request and the objects); empty
+// when no filter can name a request of the scope.
+func resourceFiltersExpression(filters []kyverno.ResourceFilter, resolver KindResolver, scope requestScope) (string, *failure) {
+	// Filters are grouped by their kind predicate, in order of first
+	// appearance, so that each predicate is written once.
+	var order []string
+	pairs := map[string][]string{}
+	unconditional := map[string]bool{}
+	for _, f := range filters {
+		kindTerm, relevant, fl := filterKindTerm(f, resolver, scope)
+		if fl != nil {
+			return "", fl
+		}
+		if !relevant {
+			continue
+		}
+		if _, ok := pairs[kindTerm]; !ok {
+			order = append(order, kindTerm)
+			pairs[kindTerm] = nil
+		}
+		pair := celAll(celWildcard("p[0]", f.Namespace), celWildcard("p[1]", f.Name))
+		// A v1 Namespace is also filtered when its own name matches the
+		// namespace pattern.
+		if scope.canReceiveNamespaces() && kyverno.WildcardMatch(f.Group, "") && kyverno.WildcardMatch(f.Version, "v1") && kyverno.WildcardMatch(f.Kind, "Namespace") {
+			pair = celOr([]string{pair, celAll(celIsNamespaceResource, celWildcard("p[1]", f.Namespace))})
+		}
+		if pair == "true" {
+			unconditional[kindTerm] = true
+		}
+		if !slices.Contains(pairs[kindTerm], pair) {
+			pairs[kindTerm] = append(pairs[kindTerm], pair)
+		}
+	}
+	var always, perPair []string
+	for _, kindTerm := range order {
+		if unconditional[kindTerm] {
+			always = append(always, kindTerm)
+			continue
+		}
+		perPair = append(perPair, celAll(kindTerm, celOr(pairs[kindTerm])))
+	}
+	terms := always
+	if len(perPair) > 0 {
+		terms = append(terms, celFilteredPairs+".exists(p, "+celOr(perPair)+")")
+	}
+	if len(terms) == 0 {
+		return "", nil
+	}
+	return celOr(terms), nil
+}
+
+// canReceiveNamespaces reports whether requests on v1 Namespaces are in
+// scope.
+func (s requestScope) canReceiveNamespaces() bool {
+	if s.anything {
+		return true
+	}
+	for _, r := range s.resources {
+		if r.Group == "" && r.Version == "v1" && r.Resource == "namespaces" {
+			return true
+		}
+	}
+	return false
+}
+
+// filterKindTerm returns the predicate on the request's resource and
+// subresource for the filter's kind part, and false when no request of
+// the scope can match it.
+func filterKindTerm(f kyverno.ResourceFilter, resolver KindResolver, scope requestScope) (string, bool, *failure) {
+	subTerm := celWildcard(celSubResource, f.Subresource)
+	if f.Group == "*" && f.Version == "*" && f.Kind == "*" {
+		if !scope.anything && !scope.anySubresource(f.Subresource) {
+			return "", false, nil
+		}
+		return subTerm, true, nil
+	}
+	spelling := f.Kind
+	switch {
+	case f.Group != "*":
+		spelling = f.Group + "/" + f.Version + "/" + f.Kind
+	case f.Version != "*":
+		spelling = f.Version + "/" + f.Kind
+	}
+	resolved, err := resolver.Resolve(spelling)
+	if err != nil {
+		return "", false, fail(ReasonKindResolutionError, "Kyverno's resource filter %s: %v", f, err)
+	}
+	var keys []string
+	for _, r := range resolved {
+		if r.Subresource != "" || !kyverno.WildcardMatch(f.Group, r.Group) || !kyverno.WildcardMatch(f.Version, r.Version) || !kyverno.WildcardMatch(f.Kind, r.Kind) {
+			continue
+		}
+		if !scope.anything && !scope.hasParent(r, f.Subresource) {
+			continue
+		}
+		keys = append(keys, r.Group+"/"+r.Version+"/"+r.Resource)
+	}
+	if len(keys) == 0 {
+		return "", false, nil
+	}
+	sort.Strings(keys)
+	keys = uniqueSorted(keys)
+	return celAll(celRequestResource+" in "+celStringList(keys), subTerm), true, nil
+}
+
+// anySubresource reports whether some resource of the scope has a
+// subresource matching the pattern.
+func (s requestScope) anySubresource(pattern string) bool {
+	for _, r := range s.resources {
+		if kyverno.WildcardMatch(pattern, r.Subresource) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasParent reports whether the scope holds the top-level resource r, or a
+// subresource of it matching the pattern.
+func (s requestScope) hasParent(r Resource, subresource string) bool {
+	for _, in := range s.resources {
+		if in.Group == r.Group && in.Version == r.Version && in.Resource == r.Resource && kyverno.WildcardMatch(subresource, in.Subresource) {
+			return true
+		}
+	}
+	return false
+}
+
+// celWildcard is the predicate "value matches the Kyverno wildcard
+// pattern", in the cheapest CEL that says it.
+func celWildcard(value, pattern string) string {
+	switch {
+	case pattern == "*":
+		return "true"
+	case !kyverno.ContainsWildcard(pattern):
+		return value + " == " + celString(pattern)
+	case pattern == "?*":
+		return value + " != ''"
+	}
+	if body, ok := strings.CutSuffix(pattern, "*"); ok && !kyverno.ContainsWildcard(body) {
+		return value + ".startsWith(" + celString(body) + ")"
+	}
+	if body, ok := strings.CutPrefix(pattern, "*"); ok && !kyverno.ContainsWildcard(body) {
+		return value + ".endsWith(" + celString(body) + ")"
+	}
+	return value + ".matches(" + celString(wildcardRegex(pattern)) + ")"
+}
+
+// celAll joins terms with &&, leaving out those that are literally true.
+func celAll(terms ...string) string {
+	var kept []string
+	for _, t := range terms {
+		if t != "true" {
+			kept = append(kept, t)
+		}
+	}
+	return celAnd(kept)
+}
+
+// celWildcardAny is true when value matches one of the patterns.
+func celWildcardAny(value string, patterns []string) string {
+	terms := make([]string, 0, len(patterns))
+	for _, p := range uniqueSorted(patterns) {
+		terms = append(terms, celWildcard(value, p))
+	}
+	return celOr(terms)
+}
+
+// andSelectors returns a selector matching what both select: Kyverno's
+// webhook selector and the binding's own. Labels become expressions so
+// that equal keys with different values do not overwrite each other.
+func andSelectors(a, b *metav1.LabelSelector) *metav1.LabelSelector {
+	if b == nil {
+		return a
+	}
+	if a == nil || (len(a.MatchLabels) == 0 && len(a.MatchExpressions) == 0) {
+		return b.DeepCopy()
+	}
+	out := a.DeepCopy()
+	keys := make([]string, 0, len(b.MatchLabels))
+	for k := range b.MatchLabels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if v, ok := out.MatchLabels[k]; ok && v == b.MatchLabels[k] {
+			continue
+		}
+		out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpIn, Values: []string{b.MatchLabels[k]}})
+	}
+	out.MatchExpressions = append(out.MatchExpressions, b.MatchExpressions...)
+	return out
+}
