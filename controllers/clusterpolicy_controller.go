@@ -27,6 +27,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
+	"github.com/kyvap/kyvap/internal/kyverno"
 	"github.com/kyvap/kyvap/translate"
 )
 
@@ -52,6 +53,9 @@ type ClusterPolicyReconciler struct {
 	Kyverno KyvernoPresence
 	// Options are the translation options (generation toggle, CEL version).
 	Options translate.Options
+	// Config returns Kyverno's global configuration in force; nil keeps
+	// Options.KyvernoConfig.
+	Config func() *kyverno.Config
 
 	gauges *policyGauges
 	// plans may be shared with the FallbackSyncReconciler (Setup does it):
@@ -82,7 +86,7 @@ func (r *ClusterPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	plan, err := r.plans.translate(input, r.Resolvers.Resolver(), r.Options)
+	plan, err := r.plans.translate(input, r.Resolvers.Resolver(), translationOptions(r.Options, r.Config))
 	if err != nil {
 		return ctrl.Result{}, err
 	}

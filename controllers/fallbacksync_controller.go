@@ -22,6 +22,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
+	"github.com/kyvap/kyvap/internal/kyverno"
 	"github.com/kyvap/kyvap/translate"
 )
 
@@ -37,6 +38,9 @@ type FallbackSyncReconciler struct {
 	// Kyverno says whether Kyverno's admission controller runs; nil: no.
 	Kyverno KyvernoPresence
 	Options translate.Options
+	// Config returns Kyverno's global configuration in force; nil keeps
+	// Options.KyvernoConfig.
+	Config func() *kyverno.Config
 
 	// plans is shared with the ClusterPolicyReconciler of the same manager
 	// (Setup does it): on the leader both translate the same inputs, and a
@@ -146,7 +150,7 @@ func (r *FallbackSyncReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err := r.List(ctx, &exceptions, client.MatchingFields{exceptionPolicyIndex: policy.Name}); err != nil {
 		return ctrl.Result{}, err
 	}
-	plan, err := r.plans.translate(translate.Input{Policy: policy, Exceptions: exceptions.Items}, r.Resolvers.Resolver(), r.Options)
+	plan, err := r.plans.translate(translate.Input{Policy: policy, Exceptions: exceptions.Items}, r.Resolvers.Resolver(), translationOptions(r.Options, r.Config))
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/kyvap/kyvap/internal/kyverno"
 	"github.com/kyvap/kyvap/translate"
 )
 
@@ -102,4 +103,12 @@ func planKey(in translate.Input, opts translate.Options) string {
 		b.WriteString("|e:" + e)
 	}
 	return b.String()
+}
+
+// translationOptions are the options with Kyverno's configuration in force.
+func translationOptions(opts translate.Options, config func() *kyverno.Config) translate.Options {
+	if config != nil {
+		opts.KyvernoConfig = config()
+	}
+	return opts
 }

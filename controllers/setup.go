@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
+	"github.com/kyvap/kyvap/internal/kyverno"
 	"github.com/kyvap/kyvap/translate"
 )
 
@@ -42,6 +43,9 @@ type Config struct {
 	Kyverno KyvernoPresence
 	// Options are the translation options.
 	Options translate.Options
+	// KyvernoConfig returns Kyverno's global configuration in force, which
+	// replaces Options.KyvernoConfig on every translation; nil keeps it.
+	KyvernoConfig func() *kyverno.Config
 }
 
 // Controllers are the policy controllers of one manager.
@@ -53,8 +57,9 @@ type Controllers struct {
 }
 
 // RequeueAll re-queues every policy on both controllers: discovery changed
-// (a kind that did not resolve may resolve now, or the other way round), or
-// Kyverno's admission controller appeared or went away. It never blocks.
+// (a kind that did not resolve may resolve now, or the other way round),
+// Kyverno's admission controller appeared or went away, or Kyverno's global
+// configuration changed. It never blocks.
 func (c *Controllers) RequeueAll() {
 	c.Policies.requeueAll()
 	if c.Sync != nil {
@@ -82,6 +87,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) (*Controllers, err
 		Fallback:  cfg.Fallback,
 		Kyverno:   cfg.Kyverno,
 		Options:   cfg.Options,
+		Config:    cfg.KyvernoConfig,
 		plans:     plans,
 	}}
 	if err := c.Policies.SetupWithManager(mgr); err != nil {
@@ -90,7 +96,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) (*Controllers, err
 	if !enforcing {
 		return c, nil
 	}
-	c.Sync = &FallbackSyncReconciler{Client: mgr.GetClient(), Resolvers: cfg.Resolvers, Sink: cfg.Fallback, Kyverno: cfg.Kyverno, Options: cfg.Options, plans: plans}
+	c.Sync = &FallbackSyncReconciler{Client: mgr.GetClient(), Resolvers: cfg.Resolvers, Sink: cfg.Fallback, Kyverno: cfg.Kyverno, Options: cfg.Options, Config: cfg.KyvernoConfig, plans: plans}
 	if err := c.Sync.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}

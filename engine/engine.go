@@ -32,6 +32,7 @@ import (
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/engine/celeval"
 	"github.com/kyvap/kyvap/engine/match"
+	"github.com/kyvap/kyvap/internal/kyverno"
 	"github.com/kyvap/kyvap/translate"
 )
 
@@ -115,6 +116,7 @@ type Engine struct {
 	// enforcing says whether a webhook is actually serving this engine.
 	enforcing          atomic.Bool
 	listeners          []func()
+	kyvernoConfig      *kyverno.Config
 	enforcingListeners []func()
 }
 
@@ -129,6 +131,8 @@ func New() *Engine {
 type snapshot struct {
 	policies   []*compiledPolicy
 	needsRoles bool
+	// kyverno is Kyverno's global configuration; nil applies none.
+	kyverno *kyverno.Config
 }
 
 type compiledPolicy struct {
@@ -206,6 +210,24 @@ func (e *Engine) Rules() []translate.FallbackRule {
 	return out
 }
 
+// SetKyvernoConfig sets Kyverno's global configuration, which the engine
+// applies before any rule as Kyverno's admission controller does: requests
+// from excluded users and groups, and requests a resource filter names,
+// are not evaluated. Nil applies none (as `kyverno test`).
+func (e *Engine) SetKyvernoConfig(cfg *kyverno.Config) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	old := e.kyvernoConfig
+	if (old == nil && cfg == nil) || (old != nil && cfg != nil && old.Equal(*cfg)) {
+		return
+	}
+	e.kyvernoConfig = cfg
+	e.publish()
+}
+
+// KyvernoConfig returns the configuration SetKyvernoConfig set.
+func (e *Engine) KyvernoConfig() *kyverno.Config { return e.current.Load().kyverno }
+
 // NeedsRoles reports whether some rule matches on roles or clusterRoles, so
 // callers resolve the user's RBAC roles only when they matter.
 func (e *Engine) NeedsRoles() bool { return e.current.Load().needsRoles }
@@ -216,7 +238,8 @@ func (e *Engine) publish() {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	s := &snapshot{policies: make([]*compiledPolicy, 0, len(names))}
+	s := &snapshot{policies: make([]*compiledPolicy, 0, len(names)), kyverno: e.kyvernoConfig}
+	s.needsRoles = e.kyvernoConfig != nil && e.kyvernoConfig.NeedsRoles()
 	for _, n := range names {
 		p := e.policies[n]
 		s.policies = append(s.policies, p)
@@ -319,6 +342,9 @@ func (e *Engine) Evaluate(ctx context.Context, req Request) ([]Outcome, error) {
 	}
 	snap := e.current.Load()
 	if len(snap.policies) == 0 {
+		return nil, nil
+	}
+	if skippedByKyvernoConfig(snap.kyverno, &req) {
 		return nil, nil
 	}
 	attrs, err := celeval.Attributes(celRequest(req.Admission))

@@ -85,6 +85,17 @@ func kyvernoConfigConditions(cfg *kyverno.Config, resolver KindResolver, kinds [
 	if filters != "" {
 		out = append(out, admissionregistrationv1.MatchCondition{Name: conditionResourceFilters, Expression: "!" + filters})
 	}
+	return append(out, KyvernoConfigMatchConditions(cfg)...), nil
+}
+
+// KyvernoConfigMatchConditions are the matchConditions of Kyverno's
+// configuration, which Kyverno puts on its webhooks, named apart from
+// kyvap's and the rules' own conditions.
+func KyvernoConfigMatchConditions(cfg *kyverno.Config) []admissionregistrationv1.MatchCondition {
+	if cfg == nil {
+		return nil
+	}
+	var out []admissionregistrationv1.MatchCondition
 	taken := map[string]bool{}
 	for i, mc := range cfg.MatchConditions {
 		name := conditionKyvernoConfigPrefix + mc.Name
@@ -94,7 +105,7 @@ func kyvernoConfigConditions(cfg *kyverno.Config, resolver KindResolver, kinds [
 		taken[name] = true
 		out = append(out, admissionregistrationv1.MatchCondition{Name: name, Expression: mc.Expression})
 	}
-	return out, nil
+	return out
 }
 
 // excludedSubjectsExpression is true when Kyverno evaluates the request:
@@ -286,10 +297,10 @@ func celWildcardAny(value string, patterns []string) string {
 	return celOr(terms)
 }
 
-// andSelectors returns a selector matching what both select: Kyverno's
+// AndLabelSelectors returns a selector matching what both select: Kyverno's
 // webhook selector and the binding's own. Labels become expressions so
 // that equal keys with different values do not overwrite each other.
-func andSelectors(a, b *metav1.LabelSelector) *metav1.LabelSelector {
+func AndLabelSelectors(a, b *metav1.LabelSelector) *metav1.LabelSelector {
 	if b == nil {
 		return a
 	}

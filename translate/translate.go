@@ -375,8 +375,8 @@ func (t *translation) withKyvernoSelectors(scope *admissionregistrationv1.MatchR
 	if out == nil {
 		out = &admissionregistrationv1.MatchResources{}
 	}
-	out.NamespaceSelector = andSelectors(out.NamespaceSelector, cfg.NamespaceSelector)
-	out.ObjectSelector = andSelectors(out.ObjectSelector, cfg.ObjectSelector)
+	out.NamespaceSelector = AndLabelSelectors(out.NamespaceSelector, cfg.NamespaceSelector)
+	out.ObjectSelector = AndLabelSelectors(out.ObjectSelector, cfg.ObjectSelector)
 	return out
 }
 

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/internal/kyverno"
 	"github.com/kyvap/kyvap/translate"
 )
 
@@ -92,6 +93,10 @@ type ConfigOptions struct {
 	// translate.WebhookProtectedNamespaces and the operator's own namespace,
 	// so that the webhook can never lock out the cluster or itself.
 	ExcludedNamespaces []string
+	// Kyverno is Kyverno's global configuration: its webhook namespace and
+	// object selectors and match conditions go on every webhook, as Kyverno
+	// puts them on its own (the handler applies the rest of it).
+	Kyverno *kyverno.Config
 	// Labels and Annotations are set on the configuration.
 	Labels      map[string]string
 	Annotations map[string]string
@@ -154,19 +159,27 @@ func webhookFor(g Group, rules []admissionregistrationv1.RuleWithOperations, exc
 		url := strings.TrimRight(opts.URL, "/") + g.Path()
 		cc.URL = &url
 	}
+	namespaceSelector := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: excluded,
+	}}}
+	objectSelector := &metav1.LabelSelector{}
+	conditions := []admissionregistrationv1.MatchCondition{translate.WebhookLockOutCondition()}
+	if cfg := opts.Kyverno; cfg != nil {
+		namespaceSelector = translate.AndLabelSelectors(namespaceSelector, cfg.NamespaceSelector)
+		objectSelector = translate.AndLabelSelectors(objectSelector, cfg.ObjectSelector)
+		conditions = append(conditions, translate.KyvernoConfigMatchConditions(cfg)...)
+	}
 	// Every field the API server would default is set, so the stored object
 	// equals the desired one and an unchanged configuration is never written.
 	return admissionregistrationv1.ValidatingWebhook{
-		Name:          g.Name(),
-		ClientConfig:  cc,
-		Rules:         rules,
-		FailurePolicy: &failurePolicy,
-		MatchPolicy:   &equivalent,
-		NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-			Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: excluded,
-		}}},
-		ObjectSelector:          &metav1.LabelSelector{},
-		MatchConditions:         []admissionregistrationv1.MatchCondition{translate.WebhookLockOutCondition()},
+		Name:                    g.Name(),
+		ClientConfig:            cc,
+		Rules:                   rules,
+		FailurePolicy:           &failurePolicy,
+		MatchPolicy:             &equivalent,
+		NamespaceSelector:       namespaceSelector,
+		ObjectSelector:          objectSelector,
+		MatchConditions:         conditions,
 		SideEffects:             &sideEffects,
 		TimeoutSeconds:          &timeout,
 		AdmissionReviewVersions: []string{"v1"},

@@ -90,6 +90,7 @@ func (r *ConfigurationReconciler) Reconcile(ctx context.Context, _ reconcile.Req
 			return ctrl.Result{}, nil
 		}
 	}
+	opts.Kyverno = r.Engine.KyvernoConfig()
 	desired, problems := DesiredConfiguration(r.Engine.Rules(), r.Resolvers.Resolver(), opts)
 	for _, p := range problems {
 		logger.Info("fallback rule left out of the webhook configuration", "problem", p.Error())

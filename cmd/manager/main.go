@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strings"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -34,6 +36,9 @@ type options struct {
 	webhook       bool
 	webhookOpts   webhook.Options
 	zapOptions    zap.Options
+	// kyvernoConfig and kyvernoConfigFallback are "namespace/name".
+	kyvernoConfig         string
+	kyvernoConfigFallback string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -59,6 +64,8 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.webhookOpts.URL, "webhook-url", "", "base URL the API server calls instead of the Service (https://host:port), for a manager outside the cluster")
 	fs.StringVar(&o.webhookOpts.SecretName, "webhook-secret-name", webhook.DefaultSecretName, "Secret holding the webhook's CA and certificate")
 	fs.StringVar(&o.webhookOpts.ConfigurationName, "webhook-configuration-name", webhook.DefaultConfigurationName, "name of the ValidatingWebhookConfiguration kyvap manages")
+	fs.StringVar(&o.kyvernoConfig, "kyverno-config", operator.DefaultKyvernoConfigNamespace+"/"+operator.DefaultKyvernoConfigName, `Kyverno's global configuration ConfigMap, "namespace/name" (its resource filters, excluded users and groups, webhook selectors and match conditions apply to every VAP and to kyvap's webhook); "none" applies no configuration`)
+	fs.StringVar(&o.kyvernoConfigFallback, "kyverno-config-fallback", "", `kyvap's copy of that ConfigMap, "namespace/name", read when Kyverno's does not exist (default: <operator namespace>/`+operator.DefaultOwnKyvernoConfigName+`); without either, Kyverno's chart defaults apply`)
 	o.zapOptions.BindFlags(fs)
 	return o, fs.Parse(args)
 }
@@ -81,8 +88,14 @@ func main() {
 	log := ctrl.Log.WithName("setup")
 	log.Info("starting", "version", version.Version, "generateValidatingAdmissionPolicy", opts.generateVAP)
 
+	kyvernoConfig, err := opts.kyvernoConfigOptions()
+	if err != nil {
+		log.Error(err, "invalid flag")
+		os.Exit(2)
+	}
 	operatorOptions := operator.Options{
-		Translate: translate.Options{GenerateValidatingAdmissionPolicy: opts.generateVAP, CompatibilityVersion: opts.celVersion},
+		Translate:     translate.Options{GenerateValidatingAdmissionPolicy: opts.generateVAP, CompatibilityVersion: opts.celVersion},
+		KyvernoConfig: kyvernoConfig,
 	}
 	if opts.webhook {
 		operatorOptions.Webhook = &opts.webhookOpts
@@ -112,4 +125,35 @@ func main() {
 		log.Error(err, "manager stopped with an error")
 		os.Exit(1)
 	}
+}
+
+// kyvernoConfigOptions parses --kyverno-config and --kyverno-config-fallback.
+func (o options) kyvernoConfigOptions() (operator.KyvernoConfigOptions, error) {
+	if o.kyvernoConfig == "none" {
+		return operator.KyvernoConfigOptions{Disabled: true}, nil
+	}
+	var out operator.KyvernoConfigOptions
+	var err error
+	if out.Kyverno, err = namespacedName("--kyverno-config", o.kyvernoConfig); err != nil {
+		return out, err
+	}
+	fallback := o.kyvernoConfigFallback
+	if fallback == "" && o.webhookOpts.Namespace != "" {
+		fallback = o.webhookOpts.Namespace + "/" + operator.DefaultOwnKyvernoConfigName
+	}
+	if fallback != "" {
+		if out.Own, err = namespacedName("--kyverno-config-fallback", fallback); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// namespacedName parses "namespace/name".
+func namespacedName(flagName, value string) (types.NamespacedName, error) {
+	ns, name, ok := strings.Cut(value, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return types.NamespacedName{}, fmt.Errorf(`%s=%q: want "namespace/name"`, flagName, value)
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, nil
 }

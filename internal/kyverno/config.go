@@ -118,11 +118,11 @@ func IsNamespaceKind(group, version, kind string) bool {
 // String renders the filter as it is written in the ConfigMap.
 func (f ResourceFilter) String() string {
 	kind := f.Kind
-	if f.Version != "*" {
+	switch {
+	case f.Group != "*":
+		kind = f.Group + "/" + f.Version + "/" + kind
+	case f.Version != "*":
 		kind = f.Version + "/" + kind
-		if f.Group != "*" {
-			kind = f.Group + "/" + kind
-		}
 	}
 	if f.Subresource != "" {
 		kind += "/" + f.Subresource

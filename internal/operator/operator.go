@@ -29,6 +29,7 @@ import (
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/controllers"
 	"github.com/kyvap/kyvap/engine"
+	"github.com/kyvap/kyvap/internal/kyverno"
 	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/webhook"
 )
@@ -41,6 +42,10 @@ type Options struct {
 	// Webhook, when set, serves the fallback webhook that enforces the rules
 	// not expressed as VAPs; when nil such rules are reported NOT ENFORCED.
 	Webhook *webhook.Options
+	// KyvernoConfig says where Kyverno's global configuration is read; the
+	// zero value reads Kyverno's ConfigMap kyverno/kyverno, else the chart's
+	// defaults.
+	KyvernoConfig KyvernoConfigOptions
 }
 
 // Operator is kyvap's manager with everything registered.
@@ -55,6 +60,8 @@ type Operator struct {
 	Kinds *Kinds
 	// Kyverno detects Kyverno's admission controller.
 	Kyverno *Kyverno
+	// KyvernoConfig is Kyverno's global configuration in force.
+	KyvernoConfig *KyvernoConfig
 	// Options are the options in effect (with the discovered CEL
 	// compatibility version).
 	Options Options
@@ -93,9 +100,23 @@ func New(ctx context.Context, cfg *rest.Config, managerOptions ctrl.Options, opt
 		op.Engine = engine.New()
 		sink = op.Engine
 	}
-	if op.Controllers, err = controllers.Setup(ctx, mgr, controllers.Config{Resolvers: kinds, Fallback: sink, Kyverno: op.Kyverno, Options: opts.Translate}); err != nil {
+	if opts.KyvernoConfig.Kyverno.Name == "" && opts.KyvernoConfig.Own.Name == "" {
+		opts.KyvernoConfig.Kyverno = types.NamespacedName{Namespace: DefaultKyvernoConfigNamespace, Name: DefaultKyvernoConfigName}
+	}
+	if op.KyvernoConfig, err = setupKyvernoConfig(ctx, mgr, cfg, opts.KyvernoConfig); err != nil {
 		return nil, err
 	}
+	if op.Engine != nil {
+		op.Engine.SetKyvernoConfig(op.KyvernoConfig.Get())
+	}
+	if op.Controllers, err = controllers.Setup(ctx, mgr, controllers.Config{Resolvers: kinds, Fallback: sink, Kyverno: op.Kyverno, Options: opts.Translate, KyvernoConfig: op.KyvernoConfig.Get}); err != nil {
+		return nil, err
+	}
+	// A new configuration changes every VAP and what the webhook skips.
+	if op.Engine != nil {
+		op.KyvernoConfig.listeners = append(op.KyvernoConfig.listeners, op.Engine.SetKyvernoConfig)
+	}
+	op.KyvernoConfig.listeners = append(op.KyvernoConfig.listeners, func(*kyverno.Config) { op.Controllers.RequeueAll() })
 	listeners := []func(){op.Controllers.RequeueAll}
 	if fallbackWebhook != nil {
 		if err := fallbackWebhook.Setup(mgr, op.Engine, kinds); err != nil {
