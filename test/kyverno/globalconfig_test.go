@@ -88,8 +88,8 @@ func TestGlobalConfigMatchesKyverno(t *testing.T) {
 			denied++
 		}
 	}
-	if denied != 2 {
-		t.Errorf("Kyverno denied %d probes, want 2 (the ordinary request and the user not excluded): %v", denied, kyvernoVerdicts)
+	if denied != 3 {
+		t.Errorf("Kyverno denied %d probes, want 3 (the ordinary request, the filtered name in another namespace, the user not excluded): %v", denied, kyvernoVerdicts)
 	}
 
 	// A new filter in Kyverno's ConfigMap re-translates the VAP.
