@@ -31,7 +31,9 @@ against what kyvap makes of the policies: every expected result is evaluated
 through the generated ValidatingAdmissionPolicies and bindings (as kube-apiserver
 evaluates them) and through kyvap's fallback engine, and both are compared with
 the expectation. DIR is searched recursively for test files; it may also name a
-test file.
+test file. Like kyverno test, none of Kyverno's global configuration (resource
+filters, excluded users and groups, webhook selectors) is applied, as with
+kyvap translate --kyverno-config none.
 
 Flags:
   -f, --file-name NAME      test file name to look for (default kyverno-test.yaml)

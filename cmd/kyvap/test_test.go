@@ -142,3 +142,51 @@ current-context: remote
 	}
 	return path
 }
+
+// TestRunTestAppliesNoKyvernoConfig checks that kyvap test, like kyverno
+// test, applies none of Kyverno's global configuration (unlike kyvap
+// translate's default, the chart defaults): resources that the chart's
+// resource filters skip (anything in kube-system, a ReplicaSet) are still
+// evaluated.
+func TestRunTestAppliesNoKyvernoConfig(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"kyverno-test.yaml": `apiVersion: cli.kyverno.io/v1alpha1
+kind: Test
+metadata: {name: filtered-by-chart-defaults}
+policies: [policy.yaml]
+resources: [resources.yaml]
+results:
+- {policy: team, rule: team-label, kind: ConfigMap, resources: [in-kube-system], result: fail}
+- {policy: team, rule: team-label, kind: ReplicaSet, resources: [rs], result: fail}
+`,
+		"policy.yaml": `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: team}
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: team-label
+    match: {any: [{resources: {kinds: [ConfigMap, ReplicaSet]}}]}
+    validate:
+      cel:
+        expressions: [{expression: "has(object.metadata.labels)", message: "labels"}]
+`,
+		"resources.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata: {name: in-kube-system, namespace: kube-system}
+---
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: rs, namespace: default}
+spec:
+  selector: {matchLabels: {app: x}}
+  template:
+    metadata: {labels: {app: x}}
+    spec: {containers: [{name: c, image: busybox}]}
+`,
+	})
+	res := runCLI("", "test", dir)
+	if res.code != 0 || !strings.Contains(res.stdout, "2 passed, 0 failed") {
+		t.Errorf("exit code %d, want 0 and both results as expected\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+	}
+}

@@ -45,6 +45,15 @@ Flags:
   --cel-compatibility-version V    target cluster's CEL compatibility version, e.g. 1.37
                                    (default: the newest this build knows)
   --respect-generate-field         only rules with validate.cel.generate: true become VAPs
+  --kyverno-config VALUE           Kyverno's global configuration (resource filters,
+                                   excluded users and groups, webhook selectors, match
+                                   conditions) that every VAP and binding applies:
+                                   chart-defaults (default: Kyverno's Helm-chart values,
+                                   what the operator applies when no ConfigMap exists),
+                                   none (no configuration, as kyverno test and kyvap test),
+                                   or a file holding a ConfigMap such as Kyverno's
+                                   (kubectl get cm -n kyverno kyverno -o yaml); values
+                                   Kyverno would ignore are warnings on stderr
 
 Exit status:
   0  translated (rules may fall back to kyvap's webhook or be left to Kyverno)
@@ -70,7 +79,9 @@ func (p *pathList) Set(v string) error { *p = append(*p, v); return nil }
 type translateFlags struct {
 	files, crdFiles pathList
 	output          string
-	opts            translate.Options
+	// kyvernoConfig is --kyverno-config; it becomes opts.KyvernoConfig.
+	kyvernoConfig string
+	opts          translate.Options
 }
 
 // parseTranslateFlags parses args; help is true for -h.
@@ -83,6 +94,7 @@ func parseTranslateFlags(args []string) (f translateFlags, help bool, err error)
 	fs.BoolVar(&f.opts.GenerateValidatingAdmissionPolicy, "generate", true, "")
 	fs.StringVar(&f.opts.CompatibilityVersion, "cel-compatibility-version", "", "")
 	fs.BoolVar(&f.opts.RespectGenerateField, "respect-generate-field", false, "")
+	fs.StringVar(&f.kyvernoConfig, "kyverno-config", kyvernoConfigChartDefaults, "")
 	if err := fs.Parse(args); err != nil {
 		return f, errors.Is(err, flag.ErrHelp), err
 	}
@@ -120,6 +132,15 @@ func runTranslate(args []string, stdin io.Reader, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "kyvap translate: %v\n\n%s", err, translateUsage)
 		return exitUnusableInput
 	}
+	cfg, warnings, err := loadKyvernoConfig(f.kyvernoConfig)
+	if err != nil {
+		fmt.Fprintf(stderr, "kyvap translate: %v\n", err)
+		return exitUnusableInput
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "kyvap translate: warning: %s\n", w)
+	}
+	f.opts.KyvernoConfig = cfg
 	set, err := readInputs(f, stdin)
 	if err != nil {
 		fmt.Fprintf(stderr, "kyvap translate: %v\n", err)

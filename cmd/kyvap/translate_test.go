@@ -377,7 +377,7 @@ func TestTranslateInvalidRuleStillPrintsTheRest(t *testing.T) {
 
 func TestTranslateHelp(t *testing.T) {
 	res := runCLI("", "translate", "-h")
-	if res.code != 0 || !strings.Contains(res.stdout, "kyvap translate -f FILE") || !strings.Contains(res.stdout, "Exit status:") {
+	if res.code != 0 || !strings.Contains(res.stdout, "kyvap translate -f FILE") || !strings.Contains(res.stdout, "Exit status:") || !strings.Contains(res.stdout, "--kyverno-config VALUE") {
 		t.Errorf("translate -h: exit %d, stdout %q", res.code, res.stdout)
 	}
 }
@@ -407,4 +407,182 @@ func indentAsListItem(manifest string) string {
 		lines[i] = prefix + lines[i]
 	}
 	return strings.Join(lines, "\n") + "\n"
+}
+
+// matchConditionNames lists the names of a VAP's spec.matchConditions.
+func matchConditionNames(o outputObject) []string {
+	var names []string
+	conditions, _ := o.Spec["matchConditions"].([]any)
+	for _, c := range conditions {
+		names = append(names, c.(map[string]any)["name"].(string))
+	}
+	return names
+}
+
+// matchCondition returns the expression of a VAP's match condition, or "".
+func matchCondition(o outputObject, name string) string {
+	conditions, _ := o.Spec["matchConditions"].([]any)
+	for _, c := range conditions {
+		if m := c.(map[string]any); m["name"] == name {
+			return m["expression"].(string)
+		}
+	}
+	return ""
+}
+
+// bindingNamespaceSelector returns a binding's
+// spec.matchResources.namespaceSelector as JSON, or "".
+func bindingNamespaceSelector(t *testing.T, o outputObject) string {
+	t.Helper()
+	mr, _ := o.Spec["matchResources"].(map[string]any)
+	if mr["namespaceSelector"] == nil {
+		return ""
+	}
+	out, err := json.Marshal(mr["namespaceSelector"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// vapAndBinding runs kyvap translate on replicasPolicy with args and
+// returns its VAP and its binding.
+func vapAndBinding(t *testing.T, args ...string) (vap, binding outputObject, stderr string) {
+	t.Helper()
+	dir := writeFiles(t, map[string]string{"policy.yaml": replicasPolicy})
+	res := runCLI("", append([]string{"translate", "-f", filepath.Join(dir, "policy.yaml")}, args...)...)
+	if res.code != 0 {
+		t.Fatalf("exit code %d, stderr:\n%s", res.code, res.stderr)
+	}
+	objs := parseStream(t, res.stdout)
+	if len(objs) != 2 || objs[0].Kind != "ValidatingAdmissionPolicy" || objs[1].Kind != "ValidatingAdmissionPolicyBinding" {
+		t.Fatalf("objects = %v, want a VAP and its binding", ids(objs))
+	}
+	return objs[0], objs[1], res.stderr
+}
+
+func TestTranslateKyvernoConfig(t *testing.T) {
+	const kubeSystemExcluded = `{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system"]}`
+	t.Run("default: the chart defaults, as the operator without a ConfigMap", func(t *testing.T) {
+		for _, args := range [][]string{nil, {"--kyverno-config", "chart-defaults"}} {
+			vap, binding, _ := vapAndBinding(t, args...)
+			if got, want := strings.Join(matchConditionNames(vap), " "), "kyverno-excluded-subjects kyverno-resource-filters"; got != want {
+				t.Errorf("%v: matchConditions = %q, want %q", args, got, want)
+			}
+			if expr := matchCondition(vap, "kyverno-resource-filters"); !strings.Contains(expr, `"kube-system"`) || !strings.HasPrefix(expr, "!") {
+				t.Errorf("%v: kyverno-resource-filters = %q, want it to skip kube-system", args, expr)
+			}
+			if expr := matchCondition(vap, "kyverno-excluded-subjects"); !strings.Contains(expr, `"system:nodes"`) {
+				t.Errorf("%v: kyverno-excluded-subjects = %q, want it to skip system:nodes", args, expr)
+			}
+			if sel := bindingNamespaceSelector(t, binding); !strings.Contains(sel, kubeSystemExcluded) {
+				t.Errorf("%v: binding namespaceSelector = %s, want it to contain %s", args, sel, kubeSystemExcluded)
+			}
+		}
+	})
+	t.Run("none: no configuration, as kyverno test", func(t *testing.T) {
+		vap, binding, _ := vapAndBinding(t, "--kyverno-config", "none")
+		if names := matchConditionNames(vap); len(names) != 0 {
+			t.Errorf("matchConditions = %v, want none", names)
+		}
+		if mr := binding.Spec["matchResources"]; mr != nil {
+			t.Errorf("binding matchResources = %v, want none", mr)
+		}
+	})
+	t.Run("a ConfigMap file replaces the chart defaults", func(t *testing.T) {
+		dir := writeFiles(t, map[string]string{"kyverno.yaml": `# kubectl get configmap -n kyverno kyverno -o yaml
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: kyverno, namespace: kyverno, resourceVersion: "42"}
+data:
+  resourceFilters: "[Deployment,default,skip-*]"
+  excludeGroups: "ci, !admins"
+  webhooks: '{"namespaceSelector":{"matchLabels":{"team":"a"}}}'
+  defaultRegistry: docker.io
+`})
+		vap, binding, stderr := vapAndBinding(t, "--kyverno-config", filepath.Join(dir, "kyverno.yaml"))
+		if want := "replicas/max-five: Translated -> kyvap-replicas-max-five\n"; stderr != want {
+			t.Errorf("stderr = %q, want %q", stderr, want)
+		}
+		filters := matchCondition(vap, "kyverno-resource-filters")
+		if !strings.Contains(filters, `.startsWith("skip-")`) || !strings.Contains(filters, `"default"`) || strings.Contains(filters, "kube-system") {
+			t.Errorf("kyverno-resource-filters = %q, want the file's filter (default, skip-*) and not the chart's", filters)
+		}
+		if subjects := matchCondition(vap, "kyverno-excluded-subjects"); !strings.Contains(subjects, `"ci"`) || !strings.Contains(subjects, `"admins"`) {
+			t.Errorf("kyverno-excluded-subjects = %q, want ci excluded and admins included", subjects)
+		}
+		if sel := bindingNamespaceSelector(t, binding); !strings.Contains(sel, `"team"`) || strings.Contains(sel, "kube-system") {
+			t.Errorf("binding namespaceSelector = %s, want the file's team selector only", sel)
+		}
+	})
+	t.Run("values Kyverno ignores are warnings", func(t *testing.T) {
+		dir := writeFiles(t, map[string]string{"kyverno.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kyverno}\ndata:\n  resourceFilters: \"[Deployment,default,skip-*][a,b,c,d]\"\n  webhooks: \"{not json\"\n"})
+		path := filepath.Join(dir, "kyverno.yaml")
+		vap, binding, stderr := vapAndBinding(t, "--kyverno-config", path)
+		for _, want := range []string{
+			"kyvap translate: warning: --kyverno-config " + path + ": resourceFilters: [a,b,c,d] is not [kind,namespace,name]",
+			"kyvap translate: warning: --kyverno-config " + path + ": webhooks: ",
+			"replicas/max-five: Translated -> kyvap-replicas-max-five\n",
+		} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("stderr = %q, want it to contain %q", stderr, want)
+			}
+		}
+		if !strings.Contains(matchCondition(vap, "kyverno-resource-filters"), `.startsWith("skip-")`) {
+			t.Errorf("the valid filter is lost: matchConditions = %v", vap.Spec["matchConditions"])
+		}
+		if mr := binding.Spec["matchResources"]; mr != nil {
+			t.Errorf("binding matchResources = %v, want none (the webhooks value is ignored)", mr)
+		}
+	})
+}
+
+func TestTranslateKyvernoConfigFailures(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"policy.yaml":   replicasPolicy,
+		"secret.yaml":   "apiVersion: v1\nkind: Secret\nmetadata: {name: kyverno}\n",
+		"two.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n",
+		"broken.yaml":   "apiVersion: v1\nkind: ConfigMap\ndata: {a: b\n",
+		"typed.yaml":    "apiVersion: v1\nkind: ConfigMap\ndata:\n  excludeGroups: [a, b]\n",
+		"comments.yaml": "# nothing\n",
+	})
+	path := func(name string) string { return filepath.Join(dir, name) }
+	tests := []struct {
+		name       string
+		value      string
+		wantStderr string
+	}{
+		{"missing file", path("missing.yaml"), "--kyverno-config " + path("missing.yaml") + ": no such file or directory"},
+		{"not a ConfigMap", path("policy.yaml"), "--kyverno-config " + path("policy.yaml") + ": holds kyverno.io/v1 ClusterPolicy, want a v1 ConfigMap"},
+		{"a Secret", path("secret.yaml"), "--kyverno-config " + path("secret.yaml") + ": holds v1 Secret, want a v1 ConfigMap"},
+		{"two objects", path("two.yaml"), "--kyverno-config " + path("two.yaml") + ": holds 2 objects, want one v1 ConfigMap"},
+		{"no object", path("comments.yaml"), "--kyverno-config " + path("comments.yaml") + ": holds 0 objects"},
+		{"invalid YAML", path("broken.yaml"), "--kyverno-config " + path("broken.yaml") + ": document 1 (from line 1): invalid YAML"},
+		{"data that are not strings", path("typed.yaml"), "--kyverno-config " + path("typed.yaml") + ": invalid ConfigMap"},
+		{"a directory", dir, "--kyverno-config " + dir + ": is a directory"},
+		{"empty", "", "--kyverno-config: want chart-defaults, none or a ConfigMap file"},
+		{"stdin", "-", "--kyverno-config: stdin is not supported"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := runCLI("", "translate", "-f", path("policy.yaml"), "--kyverno-config", tt.value)
+			if res.code != exitUnusableInput {
+				t.Errorf("exit code = %d, want %d", res.code, exitUnusableInput)
+			}
+			if !strings.Contains(res.stderr, "kyvap translate: "+tt.wantStderr) {
+				t.Errorf("stderr = %q, want it to contain %q", res.stderr, tt.wantStderr)
+			}
+			if res.stdout != "" {
+				t.Errorf("stdout = %q, want nothing", res.stdout)
+			}
+		})
+	}
+}
+
+func TestTranslateKyvernoConfigJSON(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"kyverno.json": "{\n\t\"apiVersion\": \"v1\",\n\t\"kind\": \"ConfigMap\",\n\t\"metadata\": {\"name\": \"kyverno\"},\n\t\"data\": {\"resourceFilters\": \"[Deployment,default,skip-*]\"}\n}\n"})
+	vap, _, _ := vapAndBinding(t, "--kyverno-config", filepath.Join(dir, "kyverno.json"))
+	if filters := matchCondition(vap, "kyverno-resource-filters"); !strings.Contains(filters, `.startsWith("skip-")`) {
+		t.Errorf("kyverno-resource-filters = %q, want the file's filter", filters)
+	}
 }
