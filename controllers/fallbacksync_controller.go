@@ -119,6 +119,11 @@ func (r *FallbackSyncReconciler) done(name string) {
 	}
 }
 
+// Loaded reports whether every policy that existed at start-up is loaded
+// into the engine: until then the engine's rules are a subset of what it
+// will enforce.
+func (r *FallbackSyncReconciler) Loaded() bool { return r.synced.Load() }
+
 // Checker is a readiness check: a replica is ready to judge admission
 // requests once every policy that existed at start-up is loaded into its
 // engine, so that a new replica never admits unchecked during a rollout.

@@ -83,7 +83,7 @@ func kyvernoConfigConditions(cfg *kyverno.Config, resolver KindResolver, kinds [
 		return nil, fl
 	}
 	if filters != "" {
-		out = append(out, admissionregistrationv1.MatchCondition{Name: conditionResourceFilters, Expression: "!" + filters})
+		out = append(out, admissionregistrationv1.MatchCondition{Name: conditionResourceFilters, Expression: "!(" + filters + ")"})
 	}
 	return append(out, KyvernoConfigMatchConditions(cfg)...), nil
 }
@@ -111,11 +111,11 @@ func KyvernoConfigMatchConditions(cfg *kyverno.Config) []admissionregistrationv1
 // excludedSubjectsExpression is true when Kyverno evaluates the request:
 // an inclusion matches, or no exclusion does (config.go IsExcluded).
 func excludedSubjectsExpression(cfg *kyverno.Config) string {
-	excluded := subjectsExpression(cfg.Exclude)
+	excluded := "!(" + subjectsExpression(cfg.Exclude) + ")"
 	if cfg.Include.IsEmpty() {
-		return "!" + excluded
+		return excluded
 	}
-	return celOr([]string{subjectsExpression(cfg.Include), "!" + excluded})
+	return celOr([]string{subjectsExpression(cfg.Include), excluded})
 }
 
 func subjectsExpression(s kyverno.Subjects) string {

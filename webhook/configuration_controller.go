@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -39,6 +40,12 @@ type ConfigurationReconciler struct {
 	Options   ConfigOptions
 	// CABundle returns the current CA; nil when cert-manager injects it.
 	CABundle func() []byte
+	// EngineLoaded reports whether the engine holds every policy that
+	// existed when the replica started; nil means always. Until then an
+	// existing configuration is left as it is: built from a partly loaded
+	// engine it would drop rules another replica still enforces (a freshly
+	// elected leader would otherwise narrow or delete it).
+	EngineLoaded func() bool
 
 	trigger chan event.TypedGenericEvent[*admissionregistrationv1.ValidatingWebhookConfiguration]
 }
@@ -78,6 +85,10 @@ func (r *ConfigurationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
+// engineLoadPoll is how often a reconcile waiting for the engine to load
+// looks again.
+const engineLoadPoll = 500 * time.Millisecond
+
 // Reconcile implements reconcile.Reconciler.
 func (r *ConfigurationReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (ctrl.Result, error) {
 	logger := log.FromContext(ctx)
@@ -102,6 +113,10 @@ func (r *ConfigurationReconciler) Reconcile(ctx context.Context, _ reconcile.Req
 		current = nil
 	case err != nil:
 		return ctrl.Result{}, err
+	}
+	if current != nil && r.EngineLoaded != nil && !r.EngineLoaded() {
+		logger.V(1).Info("the fallback engine has not loaded every policy yet; the webhook configuration is left as it is")
+		return ctrl.Result{RequeueAfter: engineLoadPoll}, nil
 	}
 	if err := r.apply(ctx, current, desired); err != nil {
 		return ctrl.Result{}, err

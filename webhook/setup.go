@@ -108,6 +108,9 @@ type Webhook struct {
 	certs  *certs.Manager
 	tls    *certHolder
 	config *ConfigurationReconciler
+	// EngineLoaded, set before Setup, reports whether the engine has loaded
+	// every policy (ConfigurationReconciler.EngineLoaded).
+	EngineLoaded func() bool
 }
 
 // certHolder lets the server's TLS config exist before the certificate
@@ -177,7 +180,7 @@ func (w *Webhook) Setup(mgr ctrl.Manager, eng *engine.Engine, resolvers Resolver
 		svc := w.opts.ServiceName
 		dnsNames = []string{svc, svc + "." + w.opts.Namespace, svc + "." + w.opts.Namespace + ".svc", svc + "." + w.opts.Namespace + ".svc.cluster.local"}
 	}
-	reconciler := &ConfigurationReconciler{Client: mgr.GetClient(), Engine: eng, Resolvers: resolvers, Options: configOpts}
+	reconciler := &ConfigurationReconciler{Client: mgr.GetClient(), Engine: eng, Resolvers: resolvers, Options: configOpts, EngineLoaded: w.EngineLoaded}
 	w.config = reconciler
 	if w.opts.CertManagement == CertManagementSelf {
 		w.certs = certs.NewManager(mgr.GetClient(), mgr.GetAPIReader(), certs.Options{

@@ -119,6 +119,7 @@ func New(ctx context.Context, cfg *rest.Config, managerOptions ctrl.Options, opt
 	op.KyvernoConfig.listeners = append(op.KyvernoConfig.listeners, func(*kyverno.Config) { op.Controllers.RequeueAll() })
 	listeners := []func(){op.Controllers.RequeueAll}
 	if fallbackWebhook != nil {
+		fallbackWebhook.EngineLoaded = op.Controllers.Sync.Loaded
 		if err := fallbackWebhook.Setup(mgr, op.Engine, kinds); err != nil {
 			return nil, err
 		}

@@ -24,17 +24,28 @@ import (
 // names, users and operations. test/kyverno compares that model with the
 // real Kyverno admission controller.
 func TestKyvernoConfigConditions(t *testing.T) {
-	data := kyverno.ChartDefaultsConfigMap().Data
-	data["resourceFilters"] += " [Pod,default,skip-*] [ConfigMap,*,cm-?] [v1/Secret,team-*,*] [apps/v1/Deployment/scale,*,*] [Namespace,team-?,*]"
-	data["excludeGroups"] = "system:nodes,!ops"
-	data["excludeUsernames"] = "robot-*"
+	chart := kyverno.ChartDefaultsConfigMap().Data
+	chart["resourceFilters"] += " [Pod,default,skip-*] [ConfigMap,*,cm-?] [v1/Secret,team-*,*] [apps/v1/Deployment/scale,*,*] [Namespace,team-?,*]"
+	chart["excludeGroups"] = "system:nodes,!ops"
+	chart["excludeUsernames"] = "robot-*"
+	// Single entries: each condition is then one comparison.
+	single := map[string]string{"resourceFilters": "[*/scale,*,*]", "excludeUsernames": "alice"}
+	for name, data := range map[string]map[string]string{"chart defaults and more": chart, "single entries": single} {
+		t.Run(name, func(t *testing.T) { checkKyvernoConfigConditions(t, data) })
+	}
+}
+
+func checkKyvernoConfigConditions(t *testing.T, data map[string]string) {
 	cfg, problems := kyverno.ParseConfig(data)
 	if len(problems) > 0 {
 		t.Fatalf("problems: %q", problems)
 	}
-	selector, err := metav1.LabelSelectorAsSelector(cfg.NamespaceSelector)
-	if err != nil {
-		t.Fatal(err)
+	selector := labels.Everything()
+	if cfg.NamespaceSelector != nil {
+		var err error
+		if selector, err = metav1.LabelSelectorAsSelector(cfg.NamespaceSelector); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	gv := func(g, v, k string) metav1.GroupVersionKind {
