@@ -174,7 +174,7 @@ func (r *ClusterPolicyReconciler) applyOne(ctx context.Context, policy *kyvernov
 		}
 	}
 	if err != nil {
-		out.Action, out.Err = actionFailed, fmt.Errorf("reading or creating %s %q: %w", out.Kind, out.Name, err)
+		out.Action, out.Err = actionFailed, fmt.Errorf("reading or creating %s %q: %w", out.Kind, out.Name, explainApplyError(desired, err))
 		return out
 	}
 	if !isOwnedBy(existing, policy) {
@@ -191,7 +191,7 @@ func (r *ClusterPolicyReconciler) applyOne(ctx context.Context, policy *kyvernov
 	out.Action = actionUpdated
 	applied, err := r.serverSideApply(ctx, desired)
 	if err != nil {
-		out.Action, out.Err = actionFailed, fmt.Errorf("applying %s %q: %w", out.Kind, out.Name, err)
+		out.Action, out.Err = actionFailed, fmt.Errorf("applying %s %q: %w", out.Kind, out.Name, explainApplyError(desired, err))
 		return out
 	}
 	// Fields another manager added survive an apply; replace them.

@@ -30,6 +30,10 @@ type ClusterLookup struct {
 	Reader client.Reader
 	// Writer creates SubjectAccessReviews.
 	Writer client.Client
+
+	// access remembers, per parameter resource, whether kyvap may list and
+	// watch it (paramAccess).
+	access paramAccess
 }
 
 var _ Lookup = &ClusterLookup{}
@@ -93,6 +97,9 @@ func (c clusterParams) Scope(gvk schema.GroupVersionKind) (namespaced, known boo
 }
 
 func (c clusterParams) Get(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (runtime.Object, error) {
+	if err := c.l.access.check(ctx, c.l.Writer, gvk); err != nil {
+		return nil, err
+	}
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gvk)
 	if err := c.l.Reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
@@ -105,6 +112,9 @@ func (c clusterParams) Get(ctx context.Context, gvk schema.GroupVersionKind, nam
 }
 
 func (c clusterParams) List(ctx context.Context, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) ([]runtime.Object, error) {
+	if err := c.l.access.check(ctx, c.l.Writer, gvk); err != nil {
+		return nil, err
+	}
 	var opts []client.ListOption
 	if namespace != "" {
 		opts = append(opts, client.InNamespace(namespace))

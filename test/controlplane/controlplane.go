@@ -141,9 +141,10 @@ func (cp *ControlPlane) startControllerManager(assets string, logf func(string, 
 	cmd := exec.Command(filepath.Join(assets, "kube-controller-manager"),
 		"--kubeconfig="+kubeconfigPath,
 		// The garbage collector honours owner references; the VAP status
-		// controller type-checks VAPs and writes status.typeChecking, as in a
-		// real cluster.
-		"--controllers=garbagecollector,validatingadmissionpolicy-status-controller",
+		// controller type-checks VAPs and writes status.typeChecking, and the
+		// aggregation controller fills aggregated ClusterRoles (kyvap's
+		// params-reader), as in a real cluster.
+		"--controllers=garbagecollector,validatingadmissionpolicy-status-controller,clusterrole-aggregation",
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--use-service-account-credentials=false",

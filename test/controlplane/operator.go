@@ -68,6 +68,11 @@ const OperatorNamespace = "kyvap-system"
 // leaves the configuration, as when the webhook's pods are down.
 func (cp *ControlPlane) StartWebhookOperator(t testing.TB, opts translate.Options, port int) *Operator {
 	t.Helper()
+	return cp.startWebhookOperator(t, cp.Config, opts, port)
+}
+
+func (cp *ControlPlane) startWebhookOperator(t testing.TB, cfg *rest.Config, opts translate.Options, port int) *Operator {
+	t.Helper()
 	cp.EnsureNamespace(t, OperatorNamespace, nil)
 	t.Cleanup(func() {
 		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhook.DefaultConfigurationName}}
@@ -76,7 +81,13 @@ func (cp *ControlPlane) StartWebhookOperator(t testing.TB, opts translate.Option
 		}
 	})
 	wh := webhook.Options{Host: "127.0.0.1", Port: port, Namespace: OperatorNamespace, URL: fmt.Sprintf("https://127.0.0.1:%d", port)}
-	return cp.startForTest(t, operator.Options{Translate: opts, Webhook: &wh}, ctrl.Options{})
+	op, err := cp.startOperatorAs(cfg, operator.Options{Translate: opts, Webhook: &wh}, ctrl.Options{})
+	if err != nil {
+		t.Fatalf("starting the operator: %v", err)
+	}
+	op.t, op.cp = t, cp
+	t.Cleanup(op.Stop)
+	return op
 }
 
 // startForTest starts the operator, failing t if it cannot, and stops it
@@ -93,7 +104,11 @@ func (cp *ControlPlane) startForTest(t testing.TB, opts operator.Options, extra 
 }
 
 func (cp *ControlPlane) startOperator(opts operator.Options, extra ctrl.Options) (*Operator, error) {
-	cfg := rest.CopyConfig(cp.Config)
+	return cp.startOperatorAs(cp.Config, opts, extra)
+}
+
+func (cp *ControlPlane) startOperatorAs(cfg *rest.Config, opts operator.Options, extra ctrl.Options) (*Operator, error) {
+	cfg = rest.CopyConfig(cfg)
 	cfg.WarningHandlerWithContext = rest.NoWarnings{}
 	managerOptions := ctrl.Options{
 		Scheme:                        cp.Scheme,
