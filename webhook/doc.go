@@ -14,3 +14,14 @@ package webhook
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings;clusterrolebindings,verbs=get;list;watch
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// RBAC of the ValidatingWebhookConfiguration reconciler: it watches the
+// configurations (get, list, watch, which Kyverno's detector in
+// internal/operator needs as well) and writes only kyvap's own, named by
+// --webhook-configuration-name (default kyvap-fallback). RBAC cannot
+// restrict create by name; update, patch and delete are granted for that
+// name only. Markers cannot read a flag: with another name, patch the
+// ClusterRole's resourceNames (docs/install.md, "RBAC: least privilege").
+//
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations,resourceNames=kyvap-fallback,verbs=update;patch;delete
