@@ -39,6 +39,8 @@ const (
 	actionDeleted   action = "Deleted"
 	actionConflict  action = "Conflict"
 	actionFailed    action = "Failed"
+	// actionHeld: a stale object kept until the webhook covers its rule.
+	actionHeld action = "Held"
 )
 
 // objectOutcome is the result of applying (or deleting) one generated object.
@@ -243,7 +245,7 @@ func mergeMaps(base, over map[string]string) map[string]string {
 
 // deleteStale deletes the objects generated for the policy that the plan no
 // longer wants (rule removed, rule now on fallback, generation switched off).
-func (r *ClusterPolicyReconciler) deleteStale(ctx context.Context, policy *kyvernov1.ClusterPolicy, desired []client.Object) []objectOutcome {
+func (r *ClusterPolicyReconciler) deleteStale(ctx context.Context, policy *kyvernov1.ClusterPolicy, desired []client.Object, toWebhook map[string]bool) []objectOutcome {
 	wanted := map[string]bool{}
 	for _, d := range desired {
 		wanted[kindOf(d)+"/"+d.GetName()] = true
@@ -269,6 +271,10 @@ func (r *ClusterPolicyReconciler) deleteStale(ctx context.Context, policy *kyver
 			kind = "ValidatingAdmissionPolicy"
 		}
 		if wanted[kind+"/"+obj.GetName()] || !isOwnedBy(obj, policy) {
+			continue
+		}
+		if holdStale(obj, policy.Name, toWebhook, r.Coverage) {
+			outcomes = append(outcomes, objectOutcome{Kind: kind, Name: obj.GetName(), Action: actionHeld})
 			continue
 		}
 		out := objectOutcome{Kind: kind, Name: obj.GetName(), Action: actionDeleted}

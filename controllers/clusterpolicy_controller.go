@@ -51,6 +51,9 @@ type ClusterPolicyReconciler struct {
 	// Kyverno says whether Kyverno's admission controller runs in the
 	// cluster; nil means it does not.
 	Kyverno KyvernoPresence
+	// Coverage says when kyvap's webhook configuration covers a rule; nil:
+	// stale VAPs go at once (no webhook serves).
+	Coverage WebhookCoverage
 	// Options are the translation options (generation toggle, CEL version).
 	Options translate.Options
 	// Config returns Kyverno's global configuration in force; nil keeps
@@ -90,8 +93,12 @@ func (r *ClusterPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	r.Fallback.SetFallbackRules(policy.Name, fallbackRules(&plan, kyvernoRunning(r.Kyverno)))
-	outcomes := r.apply(ctx, policy, &plan)
+	next := fallbackRules(&plan, kyvernoRunning(r.Kyverno))
+	// The engine gets the rules before stale VAPs go, and keeps the rules
+	// moving to VAPs until those exist.
+	rules, holding := handOver(ctx, r.Client, r.Fallback, policy.Name, &plan, next)
+	r.Fallback.SetFallbackRules(policy.Name, rules)
+	outcomes := r.apply(ctx, policy, &plan, webhookRuleNames(next))
 	status, err := r.report(ctx, policy, &plan, outcomes)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -99,6 +106,9 @@ func (r *ClusterPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	r.gauges.set(policy.Name, status.Condition.Reason, &plan)
 	if err := outcomeError(outcomes); err != nil {
 		return ctrl.Result{}, err
+	}
+	if holding || held(outcomes) {
+		return ctrl.Result{RequeueAfter: handoverPoll}, nil
 	}
 	return ctrl.Result{}, nil
 }
@@ -113,7 +123,7 @@ func (r *ClusterPolicyReconciler) gather(ctx context.Context, policy *kyvernov1.
 }
 
 // apply writes the plan's objects and deletes the ones no longer wanted.
-func (r *ClusterPolicyReconciler) apply(ctx context.Context, policy *kyvernov1.ClusterPolicy, plan *translate.Plan) []objectOutcome {
+func (r *ClusterPolicyReconciler) apply(ctx context.Context, policy *kyvernov1.ClusterPolicy, plan *translate.Plan, toWebhook map[string]bool) []objectOutcome {
 	desired := desiredObjects(plan)
 	var outcomes []objectOutcome
 	for _, obj := range desired {
@@ -128,7 +138,7 @@ func (r *ClusterPolicyReconciler) apply(ctx context.Context, policy *kyvernov1.C
 		}
 		outcomes = append(outcomes, o)
 	}
-	return append(outcomes, r.deleteStale(ctx, policy, desired)...)
+	return append(outcomes, r.deleteStale(ctx, policy, desired, toWebhook)...)
 }
 
 // report writes the status when it changed, and emits an Event when the

@@ -159,8 +159,13 @@ func (r *FallbackSyncReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	r.Sink.SetFallbackRules(policy.Name, fallbackRules(&plan, kyvernoRunning(r.Kyverno)))
+	rules, holding := handOver(ctx, r.Client, r.Sink, policy.Name, &plan, fallbackRules(&plan, kyvernoRunning(r.Kyverno)))
+	r.Sink.SetFallbackRules(policy.Name, rules)
 	r.done(policy.Name)
+	if holding {
+		// The rule stays in this replica's engine until its VAPs exist.
+		return ctrl.Result{RequeueAfter: handoverPoll}, nil
+	}
 	return ctrl.Result{}, nil
 }
 

@@ -41,6 +41,9 @@ type Config struct {
 	Fallback FallbackSink
 	// Kyverno says whether Kyverno's admission controller runs; nil: never.
 	Kyverno KyvernoPresence
+	// Coverage says when the webhook configuration covers a rule, so that a
+	// rule's VAPs go only after (nil without a webhook).
+	Coverage WebhookCoverage
 	// Options are the translation options.
 	Options translate.Options
 	// KyvernoConfig returns Kyverno's global configuration in force, which
@@ -86,6 +89,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) (*Controllers, err
 		Resolvers: cfg.Resolvers,
 		Fallback:  cfg.Fallback,
 		Kyverno:   cfg.Kyverno,
+		Coverage:  cfg.Coverage,
 		Options:   cfg.Options,
 		Config:    cfg.KyvernoConfig,
 		plans:     plans,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/engine"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -48,6 +50,42 @@ type ConfigurationReconciler struct {
 	EngineLoaded func() bool
 
 	trigger chan event.TypedGenericEvent[*admissionregistrationv1.ValidatingWebhookConfiguration]
+	// covered are the "policy/rule" pairs the configuration last written (or
+	// found up to date) sends to the webhook.
+	covered atomic.Pointer[map[string]bool]
+}
+
+// Covers implements controllers.WebhookCoverage: the configuration the API
+// server has sends the rule's requests to the webhook.
+func (r *ConfigurationReconciler) Covers(policy, rule string) bool {
+	covered := r.covered.Load()
+	return covered != nil && (*covered)[policy+"/"+rule]
+}
+
+// Covers implements controllers.WebhookCoverage (false until Setup and the
+// first configuration are done).
+func (w *Webhook) Covers(policy, rule string) bool {
+	return w.config != nil && w.config.Covers(policy, rule)
+}
+
+// coveredRules are the "policy/rule" pairs of the rules a configuration
+// built by DesiredConfiguration registers.
+func coveredRules(rules []translate.FallbackRule, resolver translate.KindResolver) map[string]bool {
+	out := map[string]bool{}
+	for i := range rules {
+		fr := &rules[i]
+		all := append([]kyvernov1.Rule{fr.Rule}, fr.AdditionalRules...)
+		if fr.NotEnforced != "" {
+			continue
+		}
+		if _, err := translate.WebhookRules(resolver, all...); err != nil {
+			continue
+		}
+		for _, rule := range all {
+			out[fr.Policy+"/"+rule.Name] = true
+		}
+	}
+	return out
 }
 
 // Trigger asks for a reconcile: the rules, the CA or discovery changed (a
@@ -102,7 +140,8 @@ func (r *ConfigurationReconciler) Reconcile(ctx context.Context, _ reconcile.Req
 		}
 	}
 	opts.Kyverno = r.Engine.KyvernoConfig()
-	desired, problems := DesiredConfiguration(r.Engine.Rules(), r.Resolvers.Resolver(), opts)
+	rules, resolver := r.Engine.Rules(), r.Resolvers.Resolver()
+	desired, problems := DesiredConfiguration(rules, resolver, opts)
 	for _, p := range problems {
 		logger.Info("fallback rule left out of the webhook configuration", "problem", p.Error())
 	}
@@ -121,6 +160,8 @@ func (r *ConfigurationReconciler) Reconcile(ctx context.Context, _ reconcile.Req
 	if err := r.apply(ctx, current, desired); err != nil {
 		return ctrl.Result{}, err
 	}
+	covered := coveredRules(rules, resolver)
+	r.covered.Store(&covered)
 	r.Engine.SetEnforcing(true)
 	return ctrl.Result{}, nil
 }

@@ -109,7 +109,11 @@ func New(ctx context.Context, cfg *rest.Config, managerOptions ctrl.Options, opt
 	if op.Engine != nil {
 		op.Engine.SetKyvernoConfig(op.KyvernoConfig.Get())
 	}
-	if op.Controllers, err = controllers.Setup(ctx, mgr, controllers.Config{Resolvers: kinds, Fallback: sink, Kyverno: op.Kyverno, Options: opts.Translate, KyvernoConfig: op.KyvernoConfig.Get}); err != nil {
+	var coverage controllers.WebhookCoverage // nil: no webhook, stale VAPs go at once
+	if fallbackWebhook != nil {
+		coverage = fallbackWebhook
+	}
+	if op.Controllers, err = controllers.Setup(ctx, mgr, controllers.Config{Resolvers: kinds, Fallback: sink, Kyverno: op.Kyverno, Coverage: coverage, Options: opts.Translate, KyvernoConfig: op.KyvernoConfig.Get}); err != nil {
 		return nil, err
 	}
 	// A new configuration changes every VAP and what the webhook skips.

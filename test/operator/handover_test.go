@@ -2,16 +2,23 @@ package operator
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/controllers"
 	"github.com/kyvap/kyvap/engine"
+	"github.com/kyvap/kyvap/test/controlplane"
 	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/webhook"
 )
@@ -69,5 +76,114 @@ func TestNewLeaderKeepsTheConfigurationUntilItsEngineIsLoaded(t *testing.T) {
 	}
 	if err := cp.Client.Get(ctx, client.ObjectKey{Name: name}, got); !apierrors.IsNotFound(err) {
 		t.Errorf("once loaded, an engine without rules removes the configuration; get: %v", err)
+	}
+}
+
+// denierOf says who denied a dry-run create of obj: "vap", "webhook", or
+// "" when it was admitted.
+func denierOf(ctx context.Context, obj client.Object) (string, error) {
+	_, err := cp.DryRunCreate(ctx, obj)
+	switch {
+	case err == nil:
+		return "", nil
+	case strings.Contains(err.Error(), "ValidatingAdmissionPolicy"):
+		return "vap", nil
+	case strings.Contains(err.Error(), "admission webhook"):
+		return "webhook", nil
+	}
+	return "", err
+}
+
+// waitForDenier waits until obj is denied by who.
+func waitForDenier(t *testing.T, obj client.Object, who string) {
+	t.Helper()
+	err := controlplane.Eventually(context.Background(), time.Minute, func(ctx context.Context) (bool, error) {
+		got, err := denierOf(ctx, obj)
+		return got == who, fmt.Errorf("denied by %q (%v), want %q", got, err, who)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHandOverNeverLeavesARuleUnenforced moves a rule from kyvap's webhook
+// to a VAP and back while the new side cannot be put in place (a foreign
+// object holds the VAP's name, then the webhook configuration's): the old
+// side keeps enforcing, and lets go once the new one is in place.
+func TestHandOverNeverLeavesARuleUnenforced(t *testing.T) {
+	ctx := context.Background()
+	const ns = "handover"
+	cp.Namespace(t, ns, nil)
+	op := cp.StartWebhookOperator(t, generateOn, controlplane.FreePort(t))
+	forbidden := controlplane.ConfigMap(ns, "forbidden", nil)
+	policy := controlplane.ClusterPolicy("handover", kyvernov1.Enforce,
+		controlplane.CELRule("no-forbidden", "ConfigMap", "object.metadata.name != 'forbidden'", "no forbidden config maps"))
+	plan, err := translate.Translate(translate.Input{Policy: policy}, translate.NewStaticResolver(), generateOn)
+	if err != nil || len(plan.ValidatingAdmissionPolicies) != 1 {
+		t.Fatalf("plan: %v %+v", err, plan.Rules)
+	}
+	vapName := plan.ValidatingAdmissionPolicies[0].Name
+
+	// Webhook → VAP, while a foreign VAP holds the name.
+	policy.Annotations = map[string]string{translate.AnnotationGenerate: "false"}
+	cp.CreatePolicy(t, policy, controllers.ReasonFallback)
+	waitForDenier(t, forbidden, "webhook")
+	foreign := controlplane.VAP(vapName, corev1.SchemeGroupVersion.WithResource("secrets"), []admissionregistrationv1.OperationType{admissionregistrationv1.Create}, admissionregistrationv1.Validation{Expression: "true"})
+	cp.Create(t, foreign)
+	current := &kyvernov1.ClusterPolicy{}
+	if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(policy), current); err != nil {
+		t.Fatal(err)
+	}
+	current.Annotations = nil
+	if err := cp.Client.Update(ctx, current); err != nil {
+		t.Fatal(err)
+	}
+	cp.WaitForStatus(t, current, controllers.ReasonNameConflict)
+	if got, err := denierOf(ctx, forbidden); got != "webhook" {
+		t.Fatalf("while the VAP cannot be created, the rule must stay in the webhook; denied by %q (%v)", got, err)
+	}
+	if err := cp.Client.Delete(ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+	waitForDenier(t, forbidden, "vap")
+	err = controlplane.Eventually(ctx, time.Minute, func(context.Context) (bool, error) {
+		for _, fr := range op.Engine.Rules() {
+			if fr.Policy == policy.Name {
+				return false, fmt.Errorf("the engine still holds %s", fr.Rule.Name)
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Errorf("once the VAP exists the webhook lets the rule go: %v", err)
+	}
+
+	// VAP → webhook, while a foreign webhook configuration holds kyvap's name.
+	foreignVWC := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhook.DefaultConfigurationName}}
+	cp.Create(t, foreignVWC)
+	if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(policy), current); err != nil {
+		t.Fatal(err)
+	}
+	current.Annotations = map[string]string{translate.AnnotationGenerate: "false"}
+	if err := cp.Client.Update(ctx, current); err != nil {
+		t.Fatal(err)
+	}
+	cp.WaitForStatus(t, current, controllers.ReasonFallback)
+	if err := cp.Client.Get(ctx, client.ObjectKey{Name: vapName}, &admissionregistrationv1.ValidatingAdmissionPolicy{}); err != nil {
+		t.Fatalf("while the webhook configuration cannot be written, the rule's VAP must stay: %v", err)
+	}
+	if got, err := denierOf(ctx, forbidden); got != "vap" {
+		t.Fatalf("while the webhook does not cover the rule, its VAP must enforce it; denied by %q (%v)", got, err)
+	}
+	if err := cp.Client.Delete(ctx, foreignVWC); err != nil {
+		t.Fatal(err)
+	}
+	waitForDenier(t, forbidden, "webhook")
+	err = controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		err := cp.Client.Get(ctx, client.ObjectKey{Name: vapName}, &admissionregistrationv1.ValidatingAdmissionPolicy{})
+		return apierrors.IsNotFound(err), fmt.Errorf("VAP %s still there: %v", vapName, err)
+	})
+	if err != nil {
+		t.Errorf("once the webhook covers the rule its VAP goes: %v", err)
 	}
 }

@@ -1,0 +1,91 @@
+package controllers
+
+import (
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/translate"
+)
+
+func fallbackRule(name string, variants ...string) translate.FallbackRule {
+	fr := translate.FallbackRule{Policy: "p", Rule: kyvernov1.Rule{Name: name}}
+	for _, v := range variants {
+		fr.AdditionalRules = append(fr.AdditionalRules, kyvernov1.Rule{Name: v})
+	}
+	return fr
+}
+
+func planWith(vaps map[string]string) *translate.Plan {
+	plan := &translate.Plan{}
+	for rule, vap := range vaps {
+		plan.Rules = append(plan.Rules, translate.RuleResult{Rule: rule, Verdict: translate.VerdictTranslated, ValidatingAdmissionPolicies: []string{vap}})
+		plan.Bindings = append(plan.Bindings, admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: vap + "-0"},
+			Spec:       admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: vap},
+		})
+	}
+	return plan
+}
+
+func TestHeldRules(t *testing.T) {
+	has := func(objects ...string) func(kind, name string) bool {
+		return func(kind, name string) bool {
+			for _, o := range objects {
+				if o == kind+"/"+name {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	x := fallbackRule("x", "autogen-x")
+	for _, tt := range []struct {
+		name     string
+		previous []translate.FallbackRule
+		next     []translate.FallbackRule
+		plan     *translate.Plan
+		present  func(kind, name string) bool
+		want     []string
+	}{
+		{"moving to a VAP that does not exist yet", []translate.FallbackRule{x}, nil, planWith(map[string]string{"x": "v"}), has(), []string{"x"}},
+		{"VAP without its binding", []translate.FallbackRule{fallbackRule("x")}, nil, planWith(map[string]string{"x": "v"}), has(kindVAP + "/v"), []string{"x"}},
+		{"VAP and binding in place", []translate.FallbackRule{fallbackRule("x")}, nil, planWith(map[string]string{"x": "v"}), has(kindVAP+"/v", kindBinding+"/v-0"), nil},
+		{"a variant's VAP missing", []translate.FallbackRule{x}, nil, planWith(map[string]string{"x": "v", "autogen-x": "va"}), has(kindVAP+"/v", kindBinding+"/v-0"), []string{"x"}},
+		{"still the webhook's", []translate.FallbackRule{x}, []translate.FallbackRule{x}, planWith(nil), has(), nil},
+		{"rule removed from the policy", []translate.FallbackRule{x}, nil, planWith(nil), has(), nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, fr := range heldRules(tt.previous, tt.next, tt.plan, tt.present) {
+				got = append(got, fr.Rule.Name)
+			}
+			if len(got) != len(tt.want) || (len(got) > 0 && got[0] != tt.want[0]) {
+				t.Errorf("held %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+type coverage map[string]bool
+
+func (c coverage) Covers(policy, rule string) bool { return c[policy+"/"+rule] }
+
+func TestHoldStale(t *testing.T) {
+	vap := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{translate.AnnotationRule: "x"}}}
+	toWebhook := map[string]bool{"x": true}
+	if holdStale(vap, "p", toWebhook, nil) {
+		t.Error("without a webhook a stale VAP goes at once")
+	}
+	if !holdStale(vap, "p", toWebhook, coverage{}) {
+		t.Error("a rule moving to the webhook keeps its VAP until the webhook covers it")
+	}
+	if holdStale(vap, "p", toWebhook, coverage{"p/x": true}) {
+		t.Error("a covered rule's VAP goes")
+	}
+	if holdStale(vap, "p", map[string]bool{}, coverage{}) {
+		t.Error("a rule that is not moving to the webhook does not keep its VAP")
+	}
+}
