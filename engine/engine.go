@@ -333,9 +333,31 @@ func usesRoles(rule *kyvernov1.Rule) bool {
 	return false
 }
 
+// OutOfTimeError is Evaluate's error when ctx ended before every rule was
+// evaluated: the outcomes returned with it are those of the rules that ran
+// to their end, and the request has no verdict from the others.
+type OutOfTimeError struct {
+	// Evaluated is the number of rules that ran to their end (matched or
+	// not); Rules is the number of rules the request was to be evaluated
+	// against (those of the selected policies).
+	Evaluated, Rules int
+	// Cause is why the context ended (context.Cause).
+	Cause error
+}
+
+func (e *OutOfTimeError) Error() string {
+	return fmt.Sprintf("ran out of time after %d of %d rules: %v", e.Evaluated, e.Rules, e.Cause)
+}
+
+// Unwrap lets errors.Is see the context's error.
+func (e *OutOfTimeError) Unwrap() error { return e.Cause }
+
 // Evaluate runs every rule that matches the request and returns their
 // outcomes in policy then rule order. The error is for a request the engine
-// cannot read at all; per-rule problems are Error outcomes.
+// cannot read at all, or an *OutOfTimeError when ctx ends first: rules are
+// evaluated one after another, ctx is checked between them, and CEL
+// evaluation itself stops when ctx ends (comprehensions check it every
+// 100 iterations). Per-rule problems are Error outcomes.
 func (e *Engine) Evaluate(ctx context.Context, req Request) ([]Outcome, error) {
 	if req.Admission == nil {
 		return nil, errors.New("no admission request")
@@ -368,18 +390,38 @@ func (e *Engine) Evaluate(ctx context.Context, req Request) ([]Outcome, error) {
 		// One request, one answer per check: as in the API server.
 		req.Authorizer = admissionauthorizer.NewCachingAuthorizer(req.Authorizer)
 	}
-	var out []Outcome
+	selected := make([]*compiledPolicy, 0, len(snap.policies))
+	total := 0
 	for _, p := range snap.policies {
 		if req.Policies != nil && len(p.rules) > 0 && !req.Policies(p.name, p.rules[0].spec) {
 			continue
 		}
-		for _, r := range p.rules {
-			o, ok := r.evaluate(ctx, &req, mreq, attrs, namespace)
+		selected = append(selected, p)
+		total += len(p.rules)
+	}
+	var out []Outcome
+	evaluated := 0
+	outOfTime := func() error {
+		return &OutOfTimeError{Evaluated: evaluated, Rules: total, Cause: context.Cause(ctx)}
+	}
+	for _, p := range selected {
+		for i, r := range p.rules {
+			if ctx.Err() != nil {
+				return out, outOfTime()
+			}
+			o, ok, interrupted := r.evaluate(ctx, &req, mreq, attrs, namespace)
+			if interrupted {
+				// Cut short: the outcome is the interruption's, not the rule's.
+				return out, outOfTime()
+			}
+			evaluated++
 			if !ok {
 				continue
 			}
 			out = append(out, o)
 			if p.applyOne && (o.Result == Pass || o.Result == Fail) {
+				// The policy's other rules are decided: not evaluated.
+				evaluated += len(p.rules) - i - 1
 				break
 			}
 		}
@@ -433,29 +475,31 @@ func matchRequest(req *Request, attrs *admission.VersionedAttributes) (*match.Re
 	return m, nil
 }
 
-// evaluate returns the rule's outcome and whether the rule matched at all.
-func (r *compiledRule) evaluate(ctx context.Context, req *Request, mreq *match.Request, attrs *admission.VersionedAttributes, namespace *corev1.Namespace) (Outcome, bool) {
-	o := Outcome{Policy: r.policy, Rule: r.rule.Name}
+// evaluate returns the rule's outcome, whether the rule matched at all, and
+// whether ctx ended while the rule ran in a way that may have changed its
+// outcome (the outcome is then meaningless).
+func (r *compiledRule) evaluate(ctx context.Context, req *Request, mreq *match.Request, attrs *admission.VersionedAttributes, namespace *corev1.Namespace) (o Outcome, matchedRule, interrupted bool) {
+	o = Outcome{Policy: r.policy, Rule: r.rule.Name}
 	matched, err := match.Rule(r.rule, mreq)
 	if err != nil {
 		o.Action = action(r.spec, r.rule, mreq)
-		return r.errorOutcome(o, fmt.Sprintf("matching: %v", err)), true
+		return r.errorOutcome(o, fmt.Sprintf("matching: %v", err)), true, false
 	}
 	if !matched || r.notEnforced {
 		// A rule the engine cannot evaluate is not enforced by kyvap (its
 		// policy's status says so); guessing would give wrong verdicts.
-		return o, false
+		return o, false, false
 	}
 	o.Action = action(r.spec, r.rule, mreq)
 	for i := range r.exceptions {
 		ex := &r.exceptions[i]
 		exempt, err := match.Exception(ex, r.policy, r.rule.Name, mreq)
 		if err != nil {
-			return r.errorOutcome(o, fmt.Sprintf("PolicyException %s/%s: %v", ex.Namespace, ex.Name, err)), true
+			return r.errorOutcome(o, fmt.Sprintf("PolicyException %s/%s: %v", ex.Namespace, ex.Name, err)), true, false
 		}
 		if exempt {
 			o.Result, o.Message = Skip, fmt.Sprintf("exempted by PolicyException %s/%s", ex.Namespace, ex.Name)
-			return o, true
+			return o, true, false
 		}
 	}
 	params := []runtime.Object{nil}
@@ -463,7 +507,8 @@ func (r *compiledRule) evaluate(ctx context.Context, req *Request, mreq *match.R
 	if cel.ParamKind != nil {
 		found, err := r.params(ctx, req, attrs.GetNamespace())
 		if err != nil {
-			return r.errorOutcome(o, err.Error()), true
+			// A look-up the deadline cut is no verdict on the request.
+			return r.errorOutcome(o, err.Error()), true, ctx.Err() != nil
 		}
 		if len(found) == 0 {
 			// Kyverno's rule: a parameter named but missing is an error
@@ -472,10 +517,10 @@ func (r *compiledRule) evaluate(ctx context.Context, req *Request, mreq *match.R
 			// on the binding).
 			ref := cel.ParamRef
 			if ref != nil && (ref.Name != "" || ref.ParameterNotFoundAction != nil && *ref.ParameterNotFoundAction == admissionregistrationv1.DenyAction) {
-				return r.errorOutcome(o, "no params found for policy binding with `Deny` parameterNotFoundAction"), true
+				return r.errorOutcome(o, "no params found for policy binding with `Deny` parameterNotFoundAction"), true, false
 			}
 			o.Result = Pass
-			return o, true
+			return o, true, false
 		}
 		params = found
 	}
@@ -487,9 +532,12 @@ func (r *compiledRule) evaluate(ctx context.Context, req *Request, mreq *match.R
 params:
 	for _, p := range params {
 		res := r.program.Validate(ctx, celeval.Input{Attributes: attrs, MatchedResource: resource, Params: p, Namespace: namespace, Authorizer: req.Authorizer})
+		if res.Interrupted {
+			return o, true, true
+		}
 		if res.Excluded {
 			o.Result, o.Message, o.Messages, o.Blocking, o.Reason = Skip, "celPreconditions not met", nil, false, ""
-			return o, true
+			return o, true, false
 		}
 		for _, d := range res.Decisions {
 			switch {
@@ -528,7 +576,7 @@ params:
 	if len(o.Messages) > 0 {
 		o.Message = o.Messages[0]
 	}
-	return o, true
+	return o, true, false
 }
 
 func (o *Outcome) addViolation(d celeval.Decision) {

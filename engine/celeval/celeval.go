@@ -159,7 +159,8 @@ type Input struct {
 }
 
 // Validate evaluates the program with the API server's runtime cost budget.
-// An empty result means the match conditions excluded the request.
+// An empty result means the match conditions excluded the request. The
+// evaluation stops when ctx ends (see Result.Interrupted).
 func (p *Program) Validate(ctx context.Context, in Input) Result {
 	authz := in.Authorizer
 	if authz == nil {
@@ -168,7 +169,7 @@ func (p *Program) Validate(ctx context.Context, in Input) Result {
 	if p.compileError != nil {
 		return p.validator.failure(p.compileError.Error())
 	}
-	return p.validator.validate(ctx, in, authz)
+	return markInterrupted(ctx, p.validator.validate(ctx, in, authz))
 }
 
 // authorizerLike is what the CEL `authorizer` variable needs.

@@ -73,6 +73,43 @@ type Result struct {
 	AuditAnnotations []AuditAnnotation
 	// Excluded: a match condition was false, nothing was evaluated.
 	Excluded bool
+	// Interrupted: the context ended (deadline or cancellation) while the
+	// program ran, and something in the result may be an interruption
+	// rather than the expression's own outcome (an error, or an exclusion
+	// that an interrupted match condition caused under failurePolicy
+	// Ignore). The result is then no verdict; callers answer the request
+	// as out of time. A result without errors is complete even when the
+	// context ended: every expression ran to its end.
+	Interrupted bool
+}
+
+// markInterrupted sets Interrupted when ctx ended and the result depends
+// on something that may have been cut short. cel-go checks the context
+// every celconfig.CheckFrequency iterations of a comprehension (the API
+// server compiles every program with cel.InterruptCheckFrequency) and the
+// evaluator flattens the interruption into an error string, so the
+// context is what tells an interruption from an expression's own error.
+func markInterrupted(ctx context.Context, r Result) Result {
+	if ctx.Err() == nil {
+		return r
+	}
+	if r.Excluded {
+		r.Interrupted = true
+		return r
+	}
+	for _, d := range r.Decisions {
+		if d.Evaluation == EvalError {
+			r.Interrupted = true
+			return r
+		}
+	}
+	for _, a := range r.AuditAnnotations {
+		if a.Error != "" {
+			r.Interrupted = true
+			return r
+		}
+	}
+	return r
 }
 
 // The expression kinds of a policy, as compiler inputs.
