@@ -8,8 +8,10 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/translate"
 )
 
 // BenchmarkHandler measures the handler's latency for a request matched by
@@ -39,6 +41,35 @@ func BenchmarkHandler(b *testing.B) {
 			sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
 			b.ReportMetric(float64(percentile(latencies, 50).Microseconds()), "p50-µs")
 			b.ReportMetric(float64(percentile(latencies, 99).Microseconds()), "p99-µs")
+		})
+	}
+}
+
+// BenchmarkHandlerDeadline sends a request matched by ten expensive rules
+// (10 to 20 CPU-seconds without a deadline, see expensiveRules) to webhooks
+// with timeouts of 1 and 2 seconds, and reports how long the handler took
+// against its budget (translate.WebhookEvaluationBudget): the largest
+// overrun of the budget over the requests, and the mean time. Run with
+// -benchtime=10x.
+func BenchmarkHandlerDeadline(b *testing.B) {
+	req := configMapRequest(admissionv1.Create, "x", nil)
+	for _, seconds := range []int32{1, 2} {
+		b.Run(fmt.Sprintf("timeout=%ds", seconds), func(b *testing.B) {
+			h := newHandler(b, kyvernov1.Spec{ValidationFailureAction: kyvernov1.Enforce, WebhookTimeoutSeconds: &seconds}, expensiveRules(10)...)
+			budget := translate.WebhookEvaluationBudget(seconds)
+			ctx := groupContext(admissionregistrationv1.Fail, seconds)
+			var worst, total time.Duration
+			for b.Loop() {
+				start := time.Now()
+				if resp := h.Handle(ctx, req); resp.Allowed {
+					b.Fatal("ten expensive rules were evaluated within the budget")
+				}
+				took := time.Since(start)
+				worst, total = max(worst, took), total+took
+			}
+			b.ReportMetric(float64(budget.Milliseconds()), "budget-ms")
+			b.ReportMetric(float64((worst-budget).Microseconds())/1000, "max-overrun-ms")
+			b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "mean-ms")
 		})
 	}
 }

@@ -4,10 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
+	"runtime"
 	"strings"
+	"sync"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -19,6 +23,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/engine"
+	"github.com/kyvap/kyvap/translate"
 )
 
 // Lookup gathers, per request, what the engine needs from the cluster.
@@ -40,10 +45,32 @@ type Lookup interface {
 // response a ValidatingAdmissionPolicy would give: Enforce violations deny
 // with the rule's message, Audit violations warn, audit annotations are
 // returned.
+//
+// The work per request is bounded: the handler stops after the group's
+// evaluation budget (translate.WebhookEvaluationBudget of its timeout),
+// between rules and inside CEL, and answers as the group's failurePolicy
+// says; and at most MaxConcurrent requests evaluate rules at once, the
+// others wait for a slot within their budget.
 type Handler struct {
 	Engine *engine.Engine
 	Lookup Lookup
+	// Budget, when set, replaces translate.WebhookEvaluationBudget: how
+	// long the handler works on a request of a group (tests).
+	Budget func(Group) time.Duration
+	// MaxConcurrent caps the requests evaluating rules at once; zero is
+	// DefaultMaxConcurrent() when the handler first serves.
+	MaxConcurrent int
+
+	slotsOnce sync.Once
+	slots     chan struct{}
 }
+
+// DefaultMaxConcurrent is two evaluations per CPU the process may use
+// (GOMAXPROCS, which follows the container's CPU limit): evaluation is CPU
+// work, and more of it at once only makes every request slower; the factor
+// two keeps the CPUs busy while some evaluations wait for parameter
+// look-ups.
+func DefaultMaxConcurrent() int { return 2 * runtime.GOMAXPROCS(0) }
 
 var _ admission.Handler = &Handler{}
 
@@ -58,16 +85,22 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	ar := req.AdmissionRequest
 	in := engine.Request{Admission: &ar, Params: h.Lookup, Authorizer: h.Lookup.Authorizer()}
 	// Served under the webhook server, the path names the group; called
-	// directly (tests, benchmarks), every policy is evaluated.
+	// directly (tests, benchmarks), every policy is evaluated, under the
+	// default timeout.
 	var group *Group
+	budgetOf := Group{FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: DefaultTimeoutSeconds}
 	if path, ok := pathFrom(ctx); ok {
 		g, err := ParseGroupPath(path)
 		if err != nil {
 			return admission.Errored(http.StatusNotFound, err)
 		}
-		group = &g
+		group, budgetOf = &g, g
 		in.Policies = func(_ string, spec *kyvernov1.Spec) bool { return GroupOf(spec) == g }
 	}
+	budget := h.budget(budgetOf)
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	limit := outOfTime{group: group, budget: budget, timeoutSeconds: budgetOf.TimeoutSeconds}
 	if ar.Namespace != "" {
 		ns, err := h.Lookup.Namespace(ctx, ar.Namespace)
 		if err != nil {
@@ -90,11 +123,85 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 		}
 		in.Roles, in.ClusterRoles = roles, clusterRoles
 	}
+	release, ok := h.acquire(ctx)
+	if !ok {
+		limit.why = fmt.Sprintf("all %d of its evaluation slots stayed busy", cap(h.slots))
+		return limit.response(nil, 0, 0)
+	}
+	defer release()
 	outcomes, err := h.Engine.Evaluate(ctx, in)
+	var oot *engine.OutOfTimeError
+	if errors.As(err, &oot) {
+		return limit.response(outcomes, oot.Evaluated, oot.Rules)
+	}
 	if err != nil {
 		return failed(group, http.StatusBadRequest, err)
 	}
 	return Response(outcomes)
+}
+
+func (h *Handler) budget(g Group) time.Duration {
+	if h.Budget != nil {
+		return h.Budget(g)
+	}
+	return translate.WebhookEvaluationBudget(g.TimeoutSeconds)
+}
+
+// acquire takes an evaluation slot, waiting until ctx ends at the latest;
+// false when none freed up.
+func (h *Handler) acquire(ctx context.Context) (release func(), ok bool) {
+	h.slotsOnce.Do(func() {
+		n := h.MaxConcurrent
+		if n <= 0 {
+			n = DefaultMaxConcurrent()
+		}
+		h.slots = make(chan struct{}, n)
+	})
+	select {
+	case h.slots <- struct{}{}:
+		return func() { <-h.slots }, true
+	case <-ctx.Done():
+		return nil, false
+	}
+}
+
+// outOfTime answers a request whose budget ran out before every rule was
+// evaluated.
+type outOfTime struct {
+	group          *Group
+	budget         time.Duration
+	timeoutSeconds int32
+	// why is said when the rules are not all that took the time.
+	why string
+}
+
+// response: a denial by a rule that ran stands (the other rules cannot
+// undo it); otherwise the group's failurePolicy decides, as it would have
+// had the API server's call timed out: Fail refuses, Ignore admits with a
+// warning. Audit annotations and warnings of the rules that ran are kept.
+func (l outOfTime) response(outcomes []engine.Outcome, evaluated, rules int) admission.Response {
+	msg := fmt.Sprintf("kyvap's webhook ran out of time after %d rules", evaluated)
+	if rules > 0 {
+		msg += fmt.Sprintf(" (of %d)", rules)
+	}
+	msg += fmt.Sprintf(": it stops after %s of the webhook's %ds timeout", l.budget, l.timeoutSeconds)
+	if l.why != "" {
+		msg += ", and " + l.why
+	}
+	resp := Response(outcomes)
+	switch {
+	case !resp.Allowed:
+		resp.Warnings = append(resp.Warnings, msg+"; the denial by the rules that ran stands")
+	case l.group != nil && l.group.FailurePolicy == admissionregistrationv1.Ignore:
+		resp.Warnings = append(resp.Warnings, msg+"; failurePolicy Ignore: admitted without the other rules")
+	default:
+		resp.Allowed = false
+		resp.Result = &metav1.Status{
+			Status: metav1.StatusFailure, Message: msg + "; failurePolicy Fail: refused",
+			Reason: metav1.StatusReasonTimeout, Code: http.StatusGatewayTimeout,
+		}
+	}
+	return resp
 }
 
 // failed answers a request the handler could not evaluate as the group's
