@@ -38,6 +38,10 @@ type FallbackSyncReconciler struct {
 	// Kyverno says whether Kyverno's admission controller runs; nil: no.
 	Kyverno KyvernoPresence
 	Options translate.Options
+	// Effective, when set, returns the options to translate with instead
+	// of Options: the leader's, so that this replica's engine enforces what
+	// the leader did not turn into VAPs.
+	Effective func() translate.Options
 	// Config returns Kyverno's global configuration in force; nil keeps
 	// Options.KyvernoConfig.
 	Config func() *kyverno.Config
@@ -155,7 +159,11 @@ func (r *FallbackSyncReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err := r.List(ctx, &exceptions, client.MatchingFields{exceptionPolicyIndex: policy.Name}); err != nil {
 		return ctrl.Result{}, err
 	}
-	plan, err := r.plans.translate(translate.Input{Policy: policy, Exceptions: exceptions.Items}, r.Resolvers.Resolver(), translationOptions(r.Options, r.Config))
+	opts := r.Options
+	if r.Effective != nil {
+		opts = r.Effective()
+	}
+	plan, err := r.plans.translate(translate.Input{Policy: policy, Exceptions: exceptions.Items}, r.Resolvers.Resolver(), translationOptions(opts, r.Config))
 	if err != nil {
 		return ctrl.Result{}, err
 	}

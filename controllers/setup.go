@@ -46,6 +46,9 @@ type Config struct {
 	Coverage WebhookCoverage
 	// Options are the translation options.
 	Options translate.Options
+	// SyncOptions, when set, returns the translation options every
+	// replica's engine follows (the leader's), instead of Options.
+	SyncOptions func() translate.Options
 	// KyvernoConfig returns Kyverno's global configuration in force, which
 	// replaces Options.KyvernoConfig on every translation; nil keeps it.
 	KyvernoConfig func() *kyverno.Config
@@ -100,7 +103,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) (*Controllers, err
 	if !enforcing {
 		return c, nil
 	}
-	c.Sync = &FallbackSyncReconciler{Client: mgr.GetClient(), Resolvers: cfg.Resolvers, Sink: cfg.Fallback, Kyverno: cfg.Kyverno, Options: cfg.Options, Config: cfg.KyvernoConfig, plans: plans}
+	c.Sync = &FallbackSyncReconciler{Client: mgr.GetClient(), Resolvers: cfg.Resolvers, Sink: cfg.Fallback, Kyverno: cfg.Kyverno, Options: cfg.Options, Effective: cfg.SyncOptions, Config: cfg.KyvernoConfig, plans: plans}
 	if err := c.Sync.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}

@@ -181,7 +181,7 @@ func setupKyvernoConfig(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config,
 	if err != nil {
 		return nil, err
 	}
-	if err := mgr.Add(configMaps); err != nil {
+	if err := addCache(mgr, configMaps); err != nil {
 		return nil, err
 	}
 	k.reader = configMaps
@@ -207,3 +207,13 @@ func (k *KyvernoConfig) Reconcile(ctx context.Context, _ reconcile.Request) (rec
 	}
 	return reconcile.Result{}, nil
 }
+
+// everyReplica runs a cache on every replica: the manager starts a bare
+// cache.Cache only once elected (it is not a hasCache runnable), and
+// the controllers that read it run on every replica.
+type everyReplica struct{ cache.Cache }
+
+func (everyReplica) NeedLeaderElection() bool { return false }
+
+// addCache adds a cache of kyvap's own to the manager, on every replica.
+func addCache(mgr ctrl.Manager, c cache.Cache) error { return mgr.Add(everyReplica{c}) }

@@ -110,11 +110,22 @@ func New(ctx context.Context, cfg *rest.Config, managerOptions ctrl.Options, opt
 		op.Engine.SetKyvernoConfig(op.KyvernoConfig.Get())
 	}
 	var coverage controllers.WebhookCoverage // nil: no webhook, stale VAPs go at once
+	var leaderOptions *LeaderOptions
+	var syncOptions func() translate.Options
 	if fallbackWebhook != nil {
 		coverage = fallbackWebhook
+		if opts.Webhook.Namespace != "" {
+			if leaderOptions, err = setupLeaderOptions(mgr, cfg, opts.Webhook.Namespace, opts.Translate); err != nil {
+				return nil, err
+			}
+			syncOptions = leaderOptions.Effective
+		}
 	}
-	if op.Controllers, err = controllers.Setup(ctx, mgr, controllers.Config{Resolvers: kinds, Fallback: sink, Kyverno: op.Kyverno, Coverage: coverage, Options: opts.Translate, KyvernoConfig: op.KyvernoConfig.Get}); err != nil {
+	if op.Controllers, err = controllers.Setup(ctx, mgr, controllers.Config{Resolvers: kinds, Fallback: sink, Kyverno: op.Kyverno, Coverage: coverage, Options: opts.Translate, SyncOptions: syncOptions, KyvernoConfig: op.KyvernoConfig.Get}); err != nil {
 		return nil, err
+	}
+	if leaderOptions != nil {
+		leaderOptions.listeners = []func(){op.Controllers.RequeueAll}
 	}
 	// A new configuration changes every VAP and what the webhook skips.
 	if op.Engine != nil {

@@ -68,10 +68,18 @@ const OperatorNamespace = "kyvap-system"
 // leaves the configuration, as when the webhook's pods are down.
 func (cp *ControlPlane) StartWebhookOperator(t testing.TB, opts translate.Options, port int) *Operator {
 	t.Helper()
-	return cp.startWebhookOperator(t, cp.Config, opts, port)
+	return cp.startWebhookOperator(t, cp.Config, opts, port, ctrl.Options{})
 }
 
-func (cp *ControlPlane) startWebhookOperator(t testing.TB, cfg *rest.Config, opts translate.Options, port int) *Operator {
+// StartWebhookOperatorWithElection is StartWebhookOperator with leader
+// election (see StartOperatorWithElection): several replicas share one
+// webhook configuration, which only the leader writes.
+func (cp *ControlPlane) StartWebhookOperatorWithElection(t testing.TB, opts translate.Options, port int, election ctrl.Options) *Operator {
+	t.Helper()
+	return cp.startWebhookOperator(t, cp.Config, opts, port, election)
+}
+
+func (cp *ControlPlane) startWebhookOperator(t testing.TB, cfg *rest.Config, opts translate.Options, port int, election ctrl.Options) *Operator {
 	t.Helper()
 	cp.EnsureNamespace(t, OperatorNamespace, nil)
 	t.Cleanup(func() {
@@ -81,7 +89,7 @@ func (cp *ControlPlane) startWebhookOperator(t testing.TB, cfg *rest.Config, opt
 		}
 	})
 	wh := webhook.Options{Host: "127.0.0.1", Port: port, Namespace: OperatorNamespace, URL: fmt.Sprintf("https://127.0.0.1:%d", port)}
-	op, err := cp.startOperatorAs(cfg, operator.Options{Translate: opts, Webhook: &wh}, ctrl.Options{})
+	op, err := cp.startOperatorAs(cfg, operator.Options{Translate: opts, Webhook: &wh}, election)
 	if err != nil {
 		t.Fatalf("starting the operator: %v", err)
 	}

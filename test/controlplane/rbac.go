@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -91,5 +92,5 @@ func (cp *ControlPlane) ManagerUserConfig(t testing.TB, user string) *rest.Confi
 // configuration cfg (for example ManagerUserConfig's).
 func (cp *ControlPlane) StartWebhookOperatorAs(t testing.TB, cfg *rest.Config, opts translate.Options, port int) *Operator {
 	t.Helper()
-	return cp.startWebhookOperator(t, cfg, opts, port)
+	return cp.startWebhookOperator(t, cfg, opts, port, ctrl.Options{})
 }

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -185,5 +187,74 @@ func TestHandOverNeverLeavesARuleUnenforced(t *testing.T) {
 	})
 	if err != nil {
 		t.Errorf("once the webhook covers the rule its VAP goes: %v", err)
+	}
+}
+
+// TestReplicasFollowTheLeadersOptions runs a leader with generation off
+// and a second replica with generation on (a rollout that switches the
+// flag): the leader writes no VAP, so the second replica's engine must
+// still enforce the rule, following the leader's options; when it leads,
+// its own apply.
+func TestReplicasFollowTheLeadersOptions(t *testing.T) {
+	election := ctrl.Options{
+		LeaderElection:                true,
+		LeaderElectionID:              "kyvap-test-options",
+		LeaderElectionNamespace:       "default",
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 ptr.To(4 * time.Second),
+		RenewDeadline:                 ptr.To(3 * time.Second),
+		RetryPeriod:                   ptr.To(500 * time.Millisecond),
+	}
+	leader := cp.StartWebhookOperatorWithElection(t, translate.Options{GenerateValidatingAdmissionPolicy: false}, controlplane.FreePort(t), election)
+	select {
+	case <-leader.Elected:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first replica was never elected")
+	}
+	follower := cp.StartWebhookOperatorWithElection(t, generateOn, controlplane.FreePort(t), election)
+	policy := controlplane.ClusterPolicy("follow-leader", kyvernov1.Enforce,
+		controlplane.CELRule("no-forbidden", "ConfigMap", "object.metadata.name != 'forbidden'", "no forbidden config maps"))
+	cp.CreatePolicy(t, policy, controllers.ReasonGenerationDisabled)
+	enforces := func(op *controlplane.Operator) bool {
+		for _, fr := range op.Engine.Rules() {
+			if fr.Policy == policy.Name {
+				return true
+			}
+		}
+		return false
+	}
+	err := controlplane.Eventually(context.Background(), time.Minute, func(context.Context) (bool, error) {
+		return enforces(follower), errors.New("the follower's engine does not hold the rule the leader left to the webhook")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A follower also follows Kyverno's configuration (its watches run on
+	// every replica, not only once elected).
+	cp.EnsureNamespace(t, "kyverno", nil)
+	cp.Create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kyverno", Name: "kyverno"}, Data: map[string]string{"excludeUsernames": "follower-test"}})
+	err = controlplane.Eventually(context.Background(), time.Minute, func(context.Context) (bool, error) {
+		cfg := follower.Engine.KyvernoConfig()
+		return cfg != nil && len(cfg.Exclude.Usernames) == 1 && cfg.Exclude.Usernames[0] == "follower-test", fmt.Errorf("the follower's engine has %+v", cfg)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The follower takes over: its own options apply, the rule becomes a VAP
+	// and leaves its engine.
+	leader.Stop()
+	select {
+	case <-follower.Elected:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the second replica did not take over")
+	}
+	cp.WaitForStatus(t, policy, controllers.ReasonAllRulesTranslated)
+	err = controlplane.Eventually(context.Background(), time.Minute, func(context.Context) (bool, error) {
+		return !enforces(follower), errors.New("the new leader's engine still holds a rule its VAP enforces")
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
