@@ -1,11 +1,16 @@
 package webhook
 
 import (
+	"container/list"
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
+	"sync"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -49,6 +54,21 @@ type Options struct {
 	SecretName string
 	// ConfigurationName is the ValidatingWebhookConfiguration's name.
 	ConfigurationName string
+	// EnableHTTP2 lets the server negotiate HTTP/2. Off by default, as in
+	// kubebuilder's scaffold: HTTP/2's stream multiplexing made the server
+	// vulnerable to the Rapid Reset and stream-cancellation attacks
+	// (CVE-2023-44487, CVE-2023-39325), and the API server calls webhooks
+	// over HTTP/1.1 as well.
+	EnableHTTP2 bool
+	// MaxRequestBytes is the largest request body the webhook reads
+	// (DefaultMaxRequestBytes when zero); a larger one is refused with 413
+	// before it is read.
+	MaxRequestBytes int64
+	// MaxInFlightBytes bounds the request bodies being read, decoded and
+	// evaluated at once (DefaultMaxInFlightBytes when zero): a request
+	// waits until its body fits, so memory stays bounded however many
+	// requests arrive together. It is at least MaxRequestBytes.
+	MaxInFlightBytes int64
 }
 
 // Defaults for Options.
@@ -59,6 +79,18 @@ const (
 	// CertManagerCertificate is the cert-manager Certificate of config/cert-manager.
 	CertManagerCertificate   = "kyvap-webhook-cert"
 	DefaultConfigurationName = "kyvap-fallback"
+	// DefaultMaxRequestBytes is the API server's own limit on a request
+	// body (3 MiB, --max-request-bytes' default): an object stored in etcd
+	// is at most 1.5 MiB, so an UPDATE's AdmissionReview, which carries
+	// the object and the old object, fits.
+	DefaultMaxRequestBytes = 3 << 20
+	// DefaultMaxInFlightBytes keeps a 128 Mi pod alive: decoding an
+	// AdmissionReview and its objects into the maps CEL evaluates takes
+	// about ten times the body's size for Kubernetes objects (measured: a
+	// 6 MB body raised the peak RSS by 56 MiB with GOGC=50), so 4 MiB of
+	// bodies in flight cost about 40 MiB on top of the manager's 64 MiB
+	// with 1,000 policies (docs/performance.md). See docs/webhook.md.
+	DefaultMaxInFlightBytes = 4 << 20
 )
 
 func (o *Options) defaults() error {
@@ -79,6 +111,15 @@ func (o *Options) defaults() error {
 	}
 	if o.ConfigurationName == "" {
 		o.ConfigurationName = DefaultConfigurationName
+	}
+	if o.MaxRequestBytes == 0 {
+		o.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if o.MaxInFlightBytes == 0 {
+		o.MaxInFlightBytes = max(DefaultMaxInFlightBytes, o.MaxRequestBytes)
+	}
+	if o.MaxRequestBytes < 0 || o.MaxInFlightBytes < o.MaxRequestBytes {
+		return fmt.Errorf("webhook request limits: --webhook-max-request-bytes=%d must be positive and at most --webhook-max-inflight-bytes=%d", o.MaxRequestBytes, o.MaxInFlightBytes)
 	}
 	switch o.CertManagement {
 	case CertManagementSelf, CertManagementCertManager:
@@ -132,8 +173,11 @@ func New(opts Options) (*Webhook, error) {
 	}
 	w := &Webhook{opts: opts, tls: &certHolder{}}
 	serverOpts := ctrlwebhook.Options{Host: opts.Host, Port: opts.Port}
+	if !opts.EnableHTTP2 {
+		serverOpts.TLSOpts = append(serverOpts.TLSOpts, DisableHTTP2)
+	}
 	if opts.CertManagement == CertManagementSelf {
-		serverOpts.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = w.tls.GetCertificate }}
+		serverOpts.TLSOpts = append(serverOpts.TLSOpts, func(c *tls.Config) { c.GetCertificate = w.tls.GetCertificate })
 	} else {
 		serverOpts.CertDir = opts.CertDir
 	}
@@ -157,7 +201,7 @@ func (w *Webhook) Server() ctrlwebhook.Server { return w.server }
 func (w *Webhook) Setup(mgr ctrl.Manager, eng *engine.Engine, resolvers ResolverSource) error {
 	lookup := &ClusterLookup{Reader: mgr.GetClient(), Writer: mgr.GetClient()}
 	handler := &Handler{Engine: eng, Lookup: lookup}
-	mgr.GetWebhookServer().Register(PathPrefix, handler.Webhook())
+	mgr.GetWebhookServer().Register(PathPrefix, LimitRequestBodies(handler.Webhook(), w.opts.MaxRequestBytes, w.opts.MaxInFlightBytes))
 
 	configOpts := ConfigOptions{
 		Name:               w.opts.ConfigurationName,
@@ -200,4 +244,154 @@ func (w *Webhook) Setup(mgr ctrl.Manager, eng *engine.Engine, resolvers Resolver
 		reconciler.Options = configOpts
 	}
 	return reconciler.SetupWithManager(mgr)
+}
+
+// DisableHTTP2 is a TLS option that offers only HTTP/1.1 (see
+// Options.EnableHTTP2); cmd/manager applies it to the metrics server too.
+func DisableHTTP2(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }
+
+// Request body limits.
+const (
+	// defaultBodyTimeout is how long a request may take to send its body and
+	// to wait for room in the in-flight budget when the API server gives no
+	// timeout (it sends ?timeout=<webhook timeout>, 10s by default).
+	defaultBodyTimeout = 10 * time.Second
+	// maxBodyTimeout is the longest timeout a webhook may have.
+	maxBodyTimeout = 30 * time.Second
+)
+
+// LimitRequestBodies wraps an admission handler so that it never reads a
+// body over maxBody bytes and that at most inFlight bytes of bodies are
+// handled at once:
+//
+//   - a request whose Content-Length is over maxBody is answered 413 at once,
+//     its body unread; one without a Content-Length (chunked) is cut off
+//     after maxBody bytes (the handler then fails to read it and answers
+//     400);
+//   - a request waits, in arrival order, until its body fits in the
+//     in-flight budget (a chunked one counts as maxBody), and is answered
+//     503 if it does not fit before its timeout;
+//   - the body must arrive within the request's timeout (the API server's
+//     ?timeout=, else 10s, at most 30s), so that a slow sender cannot hold
+//     the budget.
+//
+// The API server treats 413 and 503 as a failed call and applies the
+// webhook's failurePolicy.
+func LimitRequestBodies(next http.Handler, maxBody, inFlight int64) http.Handler {
+	return &bodyLimiter{next: next, max: maxBody, budget: newByteBudget(inFlight)}
+}
+
+type bodyLimiter struct {
+	next   http.Handler
+	max    int64
+	budget *byteBudget
+}
+
+func (l *bodyLimiter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength > l.max {
+		// Unread: the server closes the connection rather than drain it.
+		http.Error(w, fmt.Sprintf("request body of %d bytes is over kyvap's limit of %d bytes", r.ContentLength, l.max), http.StatusRequestEntityTooLarge)
+		return
+	}
+	size := r.ContentLength
+	if size < 0 {
+		size = l.max
+	}
+	size = max(size, 1)
+	timeout := requestTimeout(r)
+	deadline := time.Now().Add(timeout)
+	ctx, cancel := context.WithDeadline(r.Context(), deadline)
+	defer cancel()
+	if err := l.budget.acquire(ctx, size); err != nil {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, fmt.Sprintf("kyvap's webhook is busy: %d bytes of requests in flight; this one did not fit within %s", l.budget.size, timeout), http.StatusServiceUnavailable)
+		return
+	}
+	defer l.budget.release(size)
+	// A body still arriving at the deadline fails to read; the handler
+	// answers 400. Connections whose writer cannot set deadlines (tests'
+	// recorders) go without.
+	_ = http.NewResponseController(w).SetReadDeadline(deadline)
+	r.Body = http.MaxBytesReader(w, r.Body, l.max)
+	l.next.ServeHTTP(w, r)
+}
+
+// requestTimeout is the timeout the API server gave the request
+// (?timeout=10s), bounded to (0, 30s], else defaultBodyTimeout.
+func requestTimeout(r *http.Request) time.Duration {
+	d, err := time.ParseDuration(r.URL.Query().Get("timeout"))
+	if err != nil || d <= 0 {
+		return defaultBodyTimeout
+	}
+	return min(d, maxBodyTimeout)
+}
+
+// byteBudget is a weighted semaphore over bytes that serves waiters in
+// arrival order, so that a large request is not starved by small ones.
+type byteBudget struct {
+	size    int64
+	mu      sync.Mutex
+	free    int64
+	waiters list.List // of *budgetWaiter
+}
+
+type budgetWaiter struct {
+	n     int64
+	ready chan struct{}
+}
+
+func newByteBudget(size int64) *byteBudget { return &byteBudget{size: size, free: size} }
+
+// acquire takes n bytes (at most size), waiting until they are free or ctx
+// ends.
+func (b *byteBudget) acquire(ctx context.Context, n int64) error {
+	if n > b.size {
+		return fmt.Errorf("%d bytes is over the budget of %d", n, b.size)
+	}
+	b.mu.Lock()
+	if b.waiters.Len() == 0 && n <= b.free {
+		b.free -= n
+		b.mu.Unlock()
+		return nil
+	}
+	waiter := &budgetWaiter{n: n, ready: make(chan struct{})}
+	elem := b.waiters.PushBack(waiter)
+	b.mu.Unlock()
+	select {
+	case <-waiter.ready:
+		return nil
+	case <-ctx.Done():
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		select {
+		case <-waiter.ready:
+			// Granted while giving up: hand the bytes on.
+			b.free += n
+		default:
+			b.waiters.Remove(elem)
+		}
+		b.grantLocked()
+		return ctx.Err()
+	}
+}
+
+// release gives n bytes back.
+func (b *byteBudget) release(n int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.free += n
+	b.grantLocked()
+}
+
+// grantLocked wakes the waiters at the head of the queue whose bytes fit.
+func (b *byteBudget) grantLocked() {
+	for elem := b.waiters.Front(); elem != nil; elem = b.waiters.Front() {
+		waiter := elem.Value.(*budgetWaiter)
+		if waiter.n > b.free {
+			return
+		}
+		b.free -= waiter.n
+		b.waiters.Remove(elem)
+		close(waiter.ready)
+	}
 }

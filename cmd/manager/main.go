@@ -3,9 +3,11 @@
 package main
 
 import (
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 
@@ -24,18 +26,21 @@ import (
 
 // options are the manager's command-line settings (documented in docs/flags.md).
 type options struct {
-	metricsAddr   string
-	probeAddr     string
-	leaderElect   bool
-	leaderElectNS string
-	generateVAP   bool
-	celVersion    string
-	concurrency   int
-	pprofAddr     string
-	showVersion   bool
-	webhook       bool
-	webhookOpts   webhook.Options
-	zapOptions    zap.Options
+	metricsAddr    string
+	metricsSecure  bool
+	metricsCertDir string
+	enableHTTP2    bool
+	probeAddr      string
+	leaderElect    bool
+	leaderElectNS  string
+	generateVAP    bool
+	celVersion     string
+	concurrency    int
+	pprofAddr      string
+	showVersion    bool
+	webhook        bool
+	webhookOpts    webhook.Options
+	zapOptions     zap.Options
 	// kyvernoConfig and kyvernoConfigFallback are "namespace/name".
 	kyvernoConfig         string
 	kyvernoConfigFallback string
@@ -44,7 +49,10 @@ type options struct {
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", `address the Prometheus metrics endpoint binds to ("0" disables it)`)
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", `address the Prometheus metrics endpoint binds to ("0" disables it)`)
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS to clients the API server authenticates (TokenReview) and authorizes (SubjectAccessReview for GET /metrics); false serves plain HTTP to anyone")
+	fs.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "directory with tls.crt and tls.key for the metrics endpoint (default: a self-signed certificate generated at start)")
+	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "let the webhook and metrics servers negotiate HTTP/2 (off: HTTP/2 stream attacks such as CVE-2023-44487 do not apply)")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address the health and readiness probes bind to")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader so that only one replica writes")
 	fs.StringVar(&o.leaderElectNS, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's namespace)")
@@ -63,11 +71,39 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.webhookOpts.ServiceName, "webhook-service-name", webhook.DefaultServiceName, "Service in front of the webhook")
 	fs.StringVar(&o.webhookOpts.URL, "webhook-url", "", "base URL the API server calls instead of the Service (https://host:port), for a manager outside the cluster")
 	fs.StringVar(&o.webhookOpts.SecretName, "webhook-secret-name", webhook.DefaultSecretName, "Secret holding the webhook's CA and certificate")
-	fs.StringVar(&o.webhookOpts.ConfigurationName, "webhook-configuration-name", webhook.DefaultConfigurationName, "name of the ValidatingWebhookConfiguration kyvap manages")
+	fs.StringVar(&o.webhookOpts.ConfigurationName, "webhook-configuration-name", webhook.DefaultConfigurationName, "name of the ValidatingWebhookConfiguration kyvap manages (the shipped RBAC lets kyvap write only kyvap-fallback)")
+	fs.Int64Var(&o.webhookOpts.MaxRequestBytes, "webhook-max-request-bytes", webhook.DefaultMaxRequestBytes, "largest admission request body the webhook reads; larger ones are refused (413) unread")
+	fs.Int64Var(&o.webhookOpts.MaxInFlightBytes, "webhook-max-inflight-bytes", webhook.DefaultMaxInFlightBytes, "request bodies the webhook handles at once, in bytes; further requests wait (memory is about ten times this)")
 	fs.StringVar(&o.kyvernoConfig, "kyverno-config", operator.DefaultKyvernoConfigNamespace+"/"+operator.DefaultKyvernoConfigName, `Kyverno's global configuration ConfigMap, "namespace/name" (its resource filters, excluded users and groups, webhook selectors and match conditions apply to every VAP and to kyvap's webhook); "none" applies no configuration`)
 	fs.StringVar(&o.kyvernoConfigFallback, "kyverno-config-fallback", "", `kyvap's copy of that ConfigMap, "namespace/name", read when Kyverno's does not exist (default: <operator namespace>/`+operator.DefaultOwnKyvernoConfigName+`); without either, Kyverno's chart defaults apply`)
 	o.zapOptions.BindFlags(fs)
-	return o, fs.Parse(args)
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	o.webhookOpts.EnableHTTP2 = o.enableHTTP2
+	return o, nil
+}
+
+// The metrics endpoint's authentication (TokenReview) and authorization
+// (SubjectAccessReview) go through the API server with the manager's
+// credentials.
+//
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// metricsOptions are the metrics server's options, as kubebuilder v4
+// scaffolds them: HTTPS, authenticated and authorized (metricsAuthFilter),
+// unless --metrics-secure=false; HTTP/2 off unless --enable-http2.
+func (o options) metricsOptions() metricsserver.Options {
+	m := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.metricsSecure}
+	if o.metricsSecure {
+		m.FilterProvider = metricsAuthFilter
+		m.CertDir = o.metricsCertDir
+	}
+	if !o.enableHTTP2 {
+		m.TLSOpts = []func(*tls.Config){webhook.DisableHTTP2}
+	}
+	return m
 }
 
 func main() {
@@ -89,6 +125,9 @@ func main() {
 	log.Info("starting", "version", version.Version, "generateValidatingAdmissionPolicy", opts.generateVAP)
 
 	kyvernoConfig, err := opts.kyvernoConfigOptions()
+	if err == nil {
+		err = opts.checkMetricsCertDir()
+	}
 	if err != nil {
 		log.Error(err, "invalid flag")
 		os.Exit(2)
@@ -106,7 +145,7 @@ func main() {
 	managerOptions := ctrl.Options{
 		Scheme:                  operator.NewScheme(),
 		Controller:              config.Controller{MaxConcurrentReconciles: opts.concurrency},
-		Metrics:                 metricsserver.Options{BindAddress: opts.metricsAddr},
+		Metrics:                 opts.metricsOptions(),
 		HealthProbeBindAddress:  opts.probeAddr,
 		PprofBindAddress:        opts.pprofAddr,
 		LeaderElection:          opts.leaderElect,
@@ -125,6 +164,21 @@ func main() {
 		log.Error(err, "manager stopped with an error")
 		os.Exit(1)
 	}
+}
+
+// checkMetricsCertDir fails when --metrics-cert-dir lacks tls.crt or
+// tls.key: controller-runtime would silently serve a self-signed
+// certificate instead.
+func (o options) checkMetricsCertDir() error {
+	if o.metricsCertDir == "" || !o.metricsSecure {
+		return nil
+	}
+	for _, name := range []string{"tls.crt", "tls.key"} {
+		if _, err := os.Stat(filepath.Join(o.metricsCertDir, name)); err != nil {
+			return fmt.Errorf("--metrics-cert-dir: %w", err)
+		}
+	}
+	return nil
 }
 
 // kyvernoConfigOptions parses --kyverno-config and --kyverno-config-fallback.

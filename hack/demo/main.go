@@ -366,7 +366,8 @@ func startManager(binary, kubeconfig, logPath string, probePort, metricsPort int
 	// on this machine, by URL, over TLS with kyvap's own CA.
 	cmd := exec.Command(binary,
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probePort),
-		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort),
+		// Plain HTTP on 127.0.0.1, so that the demo's curl needs no token.
+		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort), "--metrics-secure=false",
 		"--webhook-host=127.0.0.1", fmt.Sprintf("--webhook-port=%d", webhookPort),
 		fmt.Sprintf("--webhook-url=https://127.0.0.1:%d", webhookPort),
 		"--webhook-namespace="+operatorNamespace,

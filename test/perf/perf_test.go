@@ -96,7 +96,8 @@ func startManager(b testing.TB, args ...string) *manager {
 	_, webhookPort, _ := net.SplitHostPort(webhookAddr)
 	cp.EnsureNamespace(b, controlplane.OperatorNamespace, nil)
 	m.cmd = exec.Command(bin, append([]string{
-		"--metrics-bind-address=" + m.metricsAddr, "--health-probe-bind-address=" + m.probeAddr, "--zap-log-level=error",
+		// Plain HTTP metrics on 127.0.0.1, read without a token.
+		"--metrics-bind-address=" + m.metricsAddr, "--metrics-secure=false", "--health-probe-bind-address=" + m.probeAddr, "--zap-log-level=error",
 		"--webhook-host=127.0.0.1", "--webhook-port=" + webhookPort, "--webhook-url=https://" + webhookAddr, "--webhook-namespace=kyvap-system",
 	}, args...)...)
 	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+path)
