@@ -109,12 +109,35 @@ func checkVAPExpressions(spec *admissionregistrationv1.ValidatingAdmissionPolicy
 			*list = append(*list, celProblem{field: field, message: res.Error.Detail})
 		}
 	}
+	// condition compiles a bool expression; a long && / || chain in
+	// pieces (see celsplit.go), which proves it compiles in linear time.
+	compile := func(expression string) plugincel.CompilationResult {
+		return compiler.CompileCELExpression(accessor{expression: expression, returns: []*cel.Type{cel.BoolType}}, withAuthz, mode)
+	}
+	condition := func(expression string) plugincel.CompilationResult {
+		if compilesAsChain(compiler, expression, withAuthz, mode, v) {
+			return plugincel.CompilationResult{}
+		}
+		// A guarded validation, `g ? (e) : true`, is a bool when g may be
+		// one and e is one: then e need not be checked inside the guard.
+		if inner, ok := unguarded(expression); ok && len(expression) >= chainThreshold &&
+			compile(guarded("true")).Error == nil && compilesAsChain(compiler, inner, withAuthz, mode, v) {
+			return plugincel.CompilationResult{}
+		}
+		return compile(expression)
+	}
 	for i, variable := range spec.Variables {
-		res := compiler.CompileAndStoreVariable(accessor{name: variable.Name, expression: variable.Expression, returns: []*cel.Type{cel.AnyType}}, withAuthz, mode)
+		expression := variable.Expression
+		if compilesAsChain(compiler, expression, withAuthz, mode, v) {
+			// A chain is a bool: the variable is stored with that type
+			// for the expressions that read it (this compiler only checks).
+			expression = "true"
+		}
+		res := compiler.CompileAndStoreVariable(accessor{name: variable.Name, expression: expression, returns: []*cel.Type{cel.AnyType}}, withAuthz, mode)
 		report(&user, fmt.Sprintf("variables[%d]", i), res)
 	}
 	for i, mc := range spec.MatchConditions {
-		res := compiler.CompileCELExpression(accessor{expression: mc.Expression, returns: []*cel.Type{cel.BoolType}}, withAuthz, mode)
+		res := condition(mc.Expression)
 		if generated[mc.Name] {
 			report(&ours, fmt.Sprintf("matchConditions[%d]", i), res)
 		} else {
@@ -122,7 +145,7 @@ func checkVAPExpressions(spec *admissionregistrationv1.ValidatingAdmissionPolicy
 		}
 	}
 	for i, val := range spec.Validations {
-		res := compiler.CompileCELExpression(accessor{expression: val.Expression, returns: []*cel.Type{cel.BoolType}}, withAuthz, mode)
+		res := condition(val.Expression)
 		report(&user, fmt.Sprintf("validations[%d].expression", i), res)
 		if val.MessageExpression != "" {
 			res := compiler.CompileCELExpression(accessor{expression: val.MessageExpression, returns: []*cel.Type{cel.StringType}}, withoutAuthz, mode)

@@ -1,7 +1,6 @@
 package translate
 
 import (
-	"fmt"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -63,11 +62,28 @@ func guardNamespacePredicates(spec *admissionregistrationv1.ValidatingAdmissionP
 	spec.MatchConditions = keep
 	spec.Variables = append([]admissionregistrationv1.Variable{{Name: GuardVariable, Expression: strings.Join(guard, " && ")}}, spec.Variables...)
 	for i := range spec.Validations {
-		// A line break before the closing parenthesis: the expression may
-		// end with a // comment.
-		spec.Validations[i].Expression = fmt.Sprintf("variables.%s ? (%s\n) : true", GuardVariable, spec.Validations[i].Expression)
+		spec.Validations[i].Expression = guarded(spec.Validations[i].Expression)
 	}
 	return nil
+}
+
+// The guard around a validation. A line break before the closing
+// parenthesis: the expression may end with a // comment.
+const (
+	guardPrefix = "variables." + GuardVariable + " ? ("
+	guardSuffix = "\n) : true"
+)
+
+// guarded is a validation guarded by GuardVariable.
+func guarded(expression string) string { return guardPrefix + expression + guardSuffix }
+
+// unguarded is the validation inside a guarded one.
+func unguarded(expression string) (string, bool) {
+	inner, ok := strings.CutPrefix(expression, guardPrefix)
+	if !ok {
+		return "", false
+	}
+	return strings.CutSuffix(inner, guardSuffix)
 }
 
 // IsGuarded reports whether a generated VAP checks part of its matching in
