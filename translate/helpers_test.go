@@ -23,30 +23,6 @@ func TestStaticResolver(t *testing.T) {
 	}
 }
 
-func TestVAPName(t *testing.T) {
-	long := strings.Repeat("p", 250)
-	for _, tc := range [][2]string{{"pol", "rule"}, {long, "rule"}, {"pol", "Rule With Spaces"}, {"pol", "---"}} {
-		name := vapName(tc[0], tc[1])
-		if errs := validation.IsDNS1123Subdomain(name + "-99"); len(errs) > 0 {
-			t.Errorf("vapName(%q, %q) = %q: %v", tc[0], tc[1], name, errs)
-		}
-		if strings.HasPrefix(name, "cpol-") {
-			t.Errorf("vapName uses Kyverno's prefix: %q", name)
-		}
-	}
-	if vapName("pol", "rule") != "kyvap-pol-rule" {
-		t.Errorf("plain names must stay readable, got %q", vapName("pol", "rule"))
-	}
-	if vapName("a-b", "c") == vapName("a", "b-c") {
-		// Both are valid unchanged names, distinct by construction only if
-		// the plain forms differ; document the collision the hash cannot fix.
-		t.Log("kyvap-a-b-c is shared by (a-b, c) and (a, b-c): plain names are kept readable")
-	}
-	if vapName("pol", "R") == vapName("pol", "r") {
-		t.Error("rules differing only in case must get distinct names")
-	}
-}
-
 func TestLabelValue(t *testing.T) {
 	for _, v := range []string{"ok", strings.Repeat("x", 100), "has spaces", "-lead", "ü"} {
 		if errs := validation.IsValidLabelValue(labelValue(v)); len(errs) > 0 {

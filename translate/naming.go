@@ -2,7 +2,9 @@ package translate
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
+	"regexp"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -32,58 +34,126 @@ const (
 	bindingSuffixRoom = 4
 )
 
-// shortHash is a stable short digest of the parts, separated so that
-// ("a-b","c") and ("a","b-c") differ.
-func shortHash(parts ...string) string {
-	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+// shortHash is a stable short digest of a label value.
+func shortHash(v string) string {
+	sum := sha256.Sum256([]byte(v))
 	return hex.EncodeToString(sum[:])[:hashLength]
 }
 
-// sanitizeDNS lower-cases s, replaces every character that may not appear
-// in a DNS subdomain by '-', and trims each dot-separated label to start and
-// end with an alphanumeric, dropping empty labels.
-func sanitizeDNS(s string) string {
+// nameHash is a stable short digest of the parts, each length-prefixed so
+// that no two different lists of parts are encoded alike.
+func nameHash(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write(binary.AppendUvarint(nil, uint64(len(p))))
+		h.Write([]byte(p))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:hashLength]
+}
+
+// dnsLabel matches what a name part may be to appear unchanged: lower-case
+// alphanumerics and '-', starting and ending with an alphanumeric, no '.'.
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// sanitizeLabel lower-cases s and replaces every character other than
+// [a-z0-9-] (the '.' included) by '-', trimming '-' at both ends; empty
+// when nothing is left.
+func sanitizeLabel(s string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(s) {
 		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '.':
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
 			b.WriteRune(r)
 		default:
 			b.WriteByte('-')
 		}
 	}
-	var labels []string
-	for _, l := range strings.Split(b.String(), ".") {
-		if l = strings.Trim(l, "-"); l != "" {
-			labels = append(labels, l)
-		}
-	}
-	return strings.Join(labels, ".")
+	return strings.Trim(b.String(), "-")
 }
+
+// maxVAPName is the longest VAP name: a DNS subdomain that leaves room for
+// the binding suffixes "-<n>".
+const maxVAPName = validation.DNS1123SubdomainMaxLength - bindingSuffixRoom
 
 // validName reports a DNS subdomain that leaves room for binding suffixes.
 func validName(name string) bool {
-	return len(name) <= validation.DNS1123SubdomainMaxLength-bindingSuffixRoom && len(validation.IsDNS1123Subdomain(name)) == 0
+	return len(name) <= maxVAPName && len(validation.IsDNS1123Subdomain(name)) == 0
 }
 
-// vapName is the name of the VAP of a rule: kyvap-<policy>-<rule>, made a
-// valid DNS subdomain that leaves room for binding suffixes. When the plain
-// form had to be changed (invalid characters, length) a hash of the exact
-// policy and rule names is appended, so distinct rules never collide.
+// vapName is the name of the VAP of a rule (bindings append "-<n>").
+//
+// The mapping is injective:
+//   - kyvap-<policy>.<rule> when both names are DNS labels (lower-case
+//     alphanumerics and '-', no '.') and the result fits: exactly one '.',
+//     so the split is unique;
+//   - otherwise kyvap-<policy'>.<rule'>.<hash>, where policy' and rule' are
+//     the names made DNS labels (lower-cased, other characters '-',
+//     shortened to fit) and hash is a digest of the exact names: exactly two
+//     '.', so it is never a plain name, and the hash tells apart the names
+//     that read alike.
 func vapName(policy, rule string) string {
-	plain := namePrefix + policy + "-" + rule
-	if validName(plain) {
+	if plain := namePrefix + policy + "." + rule; dnsLabel.MatchString(policy) && dnsLabel.MatchString(rule) && validName(plain) {
 		return plain
 	}
-	suffix := "-" + shortHash(policy, rule)
-	clean := sanitizeDNS(plain)
-	if limit := validation.DNS1123SubdomainMaxLength - bindingSuffixRoom - len(suffix); len(clean) > limit {
-		clean = sanitizeDNS(clean[:limit])
+	return hashedName(policy, rule, sanitizeLabel(rule), nameHash(policy, rule))
+}
+
+// VAPNamePrefix is a prefix of the name of every VAP (and binding) kyvap
+// generates for the policy: "kyvap-<policy>." for a policy name that is a
+// DNS label of up to 115 characters, a prefix of the hashed form otherwise.
+func VAPNamePrefix(policy string) string {
+	p := policyPart(policy)
+	if len(p) > hashedPolicyKept {
+		return namePrefix + strings.TrimRight(p[:hashedPolicyKept], "-")
 	}
-	if name := clean + suffix; validName(name) {
+	return namePrefix + p + "."
+}
+
+// policyPart is the policy as the readable part of a hashed name: made a
+// DNS label (a DNS label is kept as it is).
+func policyPart(policy string) string {
+	if p := sanitizeLabel(policy); p != "" {
+		return p
+	}
+	return "policy"
+}
+
+// hashedBudget is what the two readable parts of a hashed name share, and
+// hashedPolicyKept what the policy part always keeps of it.
+const (
+	hashedBudget     = maxVAPName - len(namePrefix) - len("..") - hashLength
+	hashedPolicyKept = hashedBudget / 2
+)
+
+// shadowedVariantName is the VAP name of an autogen variant when a rule of
+// the policy has the variant's name (see shadowedAutogenRule): always the
+// hashed form, its hash over a third part, so it differs from the name of
+// every rule, that one included.
+func shadowedVariantName(policy, variant string) string {
+	return hashedName(policy, variant, sanitizeLabel(variant)+"-autogen", nameHash(policy, variant, "autogen"))
+}
+
+// hashedName is kyvap-<policy'>.<readable>.<hash>, each part a non-empty
+// DNS label, the two readable parts shortened to fit.
+func hashedName(policy, rule, readable, hash string) string {
+	p := policyPart(policy)
+	r := strings.Trim(readable, "-")
+	if r == "" {
+		r = "rule"
+	}
+	if len(p)+len(r) > hashedBudget {
+		if pMax := max(hashedPolicyKept, hashedBudget-len(r)); len(p) > pMax {
+			p = strings.TrimRight(p[:pMax], "-")
+		}
+		if rMax := hashedBudget - len(p); len(r) > rMax {
+			r = strings.TrimRight(r[:rMax], "-")
+		}
+	}
+	if name := namePrefix + p + "." + r + "." + hash; validName(name) {
 		return name
 	}
-	return namePrefix + shortHash(policy, rule)
+	// Unreachable: both parts are non-empty DNS labels that fit.
+	return namePrefix + "policy.rule." + nameHash(policy, rule)
 }
 
 // labelValue returns v when it is a valid label value, otherwise a stable

@@ -196,7 +196,7 @@ func (t *translation) variant(variant *kyvernov1.Rule) RuleResult {
 	if t.ruleNames[variant.Name] {
 		// A rule of the policy has the variant's name (Kyverno narrows that
 		// rule, see shadowedAutogenRule): the VAPs must not collide.
-		name = vapName(t.policy.Name, variant.Name+" (autogen)")
+		name = shadowedVariantName(t.policy.Name, variant.Name)
 	}
 	vap, bindings, fl := t.build(variant, name)
 	if fl != nil {

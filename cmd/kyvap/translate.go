@@ -223,7 +223,7 @@ func reportVerdicts(w io.Writer, plans []translate.Plan) (invalid bool) {
 	return invalid
 }
 
-// verdictLine is e.g. "pol/rule: Translated -> kyvap-pol-rule" or
+// verdictLine is e.g. "pol/rule: Translated -> kyvap-pol.rule" or
 // "pol/rule: Fallback (RolesOrClusterRoles): message".
 func verdictLine(policy string, r translate.RuleResult) string {
 	var b strings.Builder

@@ -140,11 +140,11 @@ func TestTranslateOutput(t *testing.T) {
 	if res.code != 0 {
 		t.Fatalf("exit code %d, stderr:\n%s", res.code, res.stderr)
 	}
-	if want := "replicas/max-five: Translated -> kyvap-replicas-max-five\n"; res.stderr != want {
+	if want := "replicas/max-five: Translated -> kyvap-replicas.max-five\n"; res.stderr != want {
 		t.Errorf("stderr = %q, want %q", res.stderr, want)
 	}
 	objs := parseStream(t, res.stdout)
-	want := []string{"ValidatingAdmissionPolicy/kyvap-replicas-max-five", "ValidatingAdmissionPolicyBinding/kyvap-replicas-max-five-0"}
+	want := []string{"ValidatingAdmissionPolicy/kyvap-replicas.max-five", "ValidatingAdmissionPolicyBinding/kyvap-replicas.max-five-0"}
 	if got := ids(objs); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("objects = %v, want %v", got, want)
 	}
@@ -161,7 +161,7 @@ func TestTranslateOutput(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"expression: object.spec.replicas <= 5", "message: at most 5 replicas", "policyName: kyvap-replicas-max-five\n", "- Deny"} {
+	for _, want := range []string{"expression: object.spec.replicas <= 5", "message: at most 5 replicas", "policyName: kyvap-replicas.max-five\n", "- Deny"} {
 		if !strings.Contains(res.stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, res.stdout)
 		}
@@ -211,14 +211,14 @@ func TestTranslateInputs(t *testing.T) {
 			name:       "stdin",
 			stdin:      replicasPolicy,
 			args:       []string{"-f", "-"},
-			wantStderr: []string{"replicas/max-five: Translated -> kyvap-replicas-max-five"},
-			wantIDs:    []string{"ValidatingAdmissionPolicy/kyvap-replicas-max-five", "ValidatingAdmissionPolicyBinding/kyvap-replicas-max-five-0"},
+			wantStderr: []string{"replicas/max-five: Translated -> kyvap-replicas.max-five"},
+			wantIDs:    []string{"ValidatingAdmissionPolicy/kyvap-replicas.max-five", "ValidatingAdmissionPolicyBinding/kyvap-replicas.max-five-0"},
 		},
 		{
 			name:       "v1 List from kubectl get",
 			args:       []string{"-f", path("kubectl-get.yaml")},
-			wantStderr: []string{"replicas/max-five: Translated -> kyvap-replicas-max-five"},
-			wantIDs:    []string{"ValidatingAdmissionPolicy/kyvap-replicas-max-five", "ValidatingAdmissionPolicyBinding/kyvap-replicas-max-five-0"},
+			wantStderr: []string{"replicas/max-five: Translated -> kyvap-replicas.max-five"},
+			wantIDs:    []string{"ValidatingAdmissionPolicy/kyvap-replicas.max-five", "ValidatingAdmissionPolicyBinding/kyvap-replicas.max-five-0"},
 		},
 		{
 			name:       "custom kind without its CRD falls back",
@@ -228,14 +228,14 @@ func TestTranslateInputs(t *testing.T) {
 		{
 			name:       "custom kind resolved by --crd",
 			args:       []string{"-f", path("widgets.yaml"), "--crd", path("crd.yaml")},
-			wantStderr: []string{"widgets/sized: Translated -> kyvap-widgets-sized"},
-			wantIDs:    []string{"ValidatingAdmissionPolicy/kyvap-widgets-sized", "ValidatingAdmissionPolicyBinding/kyvap-widgets-sized-0"},
+			wantStderr: []string{"widgets/sized: Translated -> kyvap-widgets.sized"},
+			wantIDs:    []string{"ValidatingAdmissionPolicy/kyvap-widgets.sized", "ValidatingAdmissionPolicyBinding/kyvap-widgets.sized-0"},
 		},
 		{
 			name:       "custom kind resolved by a CRD given with -f",
 			args:       []string{"-f", path("crd.yaml"), "-f", path("widgets.yaml")},
-			wantStderr: []string{"widgets/sized: Translated -> kyvap-widgets-sized"},
-			wantIDs:    []string{"ValidatingAdmissionPolicy/kyvap-widgets-sized", "ValidatingAdmissionPolicyBinding/kyvap-widgets-sized-0"},
+			wantStderr: []string{"widgets/sized: Translated -> kyvap-widgets.sized"},
+			wantIDs:    []string{"ValidatingAdmissionPolicy/kyvap-widgets.sized", "ValidatingAdmissionPolicyBinding/kyvap-widgets.sized-0"},
 		},
 		{
 			name:       "exception naming the rule",
@@ -245,8 +245,8 @@ func TestTranslateInputs(t *testing.T) {
 		{
 			name:       "directory: yaml, yml and json files in name order, other files ignored",
 			args:       []string{"-f", bundle},
-			wantStderr: []string{"replicas/max-five: Fallback (ExceptionNotExpressible): ", "widgets/sized: Translated -> kyvap-widgets-sized"},
-			wantIDs:    []string{"ValidatingAdmissionPolicy/kyvap-widgets-sized", "ValidatingAdmissionPolicyBinding/kyvap-widgets-sized-0"},
+			wantStderr: []string{"replicas/max-five: Fallback (ExceptionNotExpressible): ", "widgets/sized: Translated -> kyvap-widgets.sized"},
+			wantIDs:    []string{"ValidatingAdmissionPolicy/kyvap-widgets.sized", "ValidatingAdmissionPolicyBinding/kyvap-widgets.sized-0"},
 		},
 		{
 			name:       "--generate=false",
@@ -295,8 +295,8 @@ func TestTranslateJSONIsAList(t *testing.T) {
 		t.Errorf("apiVersion/kind = %s/%s, want v1/List", list.APIVersion, list.Kind)
 	}
 	want := []string{
-		"ValidatingAdmissionPolicy/kyvap-replicas-max-five", "ValidatingAdmissionPolicyBinding/kyvap-replicas-max-five-0",
-		"ValidatingAdmissionPolicy/kyvap-widgets-sized", "ValidatingAdmissionPolicyBinding/kyvap-widgets-sized-0",
+		"ValidatingAdmissionPolicy/kyvap-replicas.max-five", "ValidatingAdmissionPolicyBinding/kyvap-replicas.max-five-0",
+		"ValidatingAdmissionPolicy/kyvap-widgets.sized", "ValidatingAdmissionPolicyBinding/kyvap-widgets.sized-0",
 	}
 	if got := ids(list.Items); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("items = %v, want %v (policies in input order)", got, want)
@@ -501,7 +501,7 @@ data:
   defaultRegistry: docker.io
 `})
 		vap, binding, stderr := vapAndBinding(t, "--kyverno-config", filepath.Join(dir, "kyverno.yaml"))
-		if want := "replicas/max-five: Translated -> kyvap-replicas-max-five\n"; stderr != want {
+		if want := "replicas/max-five: Translated -> kyvap-replicas.max-five\n"; stderr != want {
 			t.Errorf("stderr = %q, want %q", stderr, want)
 		}
 		filters := matchCondition(vap, "kyverno-resource-filters")
@@ -522,7 +522,7 @@ data:
 		for _, want := range []string{
 			"kyvap translate: warning: --kyverno-config " + path + ": resourceFilters: [a,b,c,d] is not [kind,namespace,name]",
 			"kyvap translate: warning: --kyverno-config " + path + ": webhooks: ",
-			"replicas/max-five: Translated -> kyvap-replicas-max-five\n",
+			"replicas/max-five: Translated -> kyvap-replicas.max-five\n",
 		} {
 			if !strings.Contains(stderr, want) {
 				t.Errorf("stderr = %q, want it to contain %q", stderr, want)

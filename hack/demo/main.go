@@ -731,7 +731,7 @@ func (d *demo) showAdmission(ctx context.Context) error {
 		}, want: denied, message: "'team' is required"},
 		// Kyverno's autogen applies the Pod rule to the pod template of
 		// controllers: that variant is a ValidatingAdmissionPolicy too.
-		{what: "a Deployment whose pods lack the team label", object: withoutTeam(deployment(devNamespace, "no-team", 1)), want: denied, message: "ValidatingAdmissionPolicy 'kyvap-require-team-label-autogen-team-label'"},
+		{what: "a Deployment whose pods lack the team label", object: withoutTeam(deployment(devNamespace, "no-team", 1)), want: denied, message: "ValidatingAdmissionPolicy 'kyvap-require-team-label.autogen-team-label'"},
 		{what: "3 replicas, team=shop, nginx:1.27", object: deployment(prodNamespace, "web", 3), want: admitted, create: true},
 	}
 	w := d.table()

@@ -387,7 +387,7 @@ func judge(a Answer, p *kyvernov1.ClusterPolicy, res *TestResult, vapRules map[s
 // otherFailureExpected: the denial came from some rule of the policy, which
 // the API server reported instead of the expected one.
 func otherFailureExpected(a Answer, p *kyvernov1.ClusterPolicy) bool {
-	return !a.Allowed && (strings.Contains(a.Denial, "kyvap-"+p.Name+"-") || strings.Contains(a.Denial, "ClusterPolicy '"+p.Name+"'"))
+	return !a.Allowed && (strings.Contains(a.Denial, "ValidatingAdmissionPolicy '"+translate.VAPNamePrefix(p.Name)) || strings.Contains(a.Denial, "ClusterPolicy '"+p.Name+"'"))
 }
 
 // vapRules maps the names of the policy's VAPs in the cluster to their rules.

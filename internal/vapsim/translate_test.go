@@ -82,7 +82,7 @@ func TestTranslatedPlan(t *testing.T) {
 
 	t.Run("pod without label is denied", func(t *testing.T) {
 		resp := eval(t, podCreate("default", "p", nil))
-		want := `pods "p" is forbidden: ValidatingAdmissionPolicy 'kyvap-sim-pods-need-labels' with binding 'kyvap-sim-pods-need-labels-0' denied request: pods need an app label`
+		want := `pods "p" is forbidden: ValidatingAdmissionPolicy 'kyvap-sim.pods-need-labels' with binding 'kyvap-sim.pods-need-labels-0' denied request: pods need an app label`
 		if resp.Allowed || resp.Message != want {
 			t.Errorf("got allowed=%v message %q, want %q", resp.Allowed, resp.Message, want)
 		}
@@ -94,7 +94,7 @@ func TestTranslatedPlan(t *testing.T) {
 		d := deployment("default", "d", 1)
 		delete(d["spec"].(obj)["template"].(obj)["metadata"].(obj), "labels")
 		resp := eval(t, request(admissionv1.Create, deploymentsGVR, deploymentGVK, "default", "d", d, nil))
-		want := `deployments.apps "d" is forbidden: ValidatingAdmissionPolicy 'kyvap-sim-autogen-pods-need-labels' with binding 'kyvap-sim-autogen-pods-need-labels-0' denied request: pods need an app label`
+		want := `deployments.apps "d" is forbidden: ValidatingAdmissionPolicy 'kyvap-sim.autogen-pods-need-labels' with binding 'kyvap-sim.autogen-pods-need-labels-0' denied request: pods need an app label`
 		if resp.Allowed || resp.Message != want {
 			t.Errorf("got allowed=%v message %q, want %q", resp.Allowed, resp.Message, want)
 		}
@@ -116,12 +116,12 @@ func TestTranslatedPlan(t *testing.T) {
 		if !resp.Allowed {
 			t.Fatalf("denied: %s", resp.Message)
 		}
-		wantWarnings := []string{"Validation failed for ValidatingAdmissionPolicy 'kyvap-sim-replicas-audit' with binding 'kyvap-sim-replicas-audit-0': too many replicas: 12"}
+		wantWarnings := []string{"Validation failed for ValidatingAdmissionPolicy 'kyvap-sim.replicas-audit' with binding 'kyvap-sim.replicas-audit-0': too many replicas: 12"}
 		if diff := cmp.Diff(wantWarnings, resp.Warnings); diff != "" {
 			t.Errorf("warnings (-want +got):\n%s", diff)
 		}
 		failure := resp.AuditAnnotations["validation.policy.admission.k8s.io/validation_failure"]
-		if !strings.Contains(failure, `"message":"too many replicas: 12","policy":"kyvap-sim-replicas-audit","binding":"kyvap-sim-replicas-audit-0"`) {
+		if !strings.Contains(failure, `"message":"too many replicas: 12","policy":"kyvap-sim.replicas-audit","binding":"kyvap-sim.replicas-audit-0"`) {
 			t.Errorf("validation_failure annotation = %q", failure)
 		}
 		var rules []string
@@ -134,7 +134,7 @@ func TestTranslatedPlan(t *testing.T) {
 	})
 	t.Run("params rule denies above the limit", func(t *testing.T) {
 		resp := eval(t, deploymentCreate("default", "d", 16))
-		want := `deployments.apps "d" is forbidden: ValidatingAdmissionPolicy 'kyvap-sim-replicas-limit' with binding 'kyvap-sim-replicas-limit-0' denied request: failed expression: object.spec.replicas <= int(params.data.maxReplicas)`
+		want := `deployments.apps "d" is forbidden: ValidatingAdmissionPolicy 'kyvap-sim.replicas-limit' with binding 'kyvap-sim.replicas-limit-0' denied request: failed expression: object.spec.replicas <= int(params.data.maxReplicas)`
 		if resp.Allowed || resp.Message != want {
 			t.Errorf("got allowed=%v message %q, want %q", resp.Allowed, resp.Message, want)
 		}
@@ -147,7 +147,7 @@ func TestTranslatedPlan(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := "deployments.apps \"d\" is forbidden: ValidatingAdmissionPolicy 'kyvap-sim-replicas-limit' with binding 'kyvap-sim-replicas-limit-0' denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"
+		want := "deployments.apps \"d\" is forbidden: ValidatingAdmissionPolicy 'kyvap-sim.replicas-limit' with binding 'kyvap-sim.replicas-limit-0' denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"
 		if resp.Allowed || resp.Message != want {
 			t.Errorf("got allowed=%v message %q, want %q", resp.Allowed, resp.Message, want)
 		}

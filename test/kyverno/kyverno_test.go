@@ -138,13 +138,13 @@ func TestWithKyverno(t *testing.T) {
 	if s, err := kyvernoRegisters(ctx, "secrets"); err != nil || s {
 		t.Errorf("Kyverno registers secrets for a policy kyvap marked generated (%v)", err)
 	}
-	cp.WaitForDenial(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "with-kyverno", Name: "forbidden"}}, "ValidatingAdmissionPolicy 'kyvap-kyverno-full-no-forbidden-secret'")
+	cp.WaitForDenial(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "with-kyverno", Name: "forbidden"}}, "ValidatingAdmissionPolicy 'kyvap-kyverno-full.no-forbidden-secret'")
 	// The pattern rule: Kyverno's webhook denies.
 	waitForKyvernoDenial(t, controlplane.ConfigMap("with-kyverno", "no-team", nil), "a team label is required")
 	// The CEL rule: the VAP denies first (the API server runs VAPs before webhooks).
 	labelled := controlplane.ConfigMap("with-kyverno", "forbidden", nil)
 	labelled.Labels = map[string]string{"team": "shop"}
-	cp.WaitForDenial(t, labelled, "ValidatingAdmissionPolicy 'kyvap-kyverno-mixed-no-forbidden-configmap'")
+	cp.WaitForDenial(t, labelled, "ValidatingAdmissionPolicy 'kyvap-kyverno-mixed.no-forbidden-configmap'")
 
 	// A rule no VAP can express (clusterRoles): kyvap detects the running
 	// Kyverno, leaves the rule to it and serves no webhook for it.
@@ -188,7 +188,7 @@ func TestWithKyverno(t *testing.T) {
 		t.Fatal(err)
 	}
 	forbidden := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "with-kyverno", Name: "forbidden"}}
-	cp.WaitForDenial(t, forbidden, "ValidatingAdmissionPolicy 'kyvap-kyverno-full-no-forbidden-secret'")
+	cp.WaitForDenial(t, forbidden, "ValidatingAdmissionPolicy 'kyvap-kyverno-full.no-forbidden-secret'")
 
 	// Then the VAPs go, and Kyverno alone enforces the CEL rule.
 	res, err = handback.Run(ctx, cp.Client, handback.Options{DeleteVAPs: true})
@@ -237,5 +237,5 @@ func TestKyvernoGeneratorOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp.WaitForDenial(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "generator-on", Name: "forbidden"}}, "ValidatingAdmissionPolicy 'kyvap-kyverno-generator-on-no-forbidden-service-account'")
+	cp.WaitForDenial(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "generator-on", Name: "forbidden"}}, "ValidatingAdmissionPolicy 'kyvap-kyverno-generator-on.no-forbidden-service-account'")
 }

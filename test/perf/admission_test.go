@@ -80,7 +80,7 @@ func (s *admissionSetup) switchTo(viaWebhook bool) {
 	}
 	want, gone := "ValidatingAdmissionPolicy", client.Object(&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhook.DefaultConfigurationName}})
 	if viaWebhook {
-		want, gone = "admission webhook", &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "kyvap-lat-small"}}
+		want, gone = "admission webhook", &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "kyvap-lat.small"}}
 	}
 	err := controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
 		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(gone), gone); !apierrors.IsNotFound(err) {
