@@ -273,6 +273,9 @@ func (r *ClusterPolicyReconciler) deleteStale(ctx context.Context, policy *kyver
 		if wanted[kind+"/"+obj.GetName()] || !isOwnedBy(obj, policy) {
 			continue
 		}
+		if r.replacementPending(ctx, policy, obj, desired) {
+			continue // the old object enforces the rule until the new ones do
+		}
 		if holdStale(obj, policy.Name, toWebhook, r.Coverage) {
 			outcomes = append(outcomes, objectOutcome{Kind: kind, Name: obj.GetName(), Action: actionHeld})
 			continue
