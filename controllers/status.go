@@ -2,8 +2,10 @@ package controllers
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -37,50 +39,56 @@ type policyStatus struct {
 }
 
 // computeStatus derives the Kyverno-compatible VAP status and kyvap's
-// condition from a plan and what applying it did.
+// condition from a plan and what applying it did. The message is bounded
+// (see boundedMessage): one short clause per rule.
 func computeStatus(in statusInput) policyStatus {
-	var lines []string
+	var ruleLines, otherLines, reasonLines []string
 	failed := map[string]error{} // VAP or binding name -> error
 	var conflicts, applyErrors []string
 	for _, o := range in.Outcomes {
 		switch o.Action {
 		case actionConflict:
-			conflicts = append(conflicts, o.Err.Error())
+			conflicts = append(conflicts, capClause(withoutSourceEcho(o.Err.Error())))
 			failed[o.Name] = o.Err
 		case actionFailed:
-			applyErrors = append(applyErrors, o.Err.Error())
+			applyErrors = append(applyErrors, capClause(withoutSourceEcho(o.Err.Error())))
 			failed[o.Name] = o.Err
 		}
 	}
 
 	celRules, translated, invalid, fallback, leftToKyverno := 0, 0, 0, 0, 0
 	for _, r := range in.Plan.Rules {
+		name := r.Rule
+		if len(name) > maxRuleNameInClause {
+			name = cutUTF8(name, maxRuleNameInClause-len("...")) + "..."
+		}
+		head := fmt.Sprintf("rule %q: ", name)
 		switch r.Verdict {
 		case translate.VerdictNotHandled:
 			// Kyverno enforces it. generated: true would tell a running
 			// Kyverno to skip the whole policy, this rule included.
 			leftToKyverno++
-			lines = append(lines, fmt.Sprintf("rule %q: left to Kyverno (%s: %s)", r.Rule, r.Reason, r.Message))
+			ruleLines = append(ruleLines, capClause(fmt.Sprintf("%sleft to Kyverno (%s: %s)", head, r.Reason, shortMessage(r.Message))))
 		case translate.VerdictTranslated:
 			celRules++
 			if broken := brokenObjects(r, failed); len(broken) > 0 {
-				lines = append(lines, fmt.Sprintf("rule %q: not enforced: its generated objects could not be applied (%s)", r.Rule, strings.Join(broken, ", ")))
+				ruleLines = append(ruleLines, capClause(fmt.Sprintf("%snot enforced: its generated objects could not be applied (%s)", head, strings.Join(broken, ", "))))
 				continue
 			}
 			translated++
 		case translate.VerdictFallback:
 			celRules++
 			fallback++
-			lines = append(lines, fmt.Sprintf("rule %q: %s", r.Rule, fallbackText(r, in.FallbackEnforced, in.KyvernoRunning)))
+			ruleLines = append(ruleLines, capClause(head+fallbackText(r, shortMessage(r.Message), in.FallbackEnforced, in.KyvernoRunning)))
 		case translate.VerdictInvalid:
 			celRules++
 			invalid++
-			lines = append(lines, fmt.Sprintf("rule %q: not enforced: %s (%s)", r.Rule, r.Message, r.Reason))
+			ruleLines = append(ruleLines, capClause(fmt.Sprintf("%snot enforced: %s (%s)", head, shortMessage(r.Message), r.Reason)))
 		}
 	}
 	for _, vap := range sortedKeys(in.TypeWarnings) {
 		for _, w := range in.TypeWarnings[vap] {
-			lines = append(lines, fmt.Sprintf("ValidatingAdmissionPolicy %q type checking: %s", vap, w))
+			otherLines = append(otherLines, capClause(fmt.Sprintf("ValidatingAdmissionPolicy %q type checking: %s", vap, shortMessage(w))))
 		}
 	}
 
@@ -88,13 +96,13 @@ func computeStatus(in statusInput) policyStatus {
 	switch {
 	case celRules == 0:
 		cond.Reason = ReasonNoCELRules
-		lines = append(lines, "the policy has no CEL validate rule to translate")
+		reasonLines = append(reasonLines, "the policy has no CEL validate rule to translate")
 	case len(conflicts) > 0:
 		cond.Reason = ReasonNameConflict
-		lines = append(lines, conflicts...)
+		reasonLines = append(reasonLines, conflicts...)
 	case len(applyErrors) > 0:
 		cond.Reason = ReasonApplyFailed
-		lines = append(lines, applyErrors...)
+		reasonLines = append(reasonLines, applyErrors...)
 	case invalid > 0:
 		cond.Reason = ReasonInvalidRules
 	case !in.GenerateEnabled:
@@ -108,13 +116,10 @@ func computeStatus(in statusInput) policyStatus {
 	// Kyverno skips a policy marked generated entirely (its webhook, its CEL
 	// handler, its background scans): only when kyvap enforces every rule.
 	generated := celRules > 0 && translated == celRules && leftToKyverno == 0
-	message := strings.Join(lines, "; ")
+	message := boundedMessage(ruleLines, otherLines, reasonLines)
 	cond.Message = message
 	if cond.Message == "" {
 		cond.Message = fmt.Sprintf("every CEL rule (%d) is enforced by ValidatingAdmissionPolicies", celRules)
-	}
-	if len(cond.Message) > maxConditionMessage {
-		cond.Message = cond.Message[:maxConditionMessage-3] + "..."
 	}
 	return policyStatus{
 		VAP:       kyvernov1.ValidatingAdmissionPolicyStatus{Generated: generated, Message: message},
@@ -122,7 +127,157 @@ func computeStatus(in statusInput) policyStatus {
 	}
 }
 
-func fallbackText(r translate.RuleResult, enforced, kyvernoRunning bool) string {
+// Bounds of the status kyvap writes. The message (the same in
+// status.validatingadmissionpolicy.message and in kyvap's condition) has at
+// most maxStatusMessage bytes, far below the condition's API limit
+// (maxConditionMessage) and small enough for 1,000s of policies. It has one
+// clause per rule, in which the translator's message (e.g. a CEL compile
+// error, without the expression the compiler quotes) has at most
+// maxRuleMessage bytes and the whole clause at most maxClause (what kyvap
+// adds, e.g. the resources the webhook never sees, is kept); the clauses
+// explaining the condition's reason (name conflicts, refused writes, each
+// cut in the middle if longer than maxClause, so that kyvap's advice at the
+// end stays) take at most maxReasonMessage and are always there; clauses
+// left out are counted: "... and N more rules".
+const (
+	maxStatusMessage    = 4096
+	maxReasonMessage    = 2048
+	maxClause           = 1024
+	maxRuleMessage      = 256
+	maxRuleNameInClause = 64
+)
+
+// moreTail ends a message some rule clauses were left out of.
+const moreTail = " (kyvap translate lists every rule)"
+
+// shortMessage is a message of the translator (or the type checker) as a
+// status clause carries it: without the CEL compiler's echo of the
+// expression, and at most maxRuleMessage bytes.
+func shortMessage(msg string) string {
+	msg = withoutSourceEcho(msg)
+	if len(msg) > maxRuleMessage {
+		msg = cutUTF8(msg, maxRuleMessage-len("...")) + "..."
+	}
+	return msg
+}
+
+// capClause cuts a clause longer than maxClause in the middle, keeping its
+// beginning (what it is about) and its end (the reason code, the advice).
+func capClause(s string) string {
+	if len(s) <= maxClause {
+		return s
+	}
+	const gap = " ... "
+	head := cutUTF8(s, (maxClause-len(gap))*2/3)
+	i := len(s) - (maxClause - len(gap) - len(head))
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return head + gap + s[i:]
+}
+
+// sourceEcho is the CEL compiler's quote of the expression under an error,
+// " | <source line> | ....^", once its line breaks are spaces.
+var sourceEcho = regexp.MustCompile(` \| .*? \| [. ]*\^`)
+
+// withoutSourceEcho removes the expression the CEL compiler quotes under
+// each error: the status names the rule and the problem, not its source.
+func withoutSourceEcho(msg string) string {
+	return sourceEcho.ReplaceAllString(msg, "")
+}
+
+// cutUTF8 is the longest prefix of s of at most n bytes that does not split
+// a character.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// boundedMessage joins the clauses with "; " within maxStatusMessage bytes:
+// the rule clauses, then the others, as many as fit, then the reason
+// clauses (within maxReasonMessage), which explain the condition and are
+// always there. Identical clauses (rules sharing a name) appear once.
+func boundedMessage(rules, others, reasons []string) string {
+	reasonText := joinBounded(nil, dedupe(reasons), maxReasonMessage)
+	budget := maxStatusMessage
+	if reasonText != "" {
+		budget -= len(reasonText) + len("; ")
+	}
+	text := joinBounded(dedupe(rules), dedupe(others), budget)
+	switch {
+	case text == "":
+		return reasonText
+	case reasonText == "":
+		return text
+	}
+	return text + "; " + reasonText
+}
+
+// joinBounded joins rules then others with "; ", leaving out what does not
+// fit in limit bytes and saying how much: "... and N more rules and M more
+// messages".
+func joinBounded(rules, others []string, limit int) string {
+	all := append(append([]string(nil), rules...), others...)
+	// size[k] is the length of the first k clauses joined.
+	size := make([]int, len(all)+1)
+	for i, c := range all {
+		size[i+1] = size[i] + len(c)
+		if i > 0 {
+			size[i+1] += len("; ")
+		}
+	}
+	if size[len(all)] <= limit {
+		return strings.Join(all, "; ")
+	}
+	for kept := len(all) - 1; kept >= 0; kept-- {
+		tail := moreText(max(len(rules)-kept, 0), len(all)-max(kept, len(rules)))
+		if kept > 0 {
+			tail = "; " + tail
+		}
+		if size[kept]+len(tail) <= limit {
+			return strings.Join(all[:kept], "; ") + tail
+		}
+	}
+	return ""
+}
+
+// moreText says how many clauses were left out.
+func moreText(rules, others int) string {
+	var more []string
+	if rules > 0 {
+		more = append(more, fmt.Sprintf("%d more rules", rules))
+	}
+	if others > 0 {
+		more = append(more, fmt.Sprintf("%d more messages", others))
+	}
+	text := "... and " + strings.Join(more, " and ")
+	if rules > 0 {
+		text += moreTail
+	}
+	return text
+}
+
+// dedupe drops repeated clauses, keeping the first of each.
+func dedupe(clauses []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range clauses {
+		if !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// fallbackText says where a fallback rule is enforced; msg is the rule's
+// message (shortened by the caller).
+func fallbackText(r translate.RuleResult, msg string, enforced, kyvernoRunning bool) string {
 	where := "enforced by kyvap's webhook"
 	switch {
 	case kyvernoRunning:
@@ -136,7 +291,7 @@ func fallbackText(r translate.RuleResult, enforced, kyvernoRunning bool) string 
 			where = "NOT ENFORCED by kyvap: " + r.Fallback.NotEnforced
 		}
 	}
-	text := fmt.Sprintf("%s (%s: %s)", where, r.Reason, r.Message)
+	text := fmt.Sprintf("%s (%s: %s)", where, r.Reason, msg)
 	if r.Fallback != nil && len(r.Fallback.WebhookExempt) > 0 && !kyvernoRunning {
 		text += fmt.Sprintf("; not enforced on %s, which never reach kyvap's webhook so that it cannot lock the cluster out", strings.Join(r.Fallback.WebhookExempt, ", "))
 	}

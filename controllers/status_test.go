@@ -2,8 +2,10 @@ package controllers
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -12,7 +14,7 @@ import (
 )
 
 func TestComputeStatus(t *testing.T) {
-	translated := translate.RuleResult{Rule: "replicas", Verdict: translate.VerdictTranslated, ValidatingAdmissionPolicies: []string{"kyvap-p-replicas"}}
+	translated := translate.RuleResult{Rule: "replicas", Verdict: translate.VerdictTranslated, ValidatingAdmissionPolicies: []string{"kyvap-p.replicas"}}
 	fallback := translate.RuleResult{Rule: "roles", Verdict: translate.VerdictFallback, Reason: translate.ReasonRolesOrClusterRoles, Message: "roles need RBAC look-ups"}
 	invalid := translate.RuleResult{Rule: "broken", Verdict: translate.VerdictInvalid, Reason: translate.ReasonCELCompileError, Message: "syntax error"}
 	notHandled := translate.RuleResult{Rule: "pattern", Verdict: translate.VerdictNotHandled, Reason: translate.ReasonNonCELRule}
@@ -68,21 +70,21 @@ func TestComputeStatus(t *testing.T) {
 	}, {
 		name: "name conflict",
 		in: statusInput{Plan: &translate.Plan{Rules: []translate.RuleResult{translated}}, GenerateEnabled: true,
-			Outcomes: []objectOutcome{{Kind: "ValidatingAdmissionPolicy", Name: "kyvap-p-replicas", Action: actionConflict, Err: errors.New(`ValidatingAdmissionPolicy "kyvap-p-replicas" already exists`)}}},
+			Outcomes: []objectOutcome{{Kind: "ValidatingAdmissionPolicy", Name: "kyvap-p.replicas", Action: actionConflict, Err: errors.New(`ValidatingAdmissionPolicy "kyvap-p.replicas" already exists`)}}},
 		wantGenerated: false, wantReason: ReasonNameConflict, wantStatus: metav1.ConditionFalse,
-		wantMessage: []string{`rule "replicas": not enforced`, "kyvap-p-replicas", "already exists"},
+		wantMessage: []string{`rule "replicas": not enforced`, "kyvap-p.replicas", "already exists"},
 	}, {
 		name: "a binding failed to apply",
 		in: statusInput{Plan: &translate.Plan{Rules: []translate.RuleResult{translated}}, GenerateEnabled: true,
-			Outcomes: []objectOutcome{{Kind: "ValidatingAdmissionPolicyBinding", Name: "kyvap-p-replicas-0", Action: actionFailed, Err: errors.New("refused")}}},
+			Outcomes: []objectOutcome{{Kind: "ValidatingAdmissionPolicyBinding", Name: "kyvap-p.replicas-0", Action: actionFailed, Err: errors.New("refused")}}},
 		wantGenerated: false, wantReason: ReasonApplyFailed, wantStatus: metav1.ConditionFalse,
-		wantMessage: []string{"kyvap-p-replicas-0", "refused"},
+		wantMessage: []string{"kyvap-p.replicas-0", "refused"},
 	}, {
 		name: "type-checking warnings are reported",
 		in: statusInput{Plan: &translate.Plan{Rules: []translate.RuleResult{translated}}, GenerateEnabled: true,
-			TypeWarnings: map[string][]string{"kyvap-p-replicas": {"spec.validations[0].expression: undefined field 'replica'"}}},
+			TypeWarnings: map[string][]string{"kyvap-p.replicas": {"spec.validations[0].expression: undefined field 'replica'"}}},
 		wantGenerated: true, wantReason: ReasonAllRulesTranslated, wantStatus: metav1.ConditionTrue,
-		wantMessage: []string{`ValidatingAdmissionPolicy "kyvap-p-replicas" type checking`, "undefined field 'replica'"},
+		wantMessage: []string{`ValidatingAdmissionPolicy "kyvap-p.replicas" type checking`, "undefined field 'replica'"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -193,5 +195,94 @@ func TestForeignVAPStatus(t *testing.T) {
 	// Once yielded, the state stays foreign: kyvap keeps yielding, without writes.
 	if !foreignVAPStatus(policy(yielded.VAP, &yielded.Condition)) {
 		t.Error("a yielded status is not recognised as foreign")
+	}
+}
+
+// A CEL compile error as translate reports it: the compiler quotes the
+// expression under the error.
+func compileError(expression string) string {
+	return "validations[0].expression: compilation failed: ERROR: <input>:1:21: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER} | " + expression + " | " + strings.Repeat(".", len(expression)) + "^"
+}
+
+func TestStatusMessageIsBounded(t *testing.T) {
+	expression := "object.spec.containers.all(c, c.image.startsWith('registry.example.com/') && " + strings.Repeat("has(c.name) && ", 40) + ")"
+	var rules []translate.RuleResult
+	for i := range 500 {
+		rules = append(rules, translate.RuleResult{Rule: fmt.Sprintf("rule-%03d", i), Verdict: translate.VerdictInvalid, Reason: translate.ReasonCELCompileError, Message: compileError(expression)})
+	}
+	got := computeStatus(statusInput{Generation: 1, Plan: &translate.Plan{Rules: rules}, GenerateEnabled: true})
+	msg := got.VAP.Message
+	t.Logf("message: %d bytes for 500 invalid rules (unbounded: %d)", len(msg), 500*len(compileError(expression)))
+	if len(msg) > maxStatusMessage {
+		t.Errorf("message has %d bytes, want at most %d", len(msg), maxStatusMessage)
+	}
+	if got.Condition.Message != msg || got.Condition.Reason != ReasonInvalidRules {
+		t.Errorf("condition %s %q, want InvalidRules with the same message", got.Condition.Reason, got.Condition.Message)
+	}
+	if strings.Contains(msg, "startsWith") || strings.Contains(msg, "....^") {
+		t.Errorf("the message echoes the CEL source: %q", msg)
+	}
+	clauses := strings.Split(msg, "; ")
+	last := clauses[len(clauses)-1]
+	want := fmt.Sprintf("... and %d more rules (kyvap translate lists every rule)", 500-(len(clauses)-1))
+	if last != want {
+		t.Errorf("message ends with %q, want %q", last, want)
+	}
+	for i, c := range clauses[:len(clauses)-1] {
+		if len(c) > len(`rule "rule-000": not enforced:  (CELCompileError)`)+maxRuleMessage {
+			t.Errorf("clause %d has %d bytes: %q", i, len(c), c)
+		}
+		if !strings.HasPrefix(c, fmt.Sprintf("rule %q: not enforced: validations[0].expression: compilation failed", fmt.Sprintf("rule-%03d", i))) || !strings.HasSuffix(c, "(CELCompileError)") {
+			t.Errorf("clause %d = %q: want the rule, the problem and the reason", i, c)
+		}
+	}
+	if len(clauses) < 10 {
+		t.Errorf("only %d clauses fit", len(clauses)-1)
+	}
+}
+
+func TestStatusMessageKeepsTheReasonsExplanation(t *testing.T) {
+	var rules []translate.RuleResult
+	var outcomes []objectOutcome
+	for i := range 300 {
+		name := fmt.Sprintf("kyvap-p.rule-%03d", i)
+		rules = append(rules, translate.RuleResult{Rule: fmt.Sprintf("rule-%03d", i), Verdict: translate.VerdictTranslated, ValidatingAdmissionPolicies: []string{name}})
+		outcomes = append(outcomes, objectOutcome{Kind: "ValidatingAdmissionPolicy", Name: name, Action: actionConflict, Err: fmt.Errorf("ValidatingAdmissionPolicy %q already exists and was not generated by kyvap for this policy; it was left alone", name)})
+	}
+	got := computeStatus(statusInput{Plan: &translate.Plan{Rules: rules}, Outcomes: outcomes, GenerateEnabled: true})
+	msg := got.VAP.Message
+	if len(msg) > maxStatusMessage || got.Condition.Reason != ReasonNameConflict {
+		t.Fatalf("%s, %d bytes", got.Condition.Reason, len(msg))
+	}
+	for _, want := range []string{`rule "rule-000": not enforced`, `ValidatingAdmissionPolicy "kyvap-p.rule-000" already exists`, "more rules (kyvap translate lists every rule)", "more messages"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message does not contain %q: %q", want, msg)
+		}
+	}
+}
+
+func TestStatusClauses(t *testing.T) {
+	dup := translate.RuleResult{Rule: "check", Verdict: translate.VerdictInvalid, Reason: "DuplicateRuleName", Message: `rule name "check" is used by rules #1 and #3; Kyverno rejects such policies: rename one`}
+	got := computeStatus(statusInput{Plan: &translate.Plan{Rules: []translate.RuleResult{dup, {Rule: "ok", Verdict: translate.VerdictTranslated}, dup}}, GenerateEnabled: true})
+	if want := `rule "check": not enforced: rule name "check" is used by rules #1 and #3; Kyverno rejects such policies: rename one (DuplicateRuleName)`; got.VAP.Message != want || got.Condition.Reason != ReasonInvalidRules {
+		t.Errorf("duplicate rules: %s %q, want InvalidRules %q (once)", got.Condition.Reason, got.VAP.Message, want)
+	}
+	long := strings.Repeat("ü", 200)
+	if c := shortMessage(long); len(c) > maxRuleMessage || !utf8.ValidString(c) || !strings.HasSuffix(c, "ü...") {
+		t.Errorf("shortMessage = %q (%d bytes)", c, len(c))
+	}
+	advice := "; kyvap's ServiceAccount needs get, list and watch on every LimitRange (v1)"
+	if c := capClause(strings.Repeat("é", 1000) + advice); len(c) > maxClause || !utf8.ValidString(c) || !strings.HasPrefix(c, "éé") || !strings.HasSuffix(c, advice) || !strings.Contains(c, " ... ") {
+		t.Errorf("capClause = %q (%d bytes)", c, len(c))
+	}
+	// What kyvap adds to a rule's clause is kept.
+	exempt := translate.RuleResult{Rule: "everything", Verdict: translate.VerdictFallback, Reason: translate.ReasonGenerationDisabled, Message: strings.Repeat("m", 1000),
+		Fallback: &translate.FallbackRule{WebhookExempt: []string{"events", "nodes", "authentication.k8s.io/tokenreviews", "authorization.k8s.io/localsubjectaccessreviews", "authorization.k8s.io/selfsubjectaccessreviews", "authorization.k8s.io/selfsubjectrulesreviews", "authorization.k8s.io/subjectaccessreviews", "coordination.k8s.io/leases"}}}
+	got = computeStatus(statusInput{Plan: &translate.Plan{Rules: []translate.RuleResult{exempt}}, FallbackEnforced: true})
+	if msg := got.VAP.Message; !strings.Contains(msg, "coordination.k8s.io/leases, which never reach kyvap's webhook") || strings.Contains(msg, strings.Repeat("m", maxRuleMessage)) {
+		t.Errorf("fallback clause %q: want the rule's message short and every exempt resource", msg)
+	}
+	if got := withoutSourceEcho("ERROR: <input>:1:3: found no matching overload for '_||_' | a || b + 1 | ...^ ERROR: <input>:1:9: x | a || b + 1 | ........^"); got != "ERROR: <input>:1:3: found no matching overload for '_||_' ERROR: <input>:1:9: x" {
+		t.Errorf("withoutSourceEcho = %q", got)
 	}
 }
