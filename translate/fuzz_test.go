@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/cel-go/cel"
@@ -48,14 +49,24 @@ func FuzzTranslate(f *testing.F) {
 			t.Fatalf("%d results for %d rules", len(rules), len(policy.Spec.Rules))
 		}
 		assertCompiles(t, first)
-		if uniqueRuleNames(&policy) {
-			seen := map[string]bool{}
-			for _, vap := range first.ValidatingAdmissionPolicies {
-				if seen[vap.Name] {
-					t.Fatalf("two VAPs named %s", vap.Name)
-				}
-				seen[vap.Name] = true
+		// Rules sharing a name are Invalid and generate nothing, so names
+		// are unique whatever the input.
+		seen := map[string]bool{}
+		for _, vap := range first.ValidatingAdmissionPolicies {
+			if seen[vap.Name] {
+				t.Fatalf("two VAPs named %s", vap.Name)
 			}
+			seen[vap.Name] = true
+			if !strings.HasPrefix(vap.Name, VAPNamePrefix(policy.Name)) {
+				t.Fatalf("VAP %s does not start with %s", vap.Name, VAPNamePrefix(policy.Name))
+			}
+		}
+		seenBindings := map[string]bool{} // another kind: may share a VAP's name
+		for _, b := range first.Bindings {
+			if seenBindings[b.Name] {
+				t.Fatalf("two bindings named %s", b.Name)
+			}
+			seenBindings[b.Name] = true
 		}
 		for _, vap := range first.ValidatingAdmissionPolicies {
 			assertMeta(t, vap.Name, vap.Labels)
@@ -64,19 +75,6 @@ func FuzzTranslate(f *testing.F) {
 			assertMeta(t, b.Name, b.Labels)
 		}
 	})
-}
-
-// uniqueRuleNames reports a policy whose rules have distinct names (Kyverno
-// refuses the others at admission).
-func uniqueRuleNames(p *kyvernov1.ClusterPolicy) bool {
-	seen := map[string]bool{}
-	for _, r := range p.Spec.Rules {
-		if seen[r.Name] {
-			return false
-		}
-		seen[r.Name] = true
-	}
-	return true
 }
 
 func equalJSON(t *testing.T, a, b any) bool {

@@ -83,6 +83,10 @@ const (
 	// generates pod-controller variants for, on kinds where Kyverno never
 	// evaluates it or where kyvap cannot tell (verdict Invalid).
 	ReasonAutogenRuleName Reason = "AutogenRuleName"
+	// ReasonDuplicateRuleName: several rules of the policy have the same
+	// name, which Kyverno's admission refuses (its CRD does not); every rule
+	// sharing the name is Invalid and generates nothing.
+	ReasonDuplicateRuleName Reason = "DuplicateRuleName"
 	// ReasonEmptyRule: the rule has no expressions; Kyverno passes every
 	// request, so there is nothing to enforce.
 	ReasonEmptyRule Reason = "EmptyRule"

@@ -80,12 +80,19 @@ func (t *translation) run() Plan {
 	for i := range t.policy.Spec.Rules {
 		t.ruleNames[t.policy.Spec.Rules[i].Name] = true
 	}
-	names := map[string]int{}
+	positions := map[string][]int{} // rule name -> 1-based positions
+	for i := range t.policy.Spec.Rules {
+		name := t.policy.Spec.Rules[i].Name
+		positions[name] = append(positions[name], i+1)
+	}
 	for i := range t.policy.Spec.Rules {
 		rule := &t.policy.Spec.Rules[i]
-		names[rule.Name]++
-		if names[rule.Name] == 2 {
-			t.plan.Warnings = append(t.plan.Warnings, fmt.Sprintf("rule name %q is used more than once; Kyverno rejects such policies", rule.Name))
+		if at := positions[rule.Name]; len(at) > 1 {
+			// Kyverno's admission refuses the policy; its CRD does not. The
+			// rules would generate objects of the same name, each
+			// overwriting the other's: none of them is enforced.
+			t.plan.Rules = append(t.plan.Rules, RuleResult{Rule: rule.Name, Verdict: VerdictInvalid, Reason: ReasonDuplicateRuleName, Message: duplicateNameMessage(rule.Name, at)})
+			continue
 		}
 		t.plan.Rules = append(t.plan.Rules, t.rule(rule)...)
 	}
@@ -94,6 +101,20 @@ func (t *translation) run() Plan {
 	})
 	sort.Slice(t.plan.Bindings, func(i, j int) bool { return t.plan.Bindings[i].Name < t.plan.Bindings[j].Name })
 	return t.plan
+}
+
+// duplicateNameMessage says which rules share a name (positions 1-based).
+func duplicateNameMessage(name string, positions []int) string {
+	refs := make([]string, len(positions))
+	for i, p := range positions {
+		refs[i] = "#" + strconv.Itoa(p)
+	}
+	list := strings.Join(refs[:len(refs)-1], ", ") + " and " + refs[len(refs)-1]
+	fix := "rename one"
+	if len(positions) > 2 {
+		fix = "rename all but one"
+	}
+	return fmt.Sprintf("rule name %q is used by rules %s; Kyverno rejects such policies: %s", name, list, fix)
 }
 
 // exceptionsFor returns the exceptions naming any of the rule names (Kyverno
