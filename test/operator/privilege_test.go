@@ -223,6 +223,7 @@ func startManagerBinary(t *testing.T, kubeconfig string, webhookPort int, args .
 	t.Cleanup(func() {
 		m.stop(t)
 		logFile.Close()
+		m.checkNothingForbidden(t)
 		if t.Failed() {
 			m.printLog(t)
 		}
@@ -264,6 +265,21 @@ func (m *managerProcess) stop(t *testing.T) {
 			t.Logf("killed: %v", err)
 		}
 		t.Error("the manager did not stop within 30s of SIGTERM")
+	}
+}
+
+// checkNothingForbidden fails the test if the API server refused the
+// manager anything: the shipped RBAC must cover all it does.
+func (m *managerProcess) checkNothingForbidden(t *testing.T) {
+	data, err := os.ReadFile(m.log)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.Contains(line, "forbidden") {
+			t.Errorf("the API server refused the manager something: %s", line)
+		}
 	}
 }
 
@@ -352,6 +368,7 @@ func TestManagerWorksWithTheShippedRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	manager.stop(t)
+	manager.checkNothingForbidden(t)
 	manager = startManagerBinary(t, kubeconfig, port, "--generate-validating-admission-policy=false")
 	if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(secret), secret); err != nil {
 		t.Fatal(err)
