@@ -166,12 +166,9 @@ func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
 	return path
 }
 
-var buildManagerBinary = sync.OnceValues(func() (string, error) {
+// buildManagerBinary builds cmd/manager into dir.
+func buildManagerBinary(dir string) (string, error) {
 	root, err := controlplane.RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	dir, err := os.MkdirTemp("", "kyvap-manager-")
 	if err != nil {
 		return "", err
 	}
@@ -182,7 +179,7 @@ var buildManagerBinary = sync.OnceValues(func() (string, error) {
 		return "", fmt.Errorf("building the manager: %w\n%s", err, msg)
 	}
 	return out, nil
-})
+}
 
 // managerProcess is the manager binary, run as deployed (leader election,
 // webhook, metrics with their defaults) with a kubeconfig.
@@ -192,12 +189,8 @@ type managerProcess struct {
 	probeAddr, metricsAddr, webhookAddr string
 }
 
-func startManagerBinary(t *testing.T, kubeconfig string, webhookPort int, args ...string) *managerProcess {
+func startManagerBinary(t *testing.T, bin, kubeconfig string, webhookPort int, args ...string) *managerProcess {
 	t.Helper()
-	bin, err := buildManagerBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
 	local := func() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(controlplane.FreePort(t))) }
 	m := &managerProcess{
 		log:         filepath.Join(t.TempDir(), "manager.log"),
@@ -342,8 +335,12 @@ func TestManagerWorksWithTheShippedRBAC(t *testing.T) {
 	cp.Namespace(t, ns, nil)
 	port := controlplane.FreePort(t)
 	kubeconfig := writeKubeconfig(t, managerConfig)
+	bin, err := buildManagerBinary(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Every CEL rule goes to the webhook.
-	manager := startManagerBinary(t, kubeconfig, port, "--generate-validating-admission-policy=false")
+	manager := startManagerBinary(t, bin, kubeconfig, port, "--generate-validating-admission-policy=false")
 
 	// Ready means the certificate is loaded: the Secret was created.
 	secret := &corev1.Secret{}
@@ -369,7 +366,7 @@ func TestManagerWorksWithTheShippedRBAC(t *testing.T) {
 	}
 	manager.stop(t)
 	manager.checkNothingForbidden(t)
-	manager = startManagerBinary(t, kubeconfig, port, "--generate-validating-admission-policy=false")
+	manager = startManagerBinary(t, bin, kubeconfig, port, "--generate-validating-admission-policy=false")
 	if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(secret), secret); err != nil {
 		t.Fatal(err)
 	}
