@@ -101,7 +101,7 @@ func waitForDenier(t *testing.T, obj client.Object, who string) {
 	t.Helper()
 	err := controlplane.Eventually(context.Background(), time.Minute, func(ctx context.Context) (bool, error) {
 		got, err := denierOf(ctx, obj)
-		return got == who, fmt.Errorf("denied by %q (%v), want %q", got, err, who)
+		return got == who, fmt.Errorf("denied by %q (%w), want %q", got, err, who)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +183,7 @@ func TestHandOverNeverLeavesARuleUnenforced(t *testing.T) {
 	waitForDenier(t, forbidden, "webhook")
 	err = controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
 		err := cp.Client.Get(ctx, client.ObjectKey{Name: vapName}, &admissionregistrationv1.ValidatingAdmissionPolicy{})
-		return apierrors.IsNotFound(err), fmt.Errorf("VAP %s still there: %v", vapName, err)
+		return apierrors.IsNotFound(err), fmt.Errorf("VAP %s still there: %w", vapName, err)
 	})
 	if err != nil {
 		t.Errorf("once the webhook covers the rule its VAP goes: %v", err)

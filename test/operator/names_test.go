@@ -155,7 +155,7 @@ func TestRenamedObjectsAreReplacedBeforeTheOldOnesGo(t *testing.T) {
 	err := controlplane.Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
 		vaps, bindings, err := cp.GeneratedFor(ctx, got)
 		if err != nil || len(vaps) != 1 || len(bindings) != 1 {
-			return false, fmt.Errorf("%d VAPs, %d bindings, %v", len(vaps), len(bindings), err)
+			return false, fmt.Errorf("%d VAPs, %d bindings, %w", len(vaps), len(bindings), err)
 		}
 		return vaps[0].Name == newVAP && bindings[0].Name == newBinding, fmt.Errorf("VAP %s, binding %s", vaps[0].Name, bindings[0].Name)
 	})
