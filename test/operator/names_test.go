@@ -201,7 +201,7 @@ func TestOldObjectsStayUntilTheNewOnesAreInPlace(t *testing.T) {
 	err := controlplane.Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
 		err1 := cp.Client.Get(ctx, client.ObjectKeyFromObject(oldVAP), &admissionregistrationv1.ValidatingAdmissionPolicy{})
 		err2 := cp.Client.Get(ctx, client.ObjectKeyFromObject(oldBinding), &admissionregistrationv1.ValidatingAdmissionPolicyBinding{})
-		return apierrors.IsNotFound(err1) && apierrors.IsNotFound(err2), fmt.Errorf("old VAP: %v, old binding: %v", err1, err2)
+		return apierrors.IsNotFound(err1) && apierrors.IsNotFound(err2), fmt.Errorf("old VAP: %w, old binding: %w", err1, err2)
 	})
 	if err != nil {
 		t.Fatalf("the old objects outlived their replacement: %v", err)
