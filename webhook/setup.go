@@ -153,6 +153,7 @@ type Webhook struct {
 	certs  *certs.Manager
 	tls    *certHolder
 	config *ConfigurationReconciler
+	drain  drain
 	// EngineLoaded, set before Setup, reports whether the engine has loaded
 	// every policy (ConfigurationReconciler.EngineLoaded).
 	EngineLoaded func() bool
@@ -205,7 +206,10 @@ func (w *Webhook) Server() ctrlwebhook.Server { return w.server }
 func (w *Webhook) Setup(mgr ctrl.Manager, eng *engine.Engine, resolvers ResolverSource) error {
 	lookup := &ClusterLookup{Reader: mgr.GetClient(), Writer: mgr.GetClient()}
 	handler := &Handler{Engine: eng, Lookup: lookup}
-	mgr.GetWebhookServer().Register(PathPrefix, LimitRequestBodies(handler.Webhook(), w.opts.MaxRequestBytes, w.opts.MaxInFlightBytes))
+	mgr.GetWebhookServer().Register(PathPrefix, w.drain.wrap(LimitRequestBodies(handler.Webhook(), w.opts.MaxRequestBytes, w.opts.MaxInFlightBytes)))
+	if err := mgr.AddReadyzCheck("webhook-not-draining", w.drain.Checker); err != nil {
+		return err
+	}
 
 	configOpts := ConfigOptions{
 		Name:               w.opts.ConfigurationName,

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -43,6 +44,7 @@ type options struct {
 	zapOptions     zap.Options
 	// kyvernoConfig and kyvernoConfigFallback are "namespace/name".
 	kyvernoConfig         string
+	shutdownDrain         time.Duration
 	kyvernoConfigFallback string
 }
 
@@ -73,6 +75,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.webhookOpts.SecretName, "webhook-secret-name", webhook.DefaultSecretName, "Secret holding the webhook's CA and certificate")
 	fs.StringVar(&o.webhookOpts.ConfigurationName, "webhook-configuration-name", webhook.DefaultConfigurationName, "name of the ValidatingWebhookConfiguration kyvap manages (the shipped RBAC lets kyvap write only kyvap-fallback)")
 	fs.Int64Var(&o.webhookOpts.MaxRequestBytes, "webhook-max-request-bytes", webhook.DefaultMaxRequestBytes, "largest admission request body the webhook reads; larger ones are refused (413) unread")
+	fs.DurationVar(&o.shutdownDrain, "shutdown-drain", 5*time.Second, "on SIGTERM, how long the webhook keeps answering (closing each connection after its response, readiness failing) before the manager stops; keep it below the pod's terminationGracePeriodSeconds")
 	fs.Int64Var(&o.webhookOpts.MaxInFlightBytes, "webhook-max-inflight-bytes", webhook.DefaultMaxInFlightBytes, "request bodies the webhook handles at once, in bytes; further requests wait (decoded, they take up to 10 times this, 21 for the worst JSON: raise it with the memory limit)")
 	fs.StringVar(&o.kyvernoConfig, "kyverno-config", operator.DefaultKyvernoConfigNamespace+"/"+operator.DefaultKyvernoConfigName, `Kyverno's global configuration ConfigMap, "namespace/name" (its resource filters, excluded users and groups, webhook selectors and match conditions apply to every VAP and to kyvap's webhook); "none" applies no configuration`)
 	fs.StringVar(&o.kyvernoConfigFallback, "kyverno-config-fallback", "", `kyvap's copy of that ConfigMap, "namespace/name", read when Kyverno's does not exist (default: <operator namespace>/`+operator.DefaultOwnKyvernoConfigName+`); without either, Kyverno's chart defaults apply`)
@@ -138,6 +141,7 @@ func main() {
 	operatorOptions := operator.Options{
 		Translate:     translate.Options{GenerateValidatingAdmissionPolicy: opts.generateVAP, CompatibilityVersion: opts.celVersion},
 		KyvernoConfig: kyvernoConfig,
+		ShutdownDrain: opts.shutdownDrain,
 	}
 	if opts.webhook {
 		operatorOptions.Webhook = &opts.webhookOpts

@@ -7,6 +7,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -42,6 +43,10 @@ type Options struct {
 	// Webhook, when set, serves the fallback webhook that enforces the rules
 	// not expressed as VAPs; when nil such rules are reported NOT ENFORCED.
 	Webhook *webhook.Options
+	// ShutdownDrain is how long the webhook keeps answering, with every
+	// response closing its connection and readiness failing, after Start's
+	// context ends and before the manager stops (0: stop at once).
+	ShutdownDrain time.Duration
 	// KyvernoConfig says where Kyverno's global configuration is read; the
 	// zero value reads Kyverno's ConfigMap kyverno/kyverno, else the chart's
 	// defaults.
@@ -62,6 +67,8 @@ type Operator struct {
 	Kyverno *Kyverno
 	// KyvernoConfig is Kyverno's global configuration in force.
 	KyvernoConfig *KyvernoConfig
+
+	webhook *webhook.Webhook
 	// Options are the options in effect (with the discovered CEL
 	// compatibility version).
 	Options Options
@@ -94,7 +101,7 @@ func New(ctx context.Context, cfg *rest.Config, managerOptions ctrl.Options, opt
 	if opts.Translate.CompatibilityVersion, err = compatibilityVersion(dc, opts.Translate.CompatibilityVersion); err != nil {
 		return nil, err
 	}
-	op := &Operator{Manager: mgr, Kinds: kinds, Kyverno: &Kyverno{}, Options: opts}
+	op := &Operator{Manager: mgr, Kinds: kinds, Kyverno: &Kyverno{}, Options: opts, webhook: fallbackWebhook}
 	var sink controllers.FallbackSink // nil: no webhook, fallback rules are reported not enforced
 	if fallbackWebhook != nil {
 		op.Engine = engine.New()
@@ -167,7 +174,39 @@ func NewScheme() *runtime.Scheme {
 }
 
 // Start runs the manager until ctx ends.
-func (op *Operator) Start(ctx context.Context) error { return op.Manager.Start(ctx) }
+//
+// When ctx ends, the webhook first drains for Options.ShutdownDrain (it
+// keeps answering, closing every connection after its response, and
+// reports not ready), so that no request the API server has already sent,
+// or sends on a kept-alive connection, fails; then the manager stops.
+func (op *Operator) Start(ctx context.Context) error {
+	if op.webhook == nil || op.Options.ShutdownDrain <= 0 {
+		return op.Manager.Start(ctx)
+	}
+	managerCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-managerCtx.Done():
+			return
+		}
+		op.webhook.Drain()
+		ctrl.Log.WithName("shutdown").Info("draining the webhook before stopping", "drain", op.Options.ShutdownDrain)
+		drained := time.NewTimer(op.Options.ShutdownDrain)
+		defer drained.Stop()
+		select {
+		case <-drained.C:
+		case <-managerCtx.Done():
+		}
+		stop()
+	}()
+	return op.Manager.Start(managerCtx)
+}
+
+// Draining reports whether the webhook is shutting down (and reports not
+// ready): a load balancer sends it no new connection.
+func (op *Operator) Draining() bool { return op.webhook != nil && op.webhook.Draining() }
 
 // compatibilityVersion is the configured CEL compatibility version, or the
 // one of the API server, which compiles the VAPs: translate for its CEL

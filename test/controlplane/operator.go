@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,6 +31,9 @@ type Operator struct {
 	Engine *engine.Engine
 	// Elected is closed once this manager leads (at once without election).
 	Elected <-chan struct{}
+	// Draining reports whether the webhook is shutting down (its readiness
+	// fails; a Service would stop sending it connections).
+	Draining func() bool
 
 	cancel context.CancelFunc
 	done   chan error
@@ -79,7 +83,25 @@ func (cp *ControlPlane) StartWebhookOperatorWithElection(t testing.TB, opts tran
 	return cp.startWebhookOperator(t, cp.Config, opts, port, election)
 }
 
+// StartWebhookReplica is StartWebhookOperatorWithElection for a replica
+// that the API server reaches at url, a load balancer in front of several
+// replicas (as the webhook's Service is in a cluster): every replica
+// writes url into the configuration and serves on 127.0.0.1:port.
+func (cp *ControlPlane) StartWebhookReplica(t testing.TB, opts translate.Options, port int, url string, election ctrl.Options) *Operator {
+	t.Helper()
+	return cp.startWebhookOperatorAt(t, cp.Config, opts, port, url, election, replicaDrain)
+}
+
+// replicaDrain is the shutdown drain of StartWebhookReplica's replicas, as
+// cmd/manager's --shutdown-drain, shorter.
+const replicaDrain = 2 * time.Second
+
 func (cp *ControlPlane) startWebhookOperator(t testing.TB, cfg *rest.Config, opts translate.Options, port int, election ctrl.Options) *Operator {
+	t.Helper()
+	return cp.startWebhookOperatorAt(t, cfg, opts, port, fmt.Sprintf("https://127.0.0.1:%d", port), election, 0)
+}
+
+func (cp *ControlPlane) startWebhookOperatorAt(t testing.TB, cfg *rest.Config, opts translate.Options, port int, url string, election ctrl.Options, drain time.Duration) *Operator {
 	t.Helper()
 	cp.EnsureNamespace(t, OperatorNamespace, nil)
 	t.Cleanup(func() {
@@ -88,8 +110,8 @@ func (cp *ControlPlane) startWebhookOperator(t testing.TB, cfg *rest.Config, opt
 			t.Errorf("deleting the webhook configuration: %v", err)
 		}
 	})
-	wh := webhook.Options{Host: "127.0.0.1", Port: port, Namespace: OperatorNamespace, URL: fmt.Sprintf("https://127.0.0.1:%d", port)}
-	op, err := cp.startOperatorAs(cfg, operator.Options{Translate: opts, Webhook: &wh}, election)
+	wh := webhook.Options{Host: "127.0.0.1", Port: port, Namespace: OperatorNamespace, URL: url}
+	op, err := cp.startOperatorAs(cfg, operator.Options{Translate: opts, Webhook: &wh, ShutdownDrain: drain}, election)
 	if err != nil {
 		t.Fatalf("starting the operator: %v", err)
 	}
@@ -137,7 +159,7 @@ func (cp *ControlPlane) startOperatorAs(cfg *rest.Config, opts operator.Options,
 		cancel()
 		return nil, err
 	}
-	running := &Operator{Reconciler: op.Controllers.Policies, Engine: op.Engine, Elected: op.Manager.Elected(), cancel: cancel, done: make(chan error, 1)}
+	running := &Operator{Reconciler: op.Controllers.Policies, Engine: op.Engine, Elected: op.Manager.Elected(), Draining: op.Draining, cancel: cancel, done: make(chan error, 1)}
 	go func() { running.done <- op.Start(ctx) }()
 	return running, nil
 }
