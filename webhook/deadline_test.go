@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -130,5 +131,29 @@ func TestHandlerCapsConcurrentEvaluations(t *testing.T) {
 	resp = h.Handle(groupContext(admissionregistrationv1.Fail, 10), configMapRequest(admissionv1.Create, "x", nil))
 	if resp.Allowed || !strings.Contains(resp.Result.Message, "denied") || strings.Contains(resp.Result.Message, "out of time") {
 		t.Fatalf("with the slot free the rule decides, got %+v", resp.Result)
+	}
+}
+
+// TestHandlerConcurrentRequests: many requests at once through a small cap
+// all get their rules' verdict (the slots are shared safely).
+func TestHandlerConcurrentRequests(t *testing.T) {
+	h := newHandler(t, kyvernov1.Spec{ValidationFailureAction: kyvernov1.Enforce}, cmRule("object.metadata.name != 'bad'", "bad name"))
+	h.MaxConcurrent = 2
+	var wg sync.WaitGroup
+	denied := make([]bool, 32)
+	for i := range denied {
+		wg.Go(func() {
+			name := "good"
+			if i%2 == 0 {
+				name = "bad"
+			}
+			denied[i] = !h.Handle(groupContext(admissionregistrationv1.Fail, 10), configMapRequest(admissionv1.Create, name, nil)).Allowed
+		})
+	}
+	wg.Wait()
+	for i, d := range denied {
+		if d != (i%2 == 0) {
+			t.Errorf("request %d: denied = %v", i, d)
+		}
 	}
 }
