@@ -237,6 +237,10 @@ func (w *Webhook) Setup(mgr ctrl.Manager, eng *engine.Engine, resolvers Resolver
 	if w.opts.CertManagement == CertManagementSelf {
 		w.certs = certs.NewManager(mgr.GetClient(), mgr.GetAPIReader(), certs.Options{
 			Namespace: w.opts.Namespace, SecretName: w.opts.SecretName, DNSNames: dnsNames, IPs: ips,
+			// The API server verifies the webhook against this configuration's
+			// caBundle: a new CA signs the serving certificate only once it is
+			// there (read with a direct GET, as the leader has just written it).
+			TrustedBundle: certs.ConfigurationCABundle(mgr.GetAPIReader(), w.opts.ConfigurationName),
 		}, ctrl.Log.WithName("webhook-certs"))
 		w.tls.m = w.certs
 		reconciler.CABundle = w.certs.CABundle

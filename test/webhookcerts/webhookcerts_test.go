@@ -21,6 +21,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,6 +66,28 @@ func newManager(t *testing.T, name string, c client.Client, now func() time.Time
 		CheckInterval: interval,
 		Now:           now,
 	}, ctrl.Log.WithName(t.Name()))
+}
+
+// noSecret deletes the Secret name, if any, now and when the test ends:
+// tests that move the clock leave certificates from the future behind.
+func noSecret(t *testing.T, name string) {
+	t.Helper()
+	cp.EnsureNamespace(t, namespace, nil)
+	del := func() error {
+		err := cp.Client.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	if err := del(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := del(); err != nil {
+			t.Errorf("deleting secret %s: %v", name, err)
+		}
+	})
 }
 
 func getSecret(t *testing.T, name string) *corev1.Secret {
@@ -288,31 +311,69 @@ func TestExpiringServingCertificateIsRenewedWithTheSameCA(t *testing.T) {
 	}
 }
 
-func TestExpiringCAIsReplacedAndKeptInTheBundle(t *testing.T) {
+// TestExpiringCAIsRotatedInTwoPhases: a due CA is first added to the bundle
+// (phase 1: the serving pair and ca.key stay), and becomes current, signing
+// the serving certificate, a CheckInterval later (phase 2), here because
+// there is no webhook configuration to wait for.
+func TestExpiringCAIsRotatedInTwoPhases(t *testing.T) {
 	var c clock
-	first := newManager(t, "new-ca", nil, c.Now, 0)
+	first := certs.NewManager(cp.Client, cp.Client, certs.Options{
+		Namespace: namespace, SecretName: "new-ca", DNSNames: dnsNames, IPs: ips, Now: c.Now,
+		TrustedBundle: certs.ConfigurationCABundle(cp.Client, "webhookcerts-no-such-configuration"),
+	}, ctrl.Log.WithName(t.Name()))
+	noSecret(t, "new-ca")
+	mustSync(t, first)
+	// 1,200 days on the serving certificate is renewed, by the same CA.
+	c.Advance(1200 * 24 * time.Hour)
 	mustSync(t, first)
 	before := getSecret(t, "new-ca")
 
-	// Four years on, the CA has less than a third of its five years left.
-	c.Advance(4 * 365 * 24 * time.Hour)
+	// 30 days later, the CA has less than a third of its five years left.
+	c.Advance(30 * 24 * time.Hour)
 	var bundles [][]byte
 	first.OnCABundleChange(func(b []byte) { bundles = append(bundles, b) })
 	mustSync(t, first)
+	pending := getSecret(t, "new-ca")
+	for _, key := range []string{certs.CAKeyKey, certs.TLSCertKey, certs.TLSKeyKey} {
+		if !bytes.Equal(pending.Data[key], before.Data[key]) {
+			t.Errorf("phase 1 changed %s", key)
+		}
+	}
+	if len(pending.Data[certs.CANextKeyKey]) == 0 || !bytes.HasPrefix(pending.Data[certs.CACertKey], before.Data[certs.CACertKey]) ||
+		bytes.Equal(pending.Data[certs.CACertKey], before.Data[certs.CACertKey]) {
+		t.Fatalf("phase 1 did not add a next CA after the current one (%s: %d bytes)", certs.CANextKeyKey, len(pending.Data[certs.CANextKeyKey]))
+	}
+	if len(bundles) != 1 || !bytes.Equal(bundles[0], pending.Data[certs.CACertKey]) {
+		t.Errorf("OnCABundleChange called %d times, want once with the phase 1 bundle", len(bundles))
+	}
+	if !bytes.Equal(served(t, first), leaf(t, before.Data[certs.TLSCertKey]).Raw) {
+		t.Error("phase 1 changed the served certificate")
+	}
+
+	// A CheckInterval (the default minute) later, with no configuration:
+	// phase 2.
+	c.Advance(time.Minute)
+	mustSync(t, first)
 	after := getSecret(t, "new-ca")
-	if bytes.Equal(after.Data[certs.CAKeyKey], before.Data[certs.CAKeyKey]) {
-		t.Fatal("the CA was not replaced")
+	if !bytes.Equal(after.Data[certs.CAKeyKey], pending.Data[certs.CANextKeyKey]) || len(after.Data[certs.CANextKeyKey]) != 0 {
+		t.Fatal("phase 2 did not make the next CA current")
 	}
 	if !bytes.HasSuffix(after.Data[certs.CACertKey], before.Data[certs.CACertKey]) {
 		t.Error("the new bundle does not keep the previous CA")
 	}
-	if len(bundles) != 1 || !bytes.Equal(bundles[0], after.Data[certs.CACertKey]) {
-		t.Errorf("OnCABundleChange called %d times, want once with the new bundle", len(bundles))
+	if len(bundles) != 2 || !bytes.Equal(bundles[1], after.Data[certs.CACertKey]) {
+		t.Errorf("OnCABundleChange called %d times, want twice (phase 1, phase 2)", len(bundles))
 	}
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(first.CABundle())
-	if _, err := leaf(t, after.Data[certs.TLSCertKey]).Verify(x509.VerifyOptions{DNSName: dnsNames[0], Roots: roots, CurrentTime: c.Now()}); err != nil {
-		t.Errorf("the new certificate does not verify against the new bundle: %v", err)
+	newLeaf := leaf(t, after.Data[certs.TLSCertKey])
+	if !bytes.Equal(served(t, first), newLeaf.Raw) {
+		t.Error("phase 2's certificate is not served")
+	}
+	for name, bundle := range map[string][]byte{"phase 1": pending.Data[certs.CACertKey], "phase 2": after.Data[certs.CACertKey]} {
+		roots := x509.NewCertPool()
+		roots.AppendCertsFromPEM(bundle)
+		if _, err := newLeaf.Verify(x509.VerifyOptions{DNSName: dnsNames[0], Roots: roots, CurrentTime: c.Now()}); err != nil {
+			t.Errorf("the new certificate does not verify against the %s bundle: %v", name, err)
+		}
 	}
 }
 
@@ -371,8 +432,11 @@ func TestTLSHandshake(t *testing.T) {
 
 // TestReplicasFollowRotation runs two replicas' loops on one Secret: when
 // the clock makes the certificate due, they converge on one renewal and both
-// serve it; when the CA is due, both report the new bundle.
+// serve it; when the CA is due, they go through both phases (no
+// configuration to wait for) and both serve a certificate of the new CA and
+// report the new bundle.
 func TestReplicasFollowRotation(t *testing.T) {
+	noSecret(t, "replicas")
 	var c clock
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -399,6 +463,9 @@ func TestReplicasFollowRotation(t *testing.T) {
 			}
 			if rotate, reason := certs.NeedsRotation(s.Data, dnsNames, ips, c.Now()); rotate {
 				return false, errors.New(reason)
+			}
+			if len(s.Data[certs.CANextKeyKey]) > 0 {
+				return false, errors.New("a next CA is pending")
 			}
 			der := leaf(t, s.Data[certs.TLSCertKey]).Raw
 			for i, m := range replicas {

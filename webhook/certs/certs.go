@@ -3,11 +3,18 @@
 // Secret in the operator's namespace, every replica keeps that Secret fresh
 // (rotating before expiry) and serves the key pair from memory.
 //
+// A CA that is due is rotated in two phases so that no replica serves a
+// certificate the API server does not trust yet: phase 1 adds the next CA
+// to the bundle (after the current one) and keeps serving the current CA's
+// certificate; phase 2, once the webhook configuration's caBundle holds the
+// next CA, makes it current and issues the serving certificate from it.
+//
 // The pure functions (NewCA, NewServingCert, NeedsRotation) hold the
 // certificate logic; Manager adds the Secret, the replicas' coordination
-// through optimistic concurrency, and the hooks the webhook server and the
-// ValidatingWebhookConfiguration need. docs/webhook-tls.md describes the
-// design from an operator's point of view.
+// through optimistic concurrency, the look at what the API server trusts
+// (Options.TrustedBundle, ConfigurationCABundle) and the hooks the webhook
+// server and the ValidatingWebhookConfiguration need. docs/webhook-tls.md
+// describes the design from an operator's point of view.
 package certs
 
 import (
@@ -33,14 +40,18 @@ import (
 
 // Keys of the Secret. tls.crt and tls.key are those of a kubernetes.io/tls
 // Secret (the serving certificate alone, and its key); ca.crt is the CA
-// bundle to put in the webhook configuration's caBundle; ca.key is the CA's
-// key, kept so that any replica can renew the serving certificate without
-// changing the bundle.
+// bundle to put in the webhook configuration's caBundle, the current CA
+// first; ca.key is the current CA's key, kept so that any replica can renew
+// the serving certificate without changing the bundle. ca-next.key exists
+// only while a CA rotation is pending: it is the key of the next CA, which
+// ca.crt already carries after the current one but which signs nothing
+// until the webhook configuration trusts it (see NeedsRotation).
 const (
-	TLSCertKey = corev1.TLSCertKey
-	TLSKeyKey  = corev1.TLSPrivateKeyKey
-	CACertKey  = "ca.crt"
-	CAKeyKey   = "ca.key"
+	TLSCertKey   = corev1.TLSCertKey
+	TLSKeyKey    = corev1.TLSPrivateKeyKey
+	CACertKey    = "ca.crt"
+	CAKeyKey     = "ca.key"
+	CANextKeyKey = "ca-next.key"
 )
 
 // Default lifetimes. The CA lives long because replacing it changes the
@@ -156,55 +167,148 @@ func NewServingCert(caCertPEM, caKeyPEM []byte, dnsNames []string, ips []net.IP,
 	return encodeCert(der), keyPEM, nil
 }
 
-// NeedsRotation reports whether the Secret data must be regenerated before
-// serving dnsNames and ips at now, and why. It is true when a key is missing
-// or unparseable, when tls.key does not match tls.crt or ca.key does not
-// match the CA (the first certificate of ca.crt), when tls.crt is not signed
-// by that CA or does not cover every requested name and address, or when the
-// CA or the serving certificate is not yet valid or has less than a third of
-// its lifetime left. Extra names in the certificate do not trigger a
-// rotation: they are harmless, and replicas of different versions with
-// different name lists would otherwise keep replacing each other's
-// certificate.
+// NeedsRotation reports whether the Secret data must be rewritten before
+// serving dnsNames and ips at now, and why. It is true when:
+//
+//   - the current CA (the first certificate of ca.crt, whose key is ca.key)
+//     is unusable: missing or unparseable, ca.key does not match it, it is
+//     not a CA, not yet valid or expired. It is then replaced in one step
+//     (or by the pending next CA, if there is a usable one): there is
+//     nothing valid to keep;
+//   - the current CA is usable but has less than a third of its lifetime
+//     left and no next CA is pending: phase 1 of a CA rotation adds a new CA
+//     to ca.crt, after the current one, and its key as ca-next.key, leaving
+//     ca.key and the serving pair as they are;
+//   - ca-next.key is present but unusable (unparseable, matching no
+//     certificate of ca.crt after the first, not a CA, not valid now or
+//     itself due): the pending CA is discarded, and phase 1 starts again if
+//     the current CA is due;
+//   - tls.key does not match tls.crt, tls.crt is not signed by the current
+//     CA or does not cover every requested name and address, or it is not
+//     yet valid or has less than a third of its lifetime left: it is
+//     re-issued by the current CA.
+//
+// A usable pending next CA is not a reason: phase 2, which makes it the
+// current CA and issues the serving certificate from it, depends on what
+// the API server trusts, which only the Manager knows. Extra names in the
+// certificate do not trigger a rotation: they are harmless, and replicas of
+// different versions with different name lists would otherwise keep
+// replacing each other's certificate.
 func NeedsRotation(secretData map[string][]byte, dnsNames []string, ips []net.IP, now time.Time) (bool, string) {
-	ca, _, reason := checkCA(secretData, now)
-	if reason != "" {
-		return true, reason
+	st := inspect(secretData, now)
+	switch {
+	case st.unusable != "":
+		return true, st.unusable
+	case st.badNext != "":
+		return true, "discarding the pending next CA: " + st.badNext
+	case st.due != "" && st.next == nil:
+		return true, st.due
 	}
-	if reason := checkServing(secretData, ca, dnsNames, ips, now); reason != "" {
+	if reason := checkServing(secretData, st.ca, dnsNames, ips, now); reason != "" {
 		return true, reason
 	}
 	return false, ""
 }
 
-// checkCA parses ca.crt and ca.key and returns the CA and the whole bundle,
-// or why they are unusable at now.
-func checkCA(data map[string][]byte, now time.Time) (*x509.Certificate, []*x509.Certificate, string) {
-	if len(data[CACertKey]) == 0 {
-		return nil, nil, CACertKey + " is missing"
+// caState is what Secret data says about its CAs at a moment.
+type caState struct {
+	// bundle is ca.crt, parsed; nil when it does not parse.
+	bundle []*x509.Certificate
+	// ca is the current CA (bundle[0]) when it is usable: ca.key matches,
+	// it is a CA, it is valid now.
+	ca *x509.Certificate
+	// unusable is why the current CA cannot be used ("" when ca is set).
+	unusable string
+	// due is why the usable current CA must be replaced: less than a third
+	// of its lifetime is left ("" otherwise).
+	due string
+	// next is the pending next CA: a certificate of bundle after the first
+	// whose key is ca-next.key, usable and not due. Nil when there is none.
+	next *x509.Certificate
+	// badNext is why a ca-next.key present is unusable ("" otherwise), and
+	// badNextCert the certificate of bundle it matches, if any, to be
+	// dropped with it.
+	badNext     string
+	badNextCert *x509.Certificate
+}
+
+// inspect parses the CAs of data and checks them at now.
+func inspect(data map[string][]byte, now time.Time) caState {
+	var st caState
+	st.bundle, st.ca, st.unusable, st.due = checkCA(data, now)
+	if len(data[CANextKeyKey]) > 0 {
+		st.next, st.badNextCert, st.badNext = checkNext(data[CANextKeyKey], st.bundle, now)
 	}
-	if len(data[CAKeyKey]) == 0 {
-		return nil, nil, CAKeyKey + " is missing"
+	return st
+}
+
+// pendingCA returns the pending next CA of data, usable at now, when the
+// current CA is usable too (phase 2 may then happen); nil otherwise.
+func pendingCA(data map[string][]byte, now time.Time) *x509.Certificate {
+	st := inspect(data, now)
+	if st.unusable != "" {
+		return nil
+	}
+	return st.next
+}
+
+// checkCA parses ca.crt (bundle, nil when it does not parse) and ca.key and
+// returns the current CA when it is usable at now, with why it is due, or
+// why it is unusable.
+func checkCA(data map[string][]byte, now time.Time) (bundle []*x509.Certificate, ca *x509.Certificate, unusable, due string) {
+	if len(data[CACertKey]) == 0 {
+		return nil, nil, CACertKey + " is missing", ""
 	}
 	bundle, err := parseCertsPEM(data[CACertKey])
 	if err != nil {
-		return nil, nil, fmt.Sprintf("%s: %v", CACertKey, err)
+		return nil, nil, fmt.Sprintf("%s: %v", CACertKey, err), ""
+	}
+	if len(data[CAKeyKey]) == 0 {
+		return bundle, nil, CAKeyKey + " is missing", ""
 	}
 	key, err := parseKeyPEM(data[CAKeyKey])
 	if err != nil {
-		return nil, nil, fmt.Sprintf("%s: %v", CAKeyKey, err)
+		return bundle, nil, fmt.Sprintf("%s: %v", CAKeyKey, err), ""
 	}
-	ca := bundle[0]
-	if !publicKeysEqual(key.Public(), ca.PublicKey) {
-		return nil, nil, fmt.Sprintf("%s does not match the first certificate of %s", CAKeyKey, CACertKey)
+	if !publicKeysEqual(key.Public(), bundle[0].PublicKey) {
+		return bundle, nil, fmt.Sprintf("%s does not match the first certificate of %s", CAKeyKey, CACertKey), ""
 	}
-	if !isCA(ca) {
-		return nil, nil, fmt.Sprintf("the first certificate of %s is not a CA (basic constraints or certSign key usage missing)", CACertKey)
+	if !isCA(bundle[0]) {
+		return bundle, nil, fmt.Sprintf("the first certificate of %s is not a CA (basic constraints or certSign key usage missing)", CACertKey), ""
 	}
-	if reason := checkLifetime("the CA certificate", ca, now); reason != "" {
-		return nil, nil, reason
+	if unusable, due = lifetime("the CA certificate", bundle[0], now); unusable != "" {
+		return bundle, nil, unusable, ""
 	}
-	return ca, bundle, ""
+	return bundle, bundle[0], "", due
+}
+
+// checkNext finds the certificate of bundle, after the first, whose key is
+// keyPEM, and returns it as next when it is a CA usable at now and not due;
+// otherwise why not, and the certificate it matched, if any.
+func checkNext(keyPEM []byte, bundle []*x509.Certificate, now time.Time) (next, matched *x509.Certificate, reason string) {
+	if bundle == nil {
+		return nil, nil, CACertKey + " does not parse"
+	}
+	key, err := parseKeyPEM(keyPEM)
+	if err != nil {
+		return nil, nil, fmt.Sprintf("%s: %v", CANextKeyKey, err)
+	}
+	for _, cert := range bundle[1:] {
+		if publicKeysEqual(key.Public(), cert.PublicKey) {
+			matched = cert
+			break
+		}
+	}
+	if matched == nil {
+		return nil, nil, fmt.Sprintf("%s matches no certificate of %s after the first", CANextKeyKey, CACertKey)
+	}
+	if !isCA(matched) {
+		return nil, matched, "the certificate of " + CANextKeyKey + " is not a CA"
+	}
+	if unusable, due := lifetime("the next CA certificate", matched, now); unusable != "" || due != "" {
+		return nil, matched, unusable + due
+	}
+	return matched, nil, ""
 }
 
 // checkServing checks tls.crt and tls.key against the CA and the requested
@@ -246,18 +350,26 @@ func checkServing(data map[string][]byte, ca *x509.Certificate, dnsNames []strin
 // checkLifetime returns why cert must be renewed at now: not yet valid, or
 // less than a third of its lifetime left (expired included).
 func checkLifetime(what string, cert *x509.Certificate, now time.Time) string {
+	unusable, due := lifetime(what, cert, now)
+	return unusable + due
+}
+
+// lifetime returns why cert cannot be used at now (not yet valid, expired),
+// or, when it can, why it is due for renewal (less than a third of its
+// lifetime left).
+func lifetime(what string, cert *x509.Certificate, now time.Time) (unusable, due string) {
 	if now.Before(cert.NotBefore) {
-		return fmt.Sprintf("%s is not valid before %s", what, cert.NotBefore.Format(time.RFC3339))
+		return fmt.Sprintf("%s is not valid before %s", what, cert.NotBefore.Format(time.RFC3339)), ""
 	}
-	lifetime := cert.NotAfter.Sub(cert.NotBefore)
+	total := cert.NotAfter.Sub(cert.NotBefore)
 	left := cert.NotAfter.Sub(now)
 	if left <= 0 {
-		return fmt.Sprintf("%s expired at %s", what, cert.NotAfter.Format(time.RFC3339))
+		return fmt.Sprintf("%s expired at %s", what, cert.NotAfter.Format(time.RFC3339)), ""
 	}
-	if left < lifetime/3 {
-		return fmt.Sprintf("%s expires at %s, less than a third of its lifetime left", what, cert.NotAfter.Format(time.RFC3339))
+	if left < total/3 {
+		return "", fmt.Sprintf("%s expires at %s, less than a third of its lifetime left", what, cert.NotAfter.Format(time.RFC3339))
 	}
-	return ""
+	return "", ""
 }
 
 // missingSANs lists the requested names and addresses cert does not carry.
@@ -276,57 +388,135 @@ func missingSANs(cert *x509.Certificate, dnsNames []string, ips []net.IP) []stri
 	return missing
 }
 
-// renew returns new Secret data for dnsNames and ips: a serving certificate
-// signed by the CA in data when that CA is still good (so the bundle the
-// webhook configuration carries does not change), otherwise by a new CA.
-// A new CA's bundle keeps the previous CA (from data, or previous when data
-// has lost it) while it is unexpired, so that serving certificates it signed,
-// still served by other replicas until they reload, keep verifying. Expired
-// certificates are dropped from the bundle.
+// renew returns new Secret data for dnsNames and ips, fixing what
+// NeedsRotation finds at now:
+//
+//   - a current CA that is unusable is replaced at once: by the pending next
+//     CA when it is usable (promote), otherwise by a new CA whose bundle keeps
+//     the previous CA (from data, or previous when data has lost it) while
+//     it is unexpired, so that serving certificates it signed, still served
+//     by other replicas until they reload, keep verifying;
+//   - a current CA that is due, with no usable pending CA, stays current:
+//     phase 1 puts a new CA after it in the bundle and its key in
+//     ca-next.key;
+//   - an unusable ca-next.key is dropped, with the certificate it matched;
+//   - the serving pair is kept when it is good, and otherwise issued by the
+//     current CA.
+//
+// Expired certificates and certificates that are not CAs are dropped from
+// the bundle after the first.
 func renew(data map[string][]byte, previous *x509.Certificate, dnsNames []string, ips []net.IP, now time.Time, caValidity, servingValidity time.Duration) (map[string][]byte, error) {
-	var caCertPEM, caKeyPEM []byte
-	var bundle []*x509.Certificate
-	if _, current, reason := checkCA(data, now); reason == "" {
-		caKeyPEM = data[CAKeyKey]
-		bundle = current
-	} else {
-		if old, err := parseCertsPEM(data[CACertKey]); err == nil && isCA(old[0]) {
-			previous = old[0]
+	st := inspect(data, now)
+	if st.unusable != "" {
+		if st.next != nil {
+			return promote(data, dnsNames, ips, now, servingValidity)
 		}
-		var err error
-		caCertPEM, caKeyPEM, err = NewCA(fmt.Sprintf("kyvap-webhook-ca@%d", now.Unix()), now, caValidity)
+		return replace(st, previous, dnsNames, ips, now, caValidity, servingValidity)
+	}
+	out := map[string][]byte{CAKeyKey: data[CAKeyKey]}
+	var rest []*x509.Certificate
+	for _, cert := range st.bundle[1:] {
+		if st.badNextCert == nil || !cert.Equal(st.badNextCert) {
+			rest = append(rest, cert)
+		}
+	}
+	switch {
+	case st.next != nil:
+		out[CANextKeyKey] = data[CANextKeyKey]
+	case st.due != "":
+		next, keyPEM, err := newCA(now, caValidity)
 		if err != nil {
 			return nil, err
 		}
-		ca, err := parseCertsPEM(caCertPEM)
-		if err != nil {
-			return nil, fmt.Errorf("parsing the new CA: %w", err)
-		}
-		bundle = ca
-		if previous != nil {
-			bundle = append(bundle, previous)
-		}
+		rest = append([]*x509.Certificate{next}, rest...)
+		out[CANextKeyKey] = keyPEM
 	}
-	var bundlePEM []byte
-	for i, cert := range bundle {
-		if i > 0 && (!now.Before(cert.NotAfter) || cert.Equal(bundle[0])) {
-			continue
-		}
-		bundlePEM = append(bundlePEM, encodeCert(cert.Raw)...)
+	out[CACertKey] = encodeBundle(st.ca, rest, now)
+	if checkServing(data, st.ca, dnsNames, ips, now) == "" {
+		out[TLSCertKey], out[TLSKeyKey] = data[TLSCertKey], data[TLSKeyKey]
+		return out, nil
 	}
-	if caCertPEM == nil {
-		caCertPEM = bundlePEM
+	var err error
+	if out[TLSCertKey], out[TLSKeyKey], err = NewServingCert(out[CACertKey], out[CAKeyKey], dnsNames, ips, now, servingValidity); err != nil {
+		return nil, err
 	}
-	certPEM, keyPEM, err := NewServingCert(caCertPEM, caKeyPEM, dnsNames, ips, now, servingValidity)
+	return out, nil
+}
+
+// replace is the one-step replacement of an unusable CA: a new CA, the
+// previous one after it in the bundle, and a serving certificate from the
+// new CA.
+func replace(st caState, previous *x509.Certificate, dnsNames []string, ips []net.IP, now time.Time, caValidity, servingValidity time.Duration) (map[string][]byte, error) {
+	if st.bundle != nil && isCA(st.bundle[0]) {
+		previous = st.bundle[0]
+	}
+	ca, keyPEM, err := newCA(now, caValidity)
 	if err != nil {
 		return nil, err
 	}
-	return map[string][]byte{
-		TLSCertKey: certPEM,
-		TLSKeyKey:  keyPEM,
-		CACertKey:  bundlePEM,
-		CAKeyKey:   caKeyPEM,
-	}, nil
+	var rest []*x509.Certificate
+	if previous != nil {
+		rest = append(rest, previous)
+	}
+	bundlePEM := encodeBundle(ca, rest, now)
+	certPEM, certKeyPEM, err := NewServingCert(bundlePEM, keyPEM, dnsNames, ips, now, servingValidity)
+	if err != nil {
+		return nil, err
+	}
+	return map[string][]byte{TLSCertKey: certPEM, TLSKeyKey: certKeyPEM, CACertKey: bundlePEM, CAKeyKey: keyPEM}, nil
+}
+
+// promote is phase 2 of a CA rotation: the pending next CA of data becomes
+// the current CA (first in the bundle, its key in ca.key, ca-next.key gone),
+// the previous current CA and the rest of the bundle follow it, and the
+// serving certificate is issued by the new CA. data must have a usable
+// pending CA.
+func promote(data map[string][]byte, dnsNames []string, ips []net.IP, now time.Time, servingValidity time.Duration) (map[string][]byte, error) {
+	st := inspect(data, now)
+	if st.next == nil {
+		return nil, errors.New("switching to the next CA: there is no usable pending CA")
+	}
+	var rest []*x509.Certificate
+	for _, cert := range st.bundle {
+		if !cert.Equal(st.next) {
+			rest = append(rest, cert)
+		}
+	}
+	bundlePEM := encodeBundle(st.next, rest, now)
+	keyPEM := data[CANextKeyKey]
+	certPEM, certKeyPEM, err := NewServingCert(bundlePEM, keyPEM, dnsNames, ips, now, servingValidity)
+	if err != nil {
+		return nil, fmt.Errorf("switching to the next CA: %w", err)
+	}
+	return map[string][]byte{TLSCertKey: certPEM, TLSKeyKey: certKeyPEM, CACertKey: bundlePEM, CAKeyKey: keyPEM}, nil
+}
+
+// newCA returns a new CA, parsed, and its key.
+func newCA(now time.Time, validity time.Duration) (*x509.Certificate, []byte, error) {
+	certPEM, keyPEM, err := NewCA(fmt.Sprintf("kyvap-webhook-ca@%d", now.Unix()), now, validity)
+	if err != nil {
+		return nil, nil, err
+	}
+	certs, err := parseCertsPEM(certPEM)
+	if err != nil {
+		return nil, nil, fmt.Errorf("parsing the new CA: %w", err)
+	}
+	return certs[0], keyPEM, nil
+}
+
+// encodeBundle encodes first and then the certificates of rest that are
+// CAs, unexpired at now and not already in the bundle.
+func encodeBundle(first *x509.Certificate, rest []*x509.Certificate, now time.Time) []byte {
+	out := encodeCert(first.Raw)
+	kept := []*x509.Certificate{first}
+	for _, cert := range rest {
+		if !isCA(cert) || !now.Before(cert.NotAfter) || slices.ContainsFunc(kept, cert.Equal) {
+			continue
+		}
+		kept = append(kept, cert)
+		out = append(out, encodeCert(cert.Raw)...)
+	}
+	return out
 }
 
 // parseCA parses a CA bundle (the first certificate is the CA) and the CA's

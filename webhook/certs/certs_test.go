@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"maps"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -290,41 +291,256 @@ func TestRenewKeepsAGoodCA(t *testing.T) {
 	}
 }
 
-func TestRenewReplacesADueCAAndKeepsItInTheBundle(t *testing.T) {
-	later := testNow.Add(DefaultCAValidity * 3 / 4)
-	// The serving certificate was renewed by the old CA not long ago.
-	fresh := secretData(t, testCA, later.Add(-30*24*time.Hour))
-	renewed, err := renew(fresh, nil, testDNS, testIPs, later, DefaultCAValidity, DefaultServingValidity)
+// verifies reports whether the serving certificate of data verifies for
+// testDNS[0] against bundle at now.
+func verifies(t *testing.T, data map[string][]byte, bundle []byte, now time.Time) error {
+	t.Helper()
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(bundle) {
+		t.Fatalf("no certificate in the bundle %q", bundle)
+	}
+	_, err := parseCert(t, data[TLSCertKey]).Verify(x509.VerifyOptions{DNSName: testDNS[0], Roots: roots, CurrentTime: now})
+	return err
+}
+
+// phaseOne returns Secret data whose CA (testCA) is due at the time
+// returned, with a serving certificate it issued a month before, and the
+// data renew makes of it.
+func phaseOne(t *testing.T) (due time.Time, fresh, pending map[string][]byte) {
+	t.Helper()
+	due = testNow.Add(DefaultCAValidity * 3 / 4)
+	fresh = secretData(t, testCA, due.Add(-30*24*time.Hour))
+	if rotate, reason := NeedsRotation(fresh, testDNS, testIPs, due); !rotate || !strings.Contains(reason, "the CA certificate expires") {
+		t.Fatalf("NeedsRotation = %v, %q; want the CA due", rotate, reason)
+	}
+	pending, err := renew(fresh, nil, testDNS, testIPs, due, DefaultCAValidity, DefaultServingValidity)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rotate, reason := NeedsRotation(renewed, testDNS, testIPs, later); rotate {
-		t.Fatalf("renewed data needs rotation: %s", reason)
+	return due, fresh, pending
+}
+
+func TestRenewDueCAPhaseOneAddsTheNextCAAfterTheCurrentOne(t *testing.T) {
+	due, fresh, pending := phaseOne(t)
+	for _, key := range []string{CAKeyKey, TLSCertKey, TLSKeyKey} {
+		if string(pending[key]) != string(fresh[key]) {
+			t.Errorf("phase 1 changed %s", key)
+		}
 	}
-	bundle, err := parseCertsPEM(renewed[CACertKey])
+	bundle, err := parseCertsPEM(pending[CACertKey])
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(bundle) != 2 || !bundle[1].Equal(parseCert(t, testCA.cert)) {
+	if len(bundle) != 2 || !bundle[0].Equal(parseCert(t, testCA.cert)) {
+		t.Fatalf("bundle has %d certificates, want the current CA then the next one", len(bundle))
+	}
+	if _, _, err := parseCA(encodeCert(bundle[1].Raw), pending[CANextKeyKey]); err != nil {
+		t.Errorf("%s is not the key of the second CA of the bundle: %v", CANextKeyKey, err)
+	}
+	if next := pendingCA(pending, due); next == nil || !next.Equal(bundle[1]) {
+		t.Error("the new CA is not pending")
+	}
+	// Pending is not a reason to rotate: no second phase 1.
+	if rotate, reason := NeedsRotation(pending, testDNS, testIPs, due); rotate {
+		t.Errorf("rotation wanted while the next CA is pending: %s", reason)
+	}
+	// The certificate served now still verifies against the bundle.
+	if err := verifies(t, pending, pending[CACertKey], due); err != nil {
+		t.Errorf("the served certificate does not verify against the phase 1 bundle: %v", err)
+	}
+	// A serving renewal while pending keeps the next CA and signs with the
+	// current one.
+	later := due.Add(300 * 24 * time.Hour)
+	renewed, err := renew(pending, nil, testDNS, testIPs, later, DefaultCAValidity, DefaultServingValidity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(renewed[CACertKey]) != string(pending[CACertKey]) || string(renewed[CANextKeyKey]) != string(pending[CANextKeyKey]) || string(renewed[CAKeyKey]) != string(testCA.key) {
+		t.Error("a serving renewal while pending changed the CAs")
+	}
+	if err := parseCert(t, renewed[TLSCertKey]).CheckSignatureFrom(bundle[0]); err != nil || string(renewed[TLSCertKey]) == string(pending[TLSCertKey]) {
+		t.Errorf("the serving certificate was not renewed by the current CA: %v", err)
+	}
+}
+
+func TestPromotePhaseTwoMakesTheNextCACurrent(t *testing.T) {
+	due, fresh, pending := phaseOne(t)
+	next := pendingCA(pending, due)
+	switched, err := promote(pending, testDNS, testIPs, due, DefaultServingValidity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := switched[CANextKeyKey]; ok {
+		t.Errorf("%s survived phase 2", CANextKeyKey)
+	}
+	if string(switched[CAKeyKey]) != string(pending[CANextKeyKey]) {
+		t.Errorf("%s is not the next CA's key", CAKeyKey)
+	}
+	bundle, err := parseCertsPEM(switched[CACertKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bundle) != 2 || !bundle[0].Equal(next) || !bundle[1].Equal(parseCert(t, testCA.cert)) {
 		t.Fatalf("bundle has %d certificates, want the new CA then the previous one", len(bundle))
 	}
-	// A replica still serving the old certificate must be trusted through
-	// the new bundle.
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(renewed[CACertKey])
-	for _, data := range []map[string][]byte{fresh, renewed} {
-		if _, err := parseCert(t, data[TLSCertKey]).Verify(x509.VerifyOptions{DNSName: testDNS[0], Roots: roots, CurrentTime: later}); err != nil {
-			t.Errorf("does not verify against the new bundle: %v", err)
+	if err := parseCert(t, switched[TLSCertKey]).CheckSignatureFrom(next); err != nil {
+		t.Errorf("the serving certificate is not issued by the new CA: %v", err)
+	}
+	if rotate, reason := NeedsRotation(switched, testDNS, testIPs, due); rotate {
+		t.Errorf("phase 2 data needs rotation: %s", reason)
+	}
+	// What makes phase 2 safe: the new certificate verifies against the
+	// phase 1 bundle (what the configuration carries before the switch),
+	// and replicas still serving the old certificate verify against the new
+	// bundle.
+	if err := verifies(t, switched, pending[CACertKey], due); err != nil {
+		t.Errorf("the new certificate does not verify against the phase 1 bundle: %v", err)
+	}
+	for name, data := range map[string]map[string][]byte{"old": fresh, "new": switched} {
+		if err := verifies(t, data, switched[CACertKey], due); err != nil {
+			t.Errorf("the %s certificate does not verify against the phase 2 bundle: %v", name, err)
 		}
 	}
 	// Once the previous CA expires, the next renewal drops it.
 	muchLater := testNow.Add(DefaultCAValidity + time.Hour)
-	again, err := renew(renewed, nil, testDNS, testIPs, muchLater, DefaultCAValidity, DefaultServingValidity)
+	again, err := renew(switched, nil, testDNS, testIPs, muchLater, DefaultCAValidity, DefaultServingValidity)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bundle, _ := parseCertsPEM(again[CACertKey]); len(bundle) != 1 {
-		t.Errorf("bundle has %d certificates after the previous CA expired, want 1", len(bundle))
+	if bundle, _ := parseCertsPEM(again[CACertKey]); len(bundle) != 1 || !bundle[0].Equal(next) {
+		t.Errorf("bundle has %d certificates after the previous CA expired, want the current CA alone", len(bundle))
+	}
+	if _, err := promote(switched, testDNS, testIPs, due, DefaultServingValidity); err == nil {
+		t.Error("promote without a pending CA succeeded")
+	}
+}
+
+func TestUnusableCAIsReplacedAtOnce(t *testing.T) {
+	// Expired: nothing valid to keep; one step, the old CA kept in the
+	// bundle until... it is expired, so not at all.
+	expired := testNow.Add(DefaultCAValidity + time.Hour)
+	data := secretData(t, testCA, testNow)
+	renewed, err := renew(data, nil, testDNS, testIPs, expired, DefaultCAValidity, DefaultServingValidity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := renewed[CANextKeyKey]; ok || string(renewed[CAKeyKey]) == string(testCA.key) {
+		t.Error("an expired CA was not replaced in one step")
+	}
+	if bundle, _ := parseCertsPEM(renewed[CACertKey]); len(bundle) != 1 {
+		t.Errorf("bundle has %d certificates, want the new CA alone", len(bundle))
+	}
+	if rotate, reason := NeedsRotation(renewed, testDNS, testIPs, expired); rotate {
+		t.Errorf("renewed data needs rotation: %s", reason)
+	}
+	// ca.key of another CA: replaced at once, the old CA kept in the bundle.
+	mismatch := secretData(t, testCA, testNow)
+	mismatch[CAKeyKey] = otherCA.key
+	renewed, err = renew(mismatch, nil, testDNS, testIPs, testNow, DefaultCAValidity, DefaultServingValidity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bundle, _ := parseCertsPEM(renewed[CACertKey]); len(bundle) != 2 || !bundle[1].Equal(parseCert(t, testCA.cert)) {
+		t.Errorf("bundle has %d certificates, want the new CA then the old one", len(bundle))
+	}
+	if _, ok := renewed[CANextKeyKey]; ok {
+		t.Errorf("a one-step replacement left %s", CANextKeyKey)
+	}
+}
+
+func TestUnusableCAWithAPendingNextCAPromotesIt(t *testing.T) {
+	_, _, pending := phaseOne(t)
+	next := parseCert(t, pending[CACertKey][len(encodeCert(parseCert(t, testCA.cert).Raw)):])
+	// The rotation stayed pending until the current CA expired.
+	expired := testNow.Add(DefaultCAValidity + time.Hour)
+	if rotate, reason := NeedsRotation(pending, testDNS, testIPs, expired); !rotate || !strings.Contains(reason, "the CA certificate expired") {
+		t.Fatalf("NeedsRotation = %v, %q; want the CA expired", rotate, reason)
+	}
+	renewed, err := renew(pending, nil, testDNS, testIPs, expired, DefaultCAValidity, DefaultServingValidity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bundle, _ := parseCertsPEM(renewed[CACertKey]); len(bundle) != 1 || !bundle[0].Equal(next) {
+		t.Errorf("the pending CA did not become current: bundle of %d certificates", len(bundle))
+	}
+	if string(renewed[CAKeyKey]) != string(pending[CANextKeyKey]) {
+		t.Error("ca.key is not the pending CA's key")
+	}
+}
+
+func TestBrokenPendingCAIsDiscarded(t *testing.T) {
+	due, fresh, pending := phaseOne(t)
+	bundle, err := parseCertsPEM(pending[CACertKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	current, next := bundle[0], bundle[1]
+	// A CA that is itself due at due: issued long ago, short-lived.
+	short, shortKey, err := NewCA("short", due.Add(-48*time.Hour), 72*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := func(caCrt, nextKey []byte) map[string][]byte {
+		d := maps.Clone(pending)
+		d[CACertKey], d[CANextKeyKey] = caCrt, nextKey
+		return d
+	}
+	currentPEM := encodeCert(current.Raw)
+	cases := []struct {
+		name, reason string
+		data         map[string][]byte
+		dropped      *x509.Certificate // a certificate that must leave the bundle
+	}{
+		{name: "garbage key", data: with(pending[CACertKey], []byte("garbage")), reason: "ca-next.key: no PEM private key"},
+		{name: "key of no certificate in the bundle", data: with(pending[CACertKey], otherCA.key), reason: "matches no certificate"},
+		{name: "key of the current CA", data: with(pending[CACertKey], testCA.key), reason: "matches no certificate"},
+		{name: "certificate not in the bundle", data: with(currentPEM, pending[CANextKeyKey]), reason: "matches no certificate"},
+		{name: "not a CA", data: with(append(append([]byte{}, currentPEM...), fresh[TLSCertKey]...), fresh[TLSKeyKey]), reason: "is not a CA"},
+		{name: "due itself", data: with(append(append([]byte{}, currentPEM...), short...), shortKey), reason: "the next CA certificate expires", dropped: parseCert(t, short)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rotate, reason := NeedsRotation(tc.data, testDNS, testIPs, due)
+			if !rotate || !strings.Contains(reason, "discarding the pending next CA") || !strings.Contains(reason, tc.reason) {
+				t.Fatalf("NeedsRotation = %v, %q; want the pending CA discarded because %q", rotate, reason, tc.reason)
+			}
+			if pendingCA(tc.data, due) != nil {
+				t.Error("a broken pending CA is pending")
+			}
+			// The current CA is due: phase 1 starts again with a new CA.
+			renewed, err := renew(tc.data, nil, testDNS, testIPs, due, DefaultCAValidity, DefaultServingValidity)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rotate, reason := NeedsRotation(renewed, testDNS, testIPs, due); rotate {
+				t.Fatalf("renewed data needs rotation: %s", reason)
+			}
+			fresh := pendingCA(renewed, due)
+			if fresh == nil || fresh.Equal(next) {
+				t.Fatal("phase 1 did not start again with a new CA")
+			}
+			got, _ := parseCertsPEM(renewed[CACertKey])
+			if !got[0].Equal(current) || !got[1].Equal(fresh) {
+				t.Error("the bundle is not the current CA then the new next CA")
+			}
+			if tc.dropped != nil && slices.ContainsFunc(got, tc.dropped.Equal) {
+				t.Error("the broken next CA stayed in the bundle")
+			}
+			if string(renewed[TLSCertKey]) != string(pending[TLSCertKey]) || string(renewed[CAKeyKey]) != string(pending[CAKeyKey]) {
+				t.Error("restarting phase 1 changed the serving pair or ca.key")
+			}
+		})
+	}
+	// The current CA is not due (a replica's clock is behind, or someone
+	// edited the Secret): the broken key is dropped, no rotation starts.
+	notDue := secretData(t, testCA, testNow)
+	notDue[CANextKeyKey] = []byte("garbage")
+	renewed, err := renew(notDue, nil, testDNS, testIPs, testNow, DefaultCAValidity, DefaultServingValidity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := renewed[CANextKeyKey]; ok || string(renewed[CACertKey]) != string(testCA.cert) || string(renewed[TLSCertKey]) != string(notDue[TLSCertKey]) {
+		t.Error("a broken ca-next.key with a CA not due was not simply dropped")
 	}
 }
 
