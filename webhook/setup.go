@@ -64,6 +64,11 @@ type Options struct {
 	// (DefaultMaxRequestBytes when zero); a larger one is refused with 413
 	// before it is read.
 	MaxRequestBytes int64
+	// Certificates tunes the self-managed certificates: lifetimes, check
+	// intervals and the clock (tests and benchmarks rotate them in seconds);
+	// the zero value is the defaults. Namespace, SecretName, the names and
+	// TrustedBundle are set by Setup.
+	Certificates certs.Options
 	// MaxInFlightBytes bounds the request bodies being read, decoded and
 	// evaluated at once (DefaultMaxInFlightBytes when zero): a request
 	// waits until its body fits, so memory stays bounded however many
@@ -235,13 +240,13 @@ func (w *Webhook) Setup(mgr ctrl.Manager, eng *engine.Engine, resolvers Resolver
 	reconciler := &ConfigurationReconciler{Client: mgr.GetClient(), Engine: eng, Resolvers: resolvers, Options: configOpts, EngineLoaded: w.EngineLoaded}
 	w.config = reconciler
 	if w.opts.CertManagement == CertManagementSelf {
-		w.certs = certs.NewManager(mgr.GetClient(), mgr.GetAPIReader(), certs.Options{
-			Namespace: w.opts.Namespace, SecretName: w.opts.SecretName, DNSNames: dnsNames, IPs: ips,
-			// The API server verifies the webhook against this configuration's
-			// caBundle: a new CA signs the serving certificate only once it is
-			// there (read with a direct GET, as the leader has just written it).
-			TrustedBundle: certs.ConfigurationCABundle(mgr.GetAPIReader(), w.opts.ConfigurationName),
-		}, ctrl.Log.WithName("webhook-certs"))
+		certOpts := w.opts.Certificates
+		certOpts.Namespace, certOpts.SecretName, certOpts.DNSNames, certOpts.IPs = w.opts.Namespace, w.opts.SecretName, dnsNames, ips
+		// The API server verifies the webhook against this configuration's
+		// caBundle: a new CA signs the serving certificate only once it is
+		// there (read with a direct GET, as the leader has just written it).
+		certOpts.TrustedBundle = certs.ConfigurationCABundle(mgr.GetAPIReader(), w.opts.ConfigurationName)
+		w.certs = certs.NewManager(mgr.GetClient(), mgr.GetAPIReader(), certOpts, ctrl.Log.WithName("webhook-certs"))
 		w.tls.m = w.certs
 		reconciler.CABundle = w.certs.CABundle
 		w.certs.OnCABundleChange(func([]byte) { reconciler.Trigger() })

@@ -2,16 +2,19 @@ package controlplane
 
 import (
 	"context"
+	"encoding/pem"
 	"fmt"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -20,6 +23,7 @@ import (
 	"github.com/kyvap/kyvap/internal/operator"
 	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/webhook"
+	"github.com/kyvap/kyvap/webhook/certs"
 )
 
 // Operator is kyvap's manager running in-process against the control plane,
@@ -87,9 +91,9 @@ func (cp *ControlPlane) StartWebhookOperatorWithElection(t testing.TB, opts tran
 // that the API server reaches at url, a load balancer in front of several
 // replicas (as the webhook's Service is in a cluster): every replica
 // writes url into the configuration and serves on 127.0.0.1:port.
-func (cp *ControlPlane) StartWebhookReplica(t testing.TB, opts translate.Options, port int, url string, election ctrl.Options) *Operator {
+func (cp *ControlPlane) StartWebhookReplica(t testing.TB, opts translate.Options, port int, url string, election ctrl.Options, certificates certs.Options) *Operator {
 	t.Helper()
-	return cp.startWebhookOperatorAt(t, cp.Config, opts, port, url, election, replicaDrain)
+	return cp.startWebhookOperatorAt(t, cp.Config, opts, port, url, election, replicaDrain, certificates)
 }
 
 // replicaDrain is the shutdown drain of StartWebhookReplica's replicas, as
@@ -98,10 +102,10 @@ const replicaDrain = 2 * time.Second
 
 func (cp *ControlPlane) startWebhookOperator(t testing.TB, cfg *rest.Config, opts translate.Options, port int, election ctrl.Options) *Operator {
 	t.Helper()
-	return cp.startWebhookOperatorAt(t, cfg, opts, port, fmt.Sprintf("https://127.0.0.1:%d", port), election, 0)
+	return cp.startWebhookOperatorAt(t, cfg, opts, port, fmt.Sprintf("https://127.0.0.1:%d", port), election, 0, certs.Options{})
 }
 
-func (cp *ControlPlane) startWebhookOperatorAt(t testing.TB, cfg *rest.Config, opts translate.Options, port int, url string, election ctrl.Options, drain time.Duration) *Operator {
+func (cp *ControlPlane) startWebhookOperatorAt(t testing.TB, cfg *rest.Config, opts translate.Options, port int, url string, election ctrl.Options, drain time.Duration, certificates certs.Options) *Operator {
 	t.Helper()
 	cp.EnsureNamespace(t, OperatorNamespace, nil)
 	t.Cleanup(func() {
@@ -110,7 +114,7 @@ func (cp *ControlPlane) startWebhookOperatorAt(t testing.TB, cfg *rest.Config, o
 			t.Errorf("deleting the webhook configuration: %v", err)
 		}
 	})
-	wh := webhook.Options{Host: "127.0.0.1", Port: port, Namespace: OperatorNamespace, URL: url}
+	wh := webhook.Options{Host: "127.0.0.1", Port: port, Namespace: OperatorNamespace, URL: url, Certificates: certificates}
 	op, err := cp.startOperatorAs(cfg, operator.Options{Translate: opts, Webhook: &wh, ShutdownDrain: drain}, election)
 	if err != nil {
 		t.Fatalf("starting the operator: %v", err)
@@ -175,4 +179,29 @@ func (op *Operator) Stop() {
 	if err := <-op.done; err != nil {
 		op.t.Errorf("manager stopped with an error: %v", err)
 	}
+}
+
+// DeleteWebhookSecret deletes the webhook's certificate Secret in
+// OperatorNamespace, so that the next operator issues a new one.
+func (cp *ControlPlane) DeleteWebhookSecret(t testing.TB) {
+	t.Helper()
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: OperatorNamespace, Name: webhook.DefaultSecretName}}
+	if err := cp.Client.Delete(context.Background(), secret); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+}
+
+// WebhookSecretCA returns the current CA (the first certificate of ca.crt)
+// of the webhook's certificate Secret.
+func (cp *ControlPlane) WebhookSecretCA(t testing.TB) string {
+	t.Helper()
+	secret := &corev1.Secret{}
+	if err := cp.Client.Get(context.Background(), client.ObjectKey{Namespace: OperatorNamespace, Name: webhook.DefaultSecretName}, secret); err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(secret.Data[certs.CACertKey])
+	if block == nil {
+		t.Fatalf("no CA in the webhook Secret")
+	}
+	return string(block.Bytes)
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/kyvap/kyvap/controllers"
 	"github.com/kyvap/kyvap/test/controlplane"
 	"github.com/kyvap/kyvap/translate"
+	"github.com/kyvap/kyvap/webhook/certs"
 )
 
 // balancer is a TCP load balancer in front of the webhook replicas, as the
@@ -85,6 +86,11 @@ func (lb *balancer) serve(conn net.Conn) {
 
 func (lb *balancer) url() string { return "https://" + lb.listener.Addr().String() }
 
+// skewedClock is time.Now moved ahead by skew.
+type skewedClock struct{ skew atomic.Int64 }
+
+func (c *skewedClock) now() time.Time { return time.Now().Add(time.Duration(c.skew.Load())) }
+
 // soakResult counts what the clients saw.
 type soakResult struct {
 	mu             sync.Mutex
@@ -114,7 +120,8 @@ func (r *soakResult) record(d time.Duration, wrong, errMsg string) {
 // BenchmarkWebhookSoak runs two webhook replicas behind a load balancer,
 // keeps admission requests flowing through the API server for a bounded
 // time (KYVAP_SOAK_SECONDS, default 30) from 8 clients, half of which must
-// be denied by a fallback rule, and meanwhile kills the leader. It reports
+// be denied by a fallback rule, and meanwhile stops the leader (as a pod
+// deletion does) and then rotates the webhook's CA. It reports
 // requests answered wrongly (goal 0), requests that failed (goal 0), and
 // the p50/p99 latency.
 func BenchmarkWebhookSoak(b *testing.B) {
@@ -138,14 +145,24 @@ func BenchmarkWebhookSoak(b *testing.B) {
 	ports := []int{controlplane.FreePort(b), controlplane.FreePort(b)}
 	lb := startBalancer(b, fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1]))
 	off := translate.Options{GenerateValidatingAdmissionPolicy: false}
-	leader := cp.StartWebhookReplica(b, off, ports[0], lb.url(), election)
+	// Certificates whose CA becomes due when the replicas' clock moves 45
+	// minutes ahead: a CA valid 90 minutes (backdated an hour for clock
+	// skew) has less than a third of its 150-minute lifetime left then, and
+	// what is issued then is valid for the API server's real clock.
+	clock := &skewedClock{}
+	certOpts := certs.Options{
+		Now: clock.now, CAValidity: 90 * time.Minute, ServingValidity: 80 * time.Minute,
+		CheckInterval: 2 * time.Second, PendingCheckInterval: time.Second,
+	}
+	cp.DeleteWebhookSecret(b)
+	leader := cp.StartWebhookReplica(b, off, ports[0], lb.url(), election, certOpts)
 	// lb.ready is set once both replicas exist; until then every backend is tried.
 	select {
 	case <-leader.Elected:
 	case <-time.After(30 * time.Second):
 		b.Fatal("the first replica was never elected")
 	}
-	follower := cp.StartWebhookReplica(b, off, ports[1], lb.url(), election)
+	follower := cp.StartWebhookReplica(b, off, ports[1], lb.url(), election, certOpts)
 	replicas := []*controlplane.Operator{leader, follower}
 	lb.ready = func(i int) bool { return !replicas[i].Draining() }
 	policy := controlplane.ClusterPolicy("soak", kyvernov1.Enforce,
@@ -185,10 +202,17 @@ func BenchmarkWebhookSoak(b *testing.B) {
 				}
 			}()
 		}
-		// The leader dies a third of the way in.
+		// The leader stops a third of the way in; two thirds in, the CA
+		// becomes due and is rotated, in two phases, by the replica left.
 		time.Sleep(duration / 3)
 		leader.Stop()
+		time.Sleep(duration / 3)
+		before := cp.WebhookSecretCA(b)
+		clock.skew.Store(int64(45 * time.Minute))
 		wg.Wait()
+		if after := cp.WebhookSecretCA(b); after == before {
+			b.Error("the CA was not rotated during the soak")
+		}
 		select {
 		case <-follower.Elected:
 		default:
