@@ -133,3 +133,22 @@ func TestCostWarnings(t *testing.T) {
 		t.Errorf("no fallback rules: %q", w)
 	}
 }
+
+// TestTranslateWarnsAboutExpensiveFallbackRules: the warnings reach the plan.
+func TestTranslateWarnsAboutExpensiveFallbackRules(t *testing.T) {
+	expensive := costRule("expensive", slicesOf(nestedComprehension(), 10)...)
+	two := int32(2)
+	policy := &kyvernov1.ClusterPolicy{Spec: kyvernov1.Spec{WebhookTimeoutSeconds: &two, Rules: []kyvernov1.Rule{expensive}}}
+	policy.Name = "p"
+	plan, err := Translate(Input{Policy: policy}, NewStaticResolver(), Options{GenerateValidatingAdmissionPolicy: false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, w := range plan.Warnings {
+		found = found || strings.Contains(w, `rule "expensive"`)
+	}
+	if !found {
+		t.Errorf("plan warnings %q do not name the expensive fallback rule", plan.Warnings)
+	}
+}

@@ -100,6 +100,7 @@ func (t *translation) run() Plan {
 		return t.plan.ValidatingAdmissionPolicies[i].Name < t.plan.ValidatingAdmissionPolicies[j].Name
 	})
 	sort.Slice(t.plan.Bindings, func(i, j int) bool { return t.plan.Bindings[i].Name < t.plan.Bindings[j].Name })
+	t.plan.Warnings = append(t.plan.Warnings, CostWarnings(&t.plan)...)
 	return t.plan
 }
 

@@ -64,6 +64,9 @@ type Options struct {
 	// (DefaultMaxRequestBytes when zero); a larger one is refused with 413
 	// before it is read.
 	MaxRequestBytes int64
+	// MaxConcurrentEvaluations caps the requests evaluating rules at once
+	// (Handler.MaxConcurrent; zero is twice GOMAXPROCS).
+	MaxConcurrentEvaluations int
 	// Certificates tunes the self-managed certificates: lifetimes, check
 	// intervals and the clock (tests and benchmarks rotate them in seconds);
 	// the zero value is the defaults. Namespace, SecretName, the names and
@@ -210,7 +213,7 @@ func (w *Webhook) Server() ctrlwebhook.Server { return w.server }
 // configuration reconciler with a manager created with Server().
 func (w *Webhook) Setup(mgr ctrl.Manager, eng *engine.Engine, resolvers ResolverSource) error {
 	lookup := &ClusterLookup{Reader: mgr.GetClient(), Writer: mgr.GetClient()}
-	handler := &Handler{Engine: eng, Lookup: lookup}
+	handler := &Handler{Engine: eng, Lookup: lookup, MaxConcurrent: w.opts.MaxConcurrentEvaluations}
 	mgr.GetWebhookServer().Register(PathPrefix, w.drain.wrap(LimitRequestBodies(handler.Webhook(), w.opts.MaxRequestBytes, w.opts.MaxInFlightBytes)))
 	if err := mgr.AddReadyzCheck("webhook-not-draining", w.drain.Checker); err != nil {
 		return err
