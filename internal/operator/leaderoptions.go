@@ -82,14 +82,23 @@ type LeaderOptions struct {
 	key       types.NamespacedName
 	own       translate.Options
 	writer    client.Client
+	apiReader client.Reader
 	reader    client.Reader
 	effective atomic.Pointer[translate.Options]
 	listeners []func()
+	// elected is closed once this replica leads: its own options are then
+	// the leader's, whatever an earlier leader published.
+	elected <-chan struct{}
 }
 
 // Effective returns the options the engine translates with: the leader's
 // once published, else this replica's own.
 func (l *LeaderOptions) Effective() translate.Options {
+	select {
+	case <-l.elected:
+		return l.own
+	default:
+	}
 	if o := l.effective.Load(); o != nil {
 		return *o
 	}
@@ -99,7 +108,7 @@ func (l *LeaderOptions) Effective() translate.Options {
 // setupLeaderOptions registers the publisher (leader only) and the watcher
 // (every replica) of the options ConfigMap in namespace.
 func setupLeaderOptions(mgr ctrl.Manager, cfg *rest.Config, namespace string, own translate.Options) (*LeaderOptions, error) {
-	l := &LeaderOptions{key: types.NamespacedName{Namespace: namespace, Name: TranslationOptionsConfigMap}, own: own, writer: mgr.GetClient()}
+	l := &LeaderOptions{key: types.NamespacedName{Namespace: namespace, Name: TranslationOptionsConfigMap}, own: own, writer: mgr.GetClient(), apiReader: mgr.GetAPIReader(), elected: mgr.Elected()}
 	configMaps, err := cache.New(cfg, cache.Options{
 		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 		DefaultNamespaces: map[string]cache.Config{namespace: {FieldSelector: fields.OneTermEqualSelector("metadata.name", TranslationOptionsConfigMap)}},
@@ -131,8 +140,13 @@ func (p publisher) NeedLeaderElection() bool { return true }
 
 func (p publisher) Start(ctx context.Context) error {
 	want := optionsData(p.l.own)
+	// Leading, this replica's engine uses its own options (Effective):
+	// re-translate in case it followed another leader's until now.
+	for _, notify := range p.l.listeners {
+		notify()
+	}
 	cm := &corev1.ConfigMap{}
-	err := p.l.writer.Get(ctx, p.l.key, cm)
+	err := p.l.apiReader.Get(ctx, p.l.key, cm) // not the manager's cache: it would hold every ConfigMap
 	switch {
 	case apierrors.IsNotFound(err):
 		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: p.l.key.Namespace, Name: p.l.key.Name, Labels: map[string]string{optionsManagedByKey: translate.ManagedByValue}}, Data: want}
