@@ -258,3 +258,28 @@ func TestReplicasFollowTheLeadersOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestStaleLeaderOptionsAreIgnoredByTheLeader: options an earlier leader
+// published (generation on) do not change what a new leader with
+// generation off enforces in its webhook.
+func TestStaleLeaderOptionsAreIgnoredByTheLeader(t *testing.T) {
+	cp.EnsureNamespace(t, controlplane.OperatorNamespace, nil)
+	stale := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: controlplane.OperatorNamespace, Name: "kyvap-translation-options"},
+		Data: map[string]string{"generateValidatingAdmissionPolicy": "true", "celCompatibilityVersion": "", "respectGenerateField": "false"}}
+	if err := cp.Client.Delete(context.Background(), stale.DeepCopy()); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	cp.Create(t, stale)
+	op := cp.StartWebhookOperator(t, translate.Options{GenerateValidatingAdmissionPolicy: false}, controlplane.FreePort(t))
+	policy := controlplane.ClusterPolicy("stale-options", kyvernov1.Enforce,
+		controlplane.CELRule("no-forbidden", "ConfigMap", "object.metadata.name != 'forbidden'", "no forbidden config maps"))
+	cp.CreatePolicy(t, policy, controllers.ReasonGenerationDisabled)
+	cp.Namespace(t, "stale-options", nil)
+	waitForDenier(t, controlplane.ConfigMap("stale-options", "forbidden", nil), "webhook")
+	for _, fr := range op.Engine.Rules() {
+		if fr.Policy == policy.Name {
+			return
+		}
+	}
+	t.Error("the leader's engine does not hold the rule its own options hand to the webhook")
+}
