@@ -7,6 +7,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -17,10 +18,10 @@ import (
 	"github.com/kyvap/kyvap/webhook"
 )
 
-// paramRule is a rule on ConfigMaps whose parameters are LimitRanges, a
-// kind the shipped RBAC does not grant.
-func paramRule(name, kind string) kyvernov1.Rule {
-	r := controlplane.CELRule(name, "ConfigMap", "params != null && object.metadata.name != 'forbidden'", "forbidden by "+name)
+// paramRule is a rule on the kind matched whose parameters are of kind, which
+// the shipped RBAC does not grant.
+func paramRule(name, matched, kind string) kyvernov1.Rule {
+	r := controlplane.CELRule(name, matched, "params != null && object.metadata.name != 'forbidden'", "forbidden by "+name)
 	r.Validation.CEL.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: kind}
 	r.Validation.CEL.ParamRef = &admissionregistrationv1.ParamRef{Name: "limits", Namespace: "params"}
 	return r
@@ -39,7 +40,7 @@ func TestParamKindsNeedOneGrant(t *testing.T) {
 	cp.StartWebhookOperatorAs(t, cfg, generateOn, controlplane.FreePort(t))
 	cp.EnsureNamespace(t, "params", nil)
 
-	policy := controlplane.ClusterPolicy("params-limitrange", kyvernov1.Enforce, paramRule("limits", "LimitRange"))
+	policy := controlplane.ClusterPolicy("params-limitrange", kyvernov1.Enforce, paramRule("limits", "ConfigMap", "LimitRange"))
 	got := cp.CreatePolicy(t, policy, controllers.ReasonApplyFailed)
 	msg := got.Status.ValidatingAdmissionPolicy.Message
 	for _, want := range []string{"LimitRange (v1)", webhook.ParamsReaderLabel, "get, list and watch"} {
@@ -54,12 +55,14 @@ func TestParamKindsNeedOneGrant(t *testing.T) {
 	})
 	cp.WaitForStatus(t, policy, controllers.ReasonAllRulesTranslated)
 
-	// A fallback rule whose parameters kyvap may not read.
-	fallback := controlplane.ClusterPolicy("params-podtemplate", kyvernov1.Enforce, paramRule("templates", "PodTemplate"))
+	// A fallback rule whose parameters kyvap may not read, on Secrets (the
+	// VAP above denies every ConfigMap of the namespace, its parameter
+	// being absent).
+	fallback := controlplane.ClusterPolicy("params-podtemplate", kyvernov1.Enforce, paramRule("templates", "Secret", "PodTemplate"))
 	fallback.Annotations = map[string]string{translate.AnnotationGenerate: "false"}
 	cp.CreatePolicy(t, fallback, controllers.ReasonFallback)
 	err := controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
-		_, err := cp.DryRunCreate(ctx, controlplane.ConfigMap("params", "any", nil))
+		_, err := cp.DryRunCreate(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "params", Name: "any"}})
 		if err == nil {
 			return false, nil
 		}
