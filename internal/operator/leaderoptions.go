@@ -38,7 +38,8 @@ import (
 // replica whose own differ says so (log, metric) until it leads.
 const TranslationOptionsConfigMap = "kyvap-translation-options"
 
-// +kubebuilder:rbac:groups="",namespace=system,resources=configmaps,verbs=create;update;patch
+// +kubebuilder:rbac:groups="",namespace=system,resources=configmaps,verbs=create
+// +kubebuilder:rbac:groups="",namespace=system,resources=configmaps,resourceNames=kyvap-translation-options,verbs=update;patch
 
 // Keys of TranslationOptionsConfigMap.
 const (

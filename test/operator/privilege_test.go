@@ -40,6 +40,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/controllers"
+	"github.com/kyvap/kyvap/internal/operator"
 	"github.com/kyvap/kyvap/test/controlplane"
 	"github.com/kyvap/kyvap/webhook"
 	"github.com/kyvap/kyvap/webhook/certs"
@@ -805,6 +806,9 @@ func TestShippedRBACNamesKyvapsObjects(t *testing.T) {
 	}
 	if got := names["secrets"]; !slices.Equal(got, []string{webhook.DefaultSecretName}) {
 		t.Errorf("secrets by name: %v, want [%s]", got, webhook.DefaultSecretName)
+	}
+	if got := names["configmaps"]; !slices.Equal(got, []string{operator.TranslationOptionsConfigMap}) {
+		t.Errorf("config maps written by name: %v, want [%s]", got, operator.TranslationOptionsConfigMap)
 	}
 }
 
