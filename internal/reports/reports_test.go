@@ -1,0 +1,66 @@
+package reports
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestResultForReadsThePolicysAnnotations(t *testing.T) {
+	now := time.Unix(1700000000, 0)
+	policy := &metav1.ObjectMeta{Name: "require-labels", Annotations: map[string]string{
+		AnnotationCategory: "Best Practices", AnnotationSeverity: "medium",
+	}}
+	got := ResultFor(policy, "check-team", StatusFail, "a team label is required", "background scan", now)
+	want := Result{
+		Source: "kyvap", Policy: "require-labels", Rule: "check-team", Result: StatusFail, Message: "a team label is required",
+		Scored: true, Category: "Best Practices", Severity: "medium", Timestamp: metav1.Timestamp{Seconds: 1700000000},
+		Properties: map[string]string{"process": "background scan"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	policy.Annotations = map[string]string{AnnotationScored: "false", AnnotationSeverity: "urgent"}
+	got = ResultFor(policy, "r", StatusPass, "", "admission review", now)
+	if got.Scored || got.Severity != "" || got.Category != "" {
+		t.Errorf("scored %v, severity %q, category %q; want false and empty (Kyverno drops unknown severities)", got.Scored, got.Severity, got.Category)
+	}
+}
+
+func TestForBuildsKyvernosLayout(t *testing.T) {
+	at := func(s int64) metav1.Timestamp { return metav1.Timestamp{Seconds: s} }
+	results := []Result{
+		{Source: Source, Policy: "b", Rule: "r1", Result: StatusPass, Timestamp: at(5)},
+		{Source: Source, Policy: "a", Rule: "r2", Result: StatusFail, Timestamp: at(5)},
+		{Source: Source, Policy: "a", Rule: "r1", Result: StatusError, Timestamp: at(5)},
+		{Source: Source, Policy: "a", Rule: "r1", Result: StatusSkip, Timestamp: at(4)},
+	}
+	original := append([]Result(nil), results...)
+	cm := Resource{APIVersion: "v1", Kind: "ConfigMap", Namespace: "team", Name: "settings", UID: "1234"}
+	got := For(cm, results)
+	if diff := cmp.Diff(original, results); diff != "" {
+		t.Errorf("For modified its input (-want +got):\n%s", diff)
+	}
+	want := &PolicyReport{
+		TypeMeta: metav1.TypeMeta{APIVersion: "wgpolicyk8s.io/v1alpha2", Kind: "PolicyReport"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "kyvap-1234", Namespace: "team",
+			Labels:          map[string]string{"app.kubernetes.io/managed-by": "kyvap", "kyvap.io/resource.uid": "1234"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "settings", UID: "1234"}},
+		},
+		Scope:   &corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: "team", Name: "settings", UID: "1234"},
+		Summary: Summary{Pass: 1, Fail: 1, Error: 1, Skip: 1},
+		Results: []Result{results[3], results[2], results[1], results[0]},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+
+	node := For(Resource{APIVersion: "v1", Kind: "Node", Name: "n1", UID: "n-uid"}, nil)
+	if node.Kind != "ClusterPolicyReport" || node.Namespace != "" || node.Name != "kyvap-n-uid" || node.Summary != (Summary{}) {
+		t.Errorf("cluster-scoped resource: %+v", node)
+	}
+}
