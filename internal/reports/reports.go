@@ -192,3 +192,25 @@ func summarize(results []Result) Summary {
 	}
 	return s
 }
+
+// Stable returns next with the timestamp of the previous result that says
+// the same (same policy, rule, source, outcome and message), so that a
+// rescan that finds nothing new builds an identical report and nothing is
+// written.
+func Stable(previous, next []Result) []Result {
+	type key struct {
+		policy, rule, source, message string
+		result                        Status
+	}
+	seen := make(map[key]metav1.Timestamp, len(previous))
+	for _, r := range previous {
+		seen[key{r.Policy, r.Rule, r.Source, r.Message, r.Result}] = r.Timestamp
+	}
+	out := slices.Clone(next)
+	for i, r := range out {
+		if t, ok := seen[key{r.Policy, r.Rule, r.Source, r.Message, r.Result}]; ok {
+			out[i].Timestamp = t
+		}
+	}
+	return out
+}

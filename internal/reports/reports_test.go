@@ -64,3 +64,25 @@ func TestForBuildsKyvernosLayout(t *testing.T) {
 		t.Errorf("cluster-scoped resource: %+v", node)
 	}
 }
+
+func TestStableKeepsTheTimestampsOfUnchangedResults(t *testing.T) {
+	old := []Result{
+		{Source: Source, Policy: "p", Rule: "a", Result: StatusFail, Message: "m", Timestamp: metav1.Timestamp{Seconds: 1}},
+		{Source: Source, Policy: "p", Rule: "b", Result: StatusPass, Timestamp: metav1.Timestamp{Seconds: 1}},
+	}
+	next := []Result{
+		{Source: Source, Policy: "p", Rule: "a", Result: StatusFail, Message: "m", Timestamp: metav1.Timestamp{Seconds: 9}},
+		{Source: Source, Policy: "p", Rule: "b", Result: StatusFail, Message: "now failing", Timestamp: metav1.Timestamp{Seconds: 9}},
+	}
+	got := Stable(old, next)
+	if got[0].Timestamp.Seconds != 1 || got[1].Timestamp.Seconds != 9 {
+		t.Errorf("timestamps %d, %d; want 1 (unchanged result) and 9 (changed)", got[0].Timestamp.Seconds, got[1].Timestamp.Seconds)
+	}
+	if next[0].Timestamp.Seconds != 9 {
+		t.Error("Stable modified its input")
+	}
+	r := Resource{APIVersion: "v1", Kind: "ConfigMap", Namespace: "n", Name: "c", UID: "u"}
+	if diff := cmp.Diff(For(r, old), For(r, Stable(old, old))); diff != "" {
+		t.Errorf("a rescan that finds the same results builds another report (-want +got):\n%s", diff)
+	}
+}
