@@ -31,6 +31,7 @@ import (
 	"github.com/kyvap/kyvap/controllers"
 	"github.com/kyvap/kyvap/engine"
 	"github.com/kyvap/kyvap/internal/kyverno"
+	"github.com/kyvap/kyvap/internal/scan"
 	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/webhook"
 )
@@ -149,6 +150,16 @@ func New(ctx context.Context, cfg *rest.Config, managerOptions ctrl.Options, opt
 	}
 	watch := &crdWatch{kinds: kinds, listeners: listeners}
 	if err := watch.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	// Background scans and PolicyReports (leader only; nothing without the
+	// wgpolicyk8s.io CRDs).
+	translateOpts := opts.Translate
+	reporter := &scan.Reporter{
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Resolvers: kinds, Kyverno: op.Kyverno,
+		Options: func() translate.Options { return translateOpts }, Scanner: scan.New(),
+	}
+	if err := reporter.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	// Whether Kyverno runs changes who enforces the fallback rules.

@@ -1,0 +1,93 @@
+package kyverno
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/controllers"
+	"github.com/kyvap/kyvap/internal/reports"
+	"github.com/kyvap/kyvap/test/controlplane"
+	"github.com/kyvap/kyvap/translate"
+)
+
+// reportResults returns "policy/rule=result" of kyvap's report about obj
+// ("" when there is none).
+func reportResults(ctx context.Context, obj client.Object) (map[string]string, error) {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(reports.APIVersion)
+	u.SetKind(reports.KindPolicyReport)
+	err := cp.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: reports.Name(obj.GetUID())}, u)
+	if err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	out := map[string]string{}
+	results, _, _ := unstructured.NestedSlice(u.Object, "results")
+	for _, r := range results {
+		m := r.(map[string]any)
+		out[fmt.Sprint(m["policy"], "/", m["rule"])] = fmt.Sprint(m["result"])
+	}
+	return out, nil
+}
+
+func waitForResult(t *testing.T, obj client.Object, key, want string) {
+	t.Helper()
+	err := controlplane.Eventually(context.Background(), time.Minute, func(ctx context.Context) (bool, error) {
+		got, err := reportResults(ctx, obj)
+		if err != nil {
+			return false, err
+		}
+		return got[key] == want, fmt.Errorf("report results %v, want %s=%q", got, key, want)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBackgroundScanReportsExistingResources: a ConfigMap created before an
+// Audit policy appears as fail in its namespace's report; fixing it turns
+// the result to pass; a background: false policy is not scanned; deleting
+// the policy removes its results.
+func TestBackgroundScanReportsExistingResources(t *testing.T) {
+	ctx := context.Background()
+	const ns = "background"
+	cp.EnsureNamespace(t, ns, nil)
+	existing := controlplane.ConfigMap(ns, "existing", nil)
+	cp.Create(t, existing)
+	cp.StartOperator(t, translate.Options{GenerateValidatingAdmissionPolicy: true})
+
+	rule := controlplane.CELRule("needs-team", "ConfigMap", "has(object.metadata.labels) && 'team' in object.metadata.labels", "a team label is required")
+	rule.MatchResources.Any[0].Resources.Namespaces = []string{ns}
+	scanned := controlplane.ClusterPolicy("bg-scanned", kyvernov1.Audit, rule)
+	scanned.Spec.Background = nil // Kyverno's default: scanned
+	notScanned := controlplane.ClusterPolicy("bg-off", kyvernov1.Audit, rule)
+	notScanned.Spec.Background = ptr.To(false)
+	cp.CreatePolicy(t, scanned, controllers.ReasonAllRulesTranslated)
+	cp.CreatePolicy(t, notScanned, controllers.ReasonAllRulesTranslated)
+
+	waitForResult(t, existing, "bg-scanned/needs-team", "fail")
+	if got, err := reportResults(ctx, existing); err != nil || got["bg-off/needs-team"] != "" {
+		t.Errorf("a background: false policy is reported: %v, %v", got, err)
+	}
+
+	current := existing.DeepCopy()
+	if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(existing), current); err != nil {
+		t.Fatal(err)
+	}
+	current.Labels = map[string]string{"team": "a"}
+	if err := cp.Client.Update(ctx, current); err != nil {
+		t.Fatal(err)
+	}
+	waitForResult(t, existing, "bg-scanned/needs-team", "pass")
+
+	if err := cp.Client.Delete(ctx, scanned); err != nil {
+		t.Fatal(err)
+	}
+	waitForResult(t, existing, "bg-scanned/needs-team", "")
+}
