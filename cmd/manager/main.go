@@ -43,9 +43,10 @@ type options struct {
 	webhookOpts    webhook.Options
 	zapOptions     zap.Options
 	// kyvernoConfig and kyvernoConfigFallback are "namespace/name".
-	kyvernoConfig         string
-	shutdownDrain         time.Duration
-	kyvernoConfigFallback string
+	kyvernoConfig          string
+	shutdownDrain          time.Duration
+	backgroundScanInterval time.Duration
+	kyvernoConfigFallback  string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -76,6 +77,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.webhookOpts.ConfigurationName, "webhook-configuration-name", webhook.DefaultConfigurationName, "name of the ValidatingWebhookConfiguration kyvap manages (the shipped RBAC lets kyvap write only kyvap-fallback)")
 	fs.Int64Var(&o.webhookOpts.MaxRequestBytes, "webhook-max-request-bytes", webhook.DefaultMaxRequestBytes, "largest admission request body the webhook reads; larger ones are refused (413) unread")
 	fs.IntVar(&o.webhookOpts.MaxConcurrentEvaluations, "webhook-max-concurrent-evaluations", 0, "requests the webhook evaluates at once; the others wait until their deadline (0: twice GOMAXPROCS)")
+	fs.DurationVar(&o.backgroundScanInterval, "background-scan-interval", time.Hour, "how often the background scan re-evaluates every resource it reports on (PolicyReports), besides policy and resource changes; 0: only on changes")
 	fs.DurationVar(&o.shutdownDrain, "shutdown-drain", 5*time.Second, "on SIGTERM, how long the webhook keeps answering (closing each connection after its response, readiness failing) before the manager stops; keep it below the pod's terminationGracePeriodSeconds")
 	fs.Int64Var(&o.webhookOpts.MaxInFlightBytes, "webhook-max-inflight-bytes", webhook.DefaultMaxInFlightBytes, "request bodies the webhook handles at once, in bytes; further requests wait (decoded, they take up to 10 times this, 21 for the worst JSON: raise it with the memory limit)")
 	fs.StringVar(&o.kyvernoConfig, "kyverno-config", operator.DefaultKyvernoConfigNamespace+"/"+operator.DefaultKyvernoConfigName, `Kyverno's global configuration ConfigMap, "namespace/name" (its resource filters, excluded users and groups, webhook selectors and match conditions apply to every VAP and to kyvap's webhook); "none" applies no configuration`)
@@ -140,9 +142,10 @@ func main() {
 		os.Exit(2)
 	}
 	operatorOptions := operator.Options{
-		Translate:     translate.Options{GenerateValidatingAdmissionPolicy: opts.generateVAP, CompatibilityVersion: opts.celVersion},
-		KyvernoConfig: kyvernoConfig,
-		ShutdownDrain: opts.shutdownDrain,
+		Translate:              translate.Options{GenerateValidatingAdmissionPolicy: opts.generateVAP, CompatibilityVersion: opts.celVersion},
+		KyvernoConfig:          kyvernoConfig,
+		ShutdownDrain:          opts.shutdownDrain,
+		BackgroundScanInterval: opts.backgroundScanInterval,
 	}
 	if opts.webhook {
 		operatorOptions.Webhook = &opts.webhookOpts

@@ -44,6 +44,9 @@ type Options struct {
 	// Webhook, when set, serves the fallback webhook that enforces the rules
 	// not expressed as VAPs; when nil such rules are reported NOT ENFORCED.
 	Webhook *webhook.Options
+	// BackgroundScanInterval rescans every resource kyvap reports on this
+	// often (0: only when a policy or the resource changes).
+	BackgroundScanInterval time.Duration
 	// ShutdownDrain is how long the webhook keeps answering, with every
 	// response closing its connection and readiness failing, after Start's
 	// context ends and before the manager stops (0: stop at once).
@@ -158,6 +161,7 @@ func New(ctx context.Context, cfg *rest.Config, managerOptions ctrl.Options, opt
 	reporter := &scan.Reporter{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Resolvers: kinds, Kyverno: op.Kyverno,
 		Options: func() translate.Options { return translateOpts }, Scanner: scan.New(),
+		Config: op.KyvernoConfig.Get, Interval: opts.BackgroundScanInterval,
 	}
 	if err := reporter.SetupWithManager(mgr); err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,10 +23,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/internal/kyverno"
 	"github.com/kyvap/kyvap/internal/reports"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -50,11 +53,62 @@ type Reporter struct {
 	Kyverno   interface{ Running() bool }
 	Options   func() translate.Options
 	Scanner   *Scanner
+	// Config returns Kyverno's global configuration: resources its
+	// resource filters name are not scanned, as in Kyverno's background
+	// scans (nil: none).
+	Config func() *kyverno.Config
+	// Interval rescans every watched resource this often (0: only on
+	// changes), as Kyverno's background scan interval.
+	Interval time.Duration
 
 	mu        sync.Mutex
 	watched   map[schema.GroupVersionKind]schema.GroupVersionResource
 	resources controller.TypedController[resourceKey]
 	rescan    chan event.TypedGenericEvent[resourceKey]
+	// last are the results last written per resource, for the metrics.
+	last map[resourceKey][]reports.Result
+}
+
+var policyResults = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "kyvap_policy_results",
+	Help: "Results of kyvap's background scans in its PolicyReports, per policy and result (pass, fail, error, skip).",
+}, []string{"policy", "result"})
+
+func init() { metrics.Registry.MustRegister(policyResults) }
+
+// count moves the metrics from a resource's previous results to its new ones.
+func (r *Reporter) count(key resourceKey, results []reports.Result) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, old := range r.last[key] {
+		policyResults.WithLabelValues(old.Policy, string(old.Result)).Dec()
+	}
+	for _, res := range results {
+		policyResults.WithLabelValues(res.Policy, string(res.Result)).Inc()
+	}
+	if len(results) == 0 {
+		delete(r.last, key)
+	} else {
+		r.last[key] = results
+	}
+}
+
+// periodic rescans every watched resource every Interval.
+type periodic struct{ r *Reporter }
+
+func (p periodic) NeedLeaderElection() bool { return true }
+
+func (p periodic) Start(ctx context.Context) error {
+	ticker := time.NewTicker(p.r.Interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+			p.r.enqueueAll(ctx, p.r.allWatched())
+		}
+	}
 }
 
 // SetupWithManager registers the policy and resource controllers, when the
@@ -66,6 +120,12 @@ func (r *Reporter) SetupWithManager(mgr ctrl.Manager) error {
 		return nil
 	}
 	r.watched = map[schema.GroupVersionKind]schema.GroupVersionResource{}
+	r.last = map[resourceKey][]reports.Result{}
+	if r.Interval > 0 {
+		if err := mgr.Add(periodic{r}); err != nil {
+			return err
+		}
+	}
 	r.rescan = make(chan event.TypedGenericEvent[resourceKey], 1024)
 	var err error
 	r.resources, err = controller.NewTyped[resourceKey]("background-scan", mgr, controller.TypedOptions[resourceKey]{
@@ -191,6 +251,9 @@ func (r *Reporter) ensureInformer(ctx context.Context, gvk schema.GroupVersionKi
 				enqueue(e.ObjectNew, q)
 			}
 		},
+		DeleteFunc: func(_ context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[resourceKey]) {
+			enqueue(e.Object, q)
+		},
 	}))
 	if err != nil {
 		return fmt.Errorf("watching %s for background scans: %w", gvk, err)
@@ -240,8 +303,18 @@ func (r *Reporter) reconcileResource(ctx context.Context, key resourceKey) (reco
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(key.GVK)
 	if err := r.Cache.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name}, obj); err != nil {
-		// A deleted resource's report goes with it (owner reference).
+		if apierrors.IsNotFound(err) {
+			// A deleted resource's report goes with it (owner reference).
+			r.count(key, nil)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.Config != nil {
+		if cfg := r.Config(); cfg != nil && cfg.IsFiltered(key.GVK.Group, key.GVK.Version, key.GVK.Kind, "", key.Namespace, key.Name) {
+			resource := reports.Resource{APIVersion: key.GVK.GroupVersion().String(), Kind: key.GVK.Kind, Namespace: key.Namespace, Name: key.Name, UID: obj.GetUID()}
+			r.count(key, nil)
+			return reconcile.Result{}, r.write(ctx, resource, nil)
+		}
 	}
 	r.mu.Lock()
 	gvr := r.watched[key.GVK]
@@ -259,7 +332,11 @@ func (r *Reporter) reconcileResource(ctx context.Context, key resourceKey) (reco
 		return reconcile.Result{}, err
 	}
 	resource := reports.Resource{APIVersion: key.GVK.GroupVersion().String(), Kind: key.GVK.Kind, Namespace: key.Namespace, Name: key.Name, UID: obj.GetUID()}
-	return reconcile.Result{}, r.write(ctx, resource, results)
+	if err := r.write(ctx, resource, results); err != nil {
+		return reconcile.Result{}, err
+	}
+	r.count(key, results)
+	return reconcile.Result{}, nil
 }
 
 // write creates, updates or deletes the resource's report, writing only

@@ -55,6 +55,13 @@ func (cp *ControlPlane) StartOperator(t testing.TB, opts translate.Options) *Ope
 	return cp.startForTest(t, operator.Options{Translate: opts}, ctrl.Options{})
 }
 
+// StartOperatorWith runs the manager with the operator options opts (no
+// webhook unless opts.Webhook is set) until the test ends.
+func (cp *ControlPlane) StartOperatorWith(t testing.TB, opts operator.Options) *Operator {
+	t.Helper()
+	return cp.startForTest(t, opts, ctrl.Options{})
+}
+
 // StartOperatorWithElection is StartOperator with leader election: election
 // carries the LeaderElection* settings, LeaseDuration, RenewDeadline and
 // RetryPeriod (the rest of it is ignored).

@@ -6,12 +6,15 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/controllers"
+	"github.com/kyvap/kyvap/internal/operator"
 	"github.com/kyvap/kyvap/internal/reports"
 	"github.com/kyvap/kyvap/test/controlplane"
 	"github.com/kyvap/kyvap/translate"
@@ -60,7 +63,7 @@ func TestBackgroundScanReportsExistingResources(t *testing.T) {
 	cp.EnsureNamespace(t, ns, nil)
 	existing := controlplane.ConfigMap(ns, "existing", nil)
 	cp.Create(t, existing)
-	cp.StartOperator(t, translate.Options{GenerateValidatingAdmissionPolicy: true})
+	cp.StartOperatorWith(t, operator.Options{Translate: translate.Options{GenerateValidatingAdmissionPolicy: true}, BackgroundScanInterval: 2 * time.Second})
 
 	rule := controlplane.CELRule("needs-team", "ConfigMap", "has(object.metadata.labels) && 'team' in object.metadata.labels", "a team label is required")
 	rule.MatchResources.Any[0].Resources.Namespaces = []string{ns}
@@ -75,6 +78,27 @@ func TestBackgroundScanReportsExistingResources(t *testing.T) {
 	if got, err := reportResults(ctx, existing); err != nil || got["bg-off/needs-team"] != "" {
 		t.Errorf("a background: false policy is reported: %v, %v", got, err)
 	}
+	failing := map[string]string{"policy": "bg-scanned", "result": "fail"}
+	if got := controlplane.MetricValue(t, "kyvap_policy_results", failing); got != 1 {
+		t.Errorf("kyvap_policy_results%v = %v, want 1", failing, got)
+	}
+
+	// A namespace change reaches no resource event: the periodic rescan
+	// reports the resources a namespaceSelector now selects.
+	selected := controlplane.CELRule("selected-namespaces", "ConfigMap", "false", "selected namespaces hold no ConfigMaps")
+	selected.MatchResources.Any[0].Resources.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"scan": "yes"}}
+	bySelector := controlplane.ClusterPolicy("bg-selector", kyvernov1.Audit, selected)
+	bySelector.Spec.Background = nil
+	cp.CreatePolicy(t, bySelector, controllers.ReasonAllRulesTranslated)
+	namespace := &corev1.Namespace{}
+	if err := cp.Client.Get(ctx, client.ObjectKey{Name: ns}, namespace); err != nil {
+		t.Fatal(err)
+	}
+	namespace.Labels["scan"] = "yes"
+	if err := cp.Client.Update(ctx, namespace); err != nil {
+		t.Fatal(err)
+	}
+	waitForResult(t, existing, "bg-selector/selected-namespaces", "fail")
 
 	current := existing.DeepCopy()
 	if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(existing), current); err != nil {
@@ -85,6 +109,9 @@ func TestBackgroundScanReportsExistingResources(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitForResult(t, existing, "bg-scanned/needs-team", "pass")
+	if got := controlplane.MetricValue(t, "kyvap_policy_results", failing); got != 0 {
+		t.Errorf("after the fix kyvap_policy_results%v = %v, want 0", failing, got)
+	}
 
 	if err := cp.Client.Delete(ctx, scanned); err != nil {
 		t.Fatal(err)
