@@ -108,7 +108,7 @@ func (d *demo) run(ctx context.Context) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, d.stopOperator()) }()
-	steps := []func(context.Context) error{d.startOperator, d.applySamples, d.showStatus, d.showAdmission}
+	steps := []func(context.Context) error{d.startOperator, d.applySamples, d.showStatus, d.showAdmission, d.showReports}
 	for _, step := range steps {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -139,7 +139,7 @@ func (d *demo) startControlPlane() error {
 	d.printf("starting kube-apiserver + etcd + kube-controller-manager (garbage collector);")
 	d.printf("the first run builds them into bin/k8s/ (about 15 minutes on 2 cores)")
 	var err error
-	d.cp, err = controlplane.Start(controlplane.Options{GarbageCollector: true})
+	d.cp, err = controlplane.Start(controlplane.Options{GarbageCollector: true, PolicyReportCRDs: true})
 	if err != nil {
 		return err
 	}
@@ -169,7 +169,7 @@ func (d *demo) startControlPlane() error {
 	}
 	sort.Strings(kyvernoKinds)
 	d.printf("kube-apiserver %s at %s", version.GitVersion, d.cp.Config.Host)
-	d.printf("Kyverno's CRDs installed from the kyverno module (Kyverno itself does not run):")
+	d.printf("Kyverno's CRDs, and the wgpolicyk8s.io PolicyReport CRDs, installed from the kyverno module (Kyverno itself does not run):")
 	d.printf("  %s", strings.Join(kyvernoKinds, ", "))
 	return nil
 }
@@ -320,7 +320,7 @@ func (d *demo) stopOperator() error {
 	if d.manager == nil {
 		return nil
 	}
-	d.heading(6, "Stopping")
+	d.heading(7, "Stopping")
 	took, err := d.manager.stop()
 	if err != nil {
 		d.printf("operator: %v; its log:", err)
@@ -884,4 +884,61 @@ func (d *demo) waitForInterrupt(ctx context.Context) error {
 	case <-d.manager.exited:
 		return fmt.Errorf("the operator exited: %w", d.manager.waitErr)
 	}
+}
+
+// ----------------------------------------------------------------------------
+// 6. PolicyReports
+
+// showReports creates a ConfigMap, then an Audit policy it violates, and
+// shows the PolicyReport kyvap's background scan writes for the resource
+// that existed before its policy.
+func (d *demo) showReports(ctx context.Context) error {
+	d.heading(6, "PolicyReports for resources that existed before their policy")
+	legacy := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: devNamespace, Name: "legacy-settings"}, Data: map[string]string{"mode": "old"}}
+	if err := d.client.Create(ctx, legacy); err != nil {
+		return err
+	}
+	d.printf("configmap %s/%s created (no team label)", legacy.Namespace, legacy.Name)
+	policy := &kyvernov1.ClusterPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "configmaps-need-team", Annotations: map[string]string{
+			"policies.kyverno.io/category": "Best Practices", "policies.kyverno.io/severity": "medium",
+		}},
+		Spec: kyvernov1.Spec{ValidationFailureAction: kyvernov1.Audit, Rules: []kyvernov1.Rule{{
+			Name: "team-label",
+			MatchResources: kyvernov1.MatchResources{Any: kyvernov1.ResourceFilters{{Resources: kyvernov1.ResourceDescription{
+				Kinds: []string{"ConfigMap"}, Namespaces: []string{devNamespace},
+			}}}},
+			Validation: &kyvernov1.Validation{CEL: &kyvernov1.CEL{Expressions: []admissionregistrationv1.Validation{{
+				Expression: "has(object.metadata.labels) && 'team' in object.metadata.labels", Message: "ConfigMaps need a team label",
+			}}}},
+		}}},
+	}
+	if err := d.client.Create(ctx, policy); err != nil {
+		return err
+	}
+	d.printf("clusterpolicy %s created afterwards (Audit, background scans on by default)", policy.Name)
+	report := &unstructured.Unstructured{}
+	report.SetAPIVersion("wgpolicyk8s.io/v1alpha2")
+	report.SetKind("PolicyReport")
+	key := client.ObjectKey{Namespace: legacy.Namespace, Name: "kyvap-" + string(legacy.UID)}
+	err := controlplane.Eventually(ctx, statusTimeout, func(ctx context.Context) (bool, error) {
+		return d.client.Get(ctx, key, report) == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("no PolicyReport %s: %w", key, err)
+	}
+	w := d.table()
+	fmt.Fprintf(w, "kubectl get polr -n %s\n", legacy.Namespace)
+	fmt.Fprintf(w, "NAME\tKIND\tNAME\tPASS\tFAIL\n")
+	summary, _, _ := unstructured.NestedMap(report.Object, "summary")
+	fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%v\n", report.GetName(), "ConfigMap", legacy.Name, summary["pass"], summary["fail"])
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	results, _, _ := unstructured.NestedSlice(report.Object, "results")
+	for _, r := range results {
+		m, _ := r.(map[string]any)
+		d.printf("result: %v/%v %v: %v (category %v, severity %v, source %v)", m["policy"], m["rule"], m["result"], m["message"], m["category"], m["severity"], m["source"])
+	}
+	return nil
 }

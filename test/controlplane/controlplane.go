@@ -50,6 +50,9 @@ type Options struct {
 	// needs to run (policies.kyverno.io, reports.kyverno.io, wgpolicyk8s.io),
 	// besides the kyverno.io ones kyvap reads.
 	AllKyvernoCRDs bool
+	// PolicyReportCRDs installs the wgpolicyk8s.io PolicyReport CRDs of the
+	// pinned Kyverno module (AllKyvernoCRDs includes them).
+	PolicyReportCRDs bool
 	// Log receives the output of kube-controller-manager; nil discards it.
 	Log func(format string, args ...any)
 }
@@ -89,6 +92,8 @@ func Start(opts Options) (*ControlPlane, error) {
 		for _, d := range []string{"policies.kyverno.io", "reports", "policyreport"} {
 			crdDirs = append(crdDirs, filepath.Join(filepath.Dir(crds), d))
 		}
+	} else if opts.PolicyReportCRDs {
+		crdDirs = append(crdDirs, filepath.Join(filepath.Dir(crds), "policyreport"))
 	}
 	scheme := NewScheme()
 	env := &envtest.Environment{
