@@ -117,4 +117,24 @@ func TestBackgroundScanReportsExistingResources(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitForResult(t, existing, "bg-scanned/needs-team", "")
+
+	// A cluster-scoped resource gets a ClusterPolicyReport.
+	owned := controlplane.CELRule("namespaces-have-owner", "Namespace", "has(object.metadata.labels) && 'owner' in object.metadata.labels", "namespaces need an owner")
+	owned.MatchResources.Any[0].Resources.Names = []string{ns}
+	clusterScoped := controlplane.ClusterPolicy("bg-namespaces", kyvernov1.Audit, owned)
+	clusterScoped.Spec.Background = nil
+	cp.CreatePolicy(t, clusterScoped, controllers.ReasonAllRulesTranslated)
+	err := controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(reports.APIVersion)
+		u.SetKind(reports.KindClusterPolicyReport)
+		if err := cp.Client.Get(ctx, client.ObjectKey{Name: reports.Name(namespace.UID)}, u); err != nil {
+			return false, err
+		}
+		results, _, _ := unstructured.NestedSlice(u.Object, "results")
+		return len(results) == 1 && results[0].(map[string]any)["result"] == "fail", fmt.Errorf("results %v", results)
+	})
+	if err != nil {
+		t.Errorf("no ClusterPolicyReport with the Namespace's fail: %v", err)
+	}
 }
