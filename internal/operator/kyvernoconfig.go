@@ -174,6 +174,19 @@ func setupKyvernoConfig(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config,
 		}
 		namespaces[key.Namespace] = cache.Config{FieldSelector: fields.OneTermEqualSelector("metadata.name", key.Name)}
 	}
+	reader, err := watchConfigMaps(mgr, cfg, "kyverno-config", namespaces, k, kyvernoConfigKey)
+	if err != nil {
+		return nil, err
+	}
+	k.reader = reader
+	return k, nil
+}
+
+// watchConfigMaps starts, on every replica, a cache of its own holding only
+// the ConfigMaps namespaces selects (the manager's cache would hold every
+// ConfigMap of the cluster), and a controller that reconciles key with r
+// whenever one of them changes. It returns the cache for reading them.
+func watchConfigMaps(mgr ctrl.Manager, cfg *rest.Config, name string, namespaces map[string]cache.Config, r reconcile.Reconciler, key reconcile.Request) (client.Reader, error) {
 	configMaps, err := cache.New(cfg, cache.Options{
 		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), DefaultNamespaces: namespaces,
 		ByObject: map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {}},
@@ -184,14 +197,13 @@ func setupKyvernoConfig(ctx context.Context, mgr ctrl.Manager, cfg *rest.Config,
 	if err := addCache(mgr, configMaps); err != nil {
 		return nil, err
 	}
-	k.reader = configMaps
-	return k, ctrl.NewControllerManagedBy(mgr).
-		Named("kyverno-config").
+	return configMaps, ctrl.NewControllerManagedBy(mgr).
+		Named(name).
 		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false)}).
 		WatchesRawSource(source.Kind(configMaps, &corev1.ConfigMap{}, handler.TypedEnqueueRequestsFromMapFunc(func(context.Context, *corev1.ConfigMap) []reconcile.Request {
-			return []reconcile.Request{kyvernoConfigKey}
+			return []reconcile.Request{key}
 		}))).
-		Complete(k)
+		Complete(r)
 }
 
 // Reconcile re-reads the configuration and, when it changed, tells the

@@ -13,16 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kyvap/kyvap/translate"
 )
@@ -110,28 +106,16 @@ func (l *LeaderOptions) Effective() translate.Options {
 // (every replica) of the options ConfigMap in namespace.
 func setupLeaderOptions(mgr ctrl.Manager, cfg *rest.Config, namespace string, own translate.Options) (*LeaderOptions, error) {
 	l := &LeaderOptions{key: types.NamespacedName{Namespace: namespace, Name: TranslationOptionsConfigMap}, own: own, writer: mgr.GetClient(), apiReader: mgr.GetAPIReader(), elected: mgr.Elected()}
-	configMaps, err := cache.New(cfg, cache.Options{
-		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		DefaultNamespaces: map[string]cache.Config{namespace: {FieldSelector: fields.OneTermEqualSelector("metadata.name", TranslationOptionsConfigMap)}},
-		ByObject:          map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {}},
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := addCache(mgr, configMaps); err != nil {
-		return nil, err
-	}
-	l.reader = configMaps
 	if err := mgr.Add(publisher{l}); err != nil {
 		return nil, err
 	}
-	return l, ctrl.NewControllerManagedBy(mgr).
-		Named("translation-options").
-		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false)}).
-		WatchesRawSource(source.Kind(configMaps, &corev1.ConfigMap{}, handler.TypedEnqueueRequestsFromMapFunc(func(context.Context, *corev1.ConfigMap) []reconcile.Request {
-			return []reconcile.Request{{NamespacedName: l.key}}
-		}))).
-		Complete(l)
+	namespaces := map[string]cache.Config{namespace: {FieldSelector: fields.OneTermEqualSelector("metadata.name", TranslationOptionsConfigMap)}}
+	reader, err := watchConfigMaps(mgr, cfg, "translation-options", namespaces, l, reconcile.Request{NamespacedName: l.key})
+	if err != nil {
+		return nil, err
+	}
+	l.reader = reader
+	return l, nil
 }
 
 // publisher writes the options once this replica leads.
