@@ -25,6 +25,11 @@ const (
 	ReasonApplyFailed = "ApplyFailed"
 )
 
+// HandbackMessage is status.validatingadmissionpolicy.message of a policy
+// handed back to Kyverno by `kyvap handback`: kyvap wrote it, so a later
+// kyvap install takes the field over again.
+const HandbackMessage = "kyvap is uninstalled: Kyverno enforces this policy"
+
 // FieldManager is the server-side apply field manager of every kyvap write.
 const FieldManager = "kyvap"
 

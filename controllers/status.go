@@ -352,12 +352,21 @@ const maxForeignMessage = 256
 // the field on every policy change. kyvap writes the field and its
 // condition together, with the same message, so any other value is
 // foreign.
+//
+// Before kyvap's first report (no condition), any value other than the zero
+// value and kyvap's own hand-back message is foreign: Kyverno's generator
+// reconciles a new policy as fast as kyvap does and, when it writes first,
+// does not write again until the spec changes, so overwriting it would hide
+// it for good.
 func foreignVAPStatus(p *kyvernov1.ClusterPolicy) bool {
+	vap := p.Status.ValidatingAdmissionPolicy
 	cond := meta.FindStatusCondition(p.Status.Conditions, ConditionType)
-	if cond == nil || cond.ObservedGeneration != p.Generation {
+	if cond == nil {
+		return vap != (kyvernov1.ValidatingAdmissionPolicyStatus{}) && vap.Message != HandbackMessage
+	}
+	if cond.ObservedGeneration != p.Generation {
 		return false
 	}
-	vap := p.Status.ValidatingAdmissionPolicy
 	switch {
 	case vap.Message == cond.Message:
 		return false

@@ -182,7 +182,9 @@ func TestForeignVAPStatus(t *testing.T) {
 		{"Kyverno's generator after kyvap", policy(generator, &translated.Condition), true},
 		{"Kyverno's generator marking it generated", policy(kyvernov1.ValidatingAdmissionPolicyStatus{Generated: true}, &fallback.Condition), true},
 		{"kyvap has not reported on this generation", policy(generator, &older), false},
-		{"kyvap never reported", policy(generator, nil), false},
+		{"Kyverno's generator before kyvap's first report", policy(generator, nil), true},
+		{"nobody reported", policy(kyvernov1.ValidatingAdmissionPolicyStatus{}, nil), false},
+		{"handed back by kyvap, reinstalled", policy(kyvernov1.ValidatingAdmissionPolicyStatus{Message: HandbackMessage}, nil), false},
 	} {
 		if got := foreignVAPStatus(tc.p); got != tc.want {
 			t.Errorf("%s: foreignVAPStatus = %v, want %v", tc.name, got, tc.want)

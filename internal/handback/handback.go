@@ -24,7 +24,7 @@ import (
 )
 
 // Message is the status message a handed-back policy gets.
-const Message = "kyvap is uninstalled: Kyverno enforces this policy"
+const Message = controllers.HandbackMessage
 
 // Options say what to remove besides the policies' status.
 type Options struct {

@@ -40,6 +40,19 @@ func TestMain(m *testing.M) {
 // webhook, and stops them when the test ends; it returns kyvap's operator.
 func startBoth(t *testing.T, kyvernoGenerator bool) *controlplane.Operator {
 	t.Helper()
+	startKyverno(t, kyvernoGenerator)
+	return startKyvap(t)
+}
+
+// startKyvap starts kyvap's operator with its webhook, as deployed.
+func startKyvap(t *testing.T) *controlplane.Operator {
+	t.Helper()
+	return cp.StartWebhookOperator(t, translate.Options{GenerateValidatingAdmissionPolicy: true}, controlplane.FreePort(t))
+}
+
+// startKyverno starts Kyverno's admission controller until the test ends.
+func startKyverno(t *testing.T, kyvernoGenerator bool) {
+	t.Helper()
 	ctx := context.Background()
 	// Kyverno resolves the requester's roles from the bindings: the test
 	// client (system:masters) gets cluster-admin through this one.
@@ -60,7 +73,6 @@ func startBoth(t *testing.T, kyvernoGenerator bool) *controlplane.Operator {
 			t.Errorf("stopping Kyverno: %v", err)
 		}
 	})
-	return cp.StartWebhookOperator(t, translate.Options{GenerateValidatingAdmissionPolicy: true}, controlplane.FreePort(t))
 }
 
 // kyvernoRegisters reports whether Kyverno's resource webhook configuration
@@ -206,6 +218,15 @@ func TestWithKyverno(t *testing.T) {
 // default): it rewrites status.validatingadmissionpolicy of every policy.
 // kyvap does not fight over the field: it keeps Kyverno's value and says so,
 // with the way out, in its condition; Kyverno then enforces the policy too.
+// TestKyvernoGeneratorOn checks that kyvap notices the status Kyverno's
+// generator writes. Kyverno's generator reconciles a policy when its spec
+// changes and when a VAP the policy owns is added, deleted or changed, and
+// writes with its informer's copy without retrying a conflict: when kyvap
+// writes the status at the same moment, Kyverno's write is lost. The test
+// therefore waits for kyvap's report, then deletes kyvap's VAP (kyvap
+// restores it without writing the status) so that Kyverno reconciles the
+// policy again with nobody writing beside it. The order "Kyverno first" is
+// the unit test's "Kyverno's generator before kyvap's first report".
 func TestKyvernoGeneratorOn(t *testing.T) {
 	startBoth(t, true)
 	ctx := context.Background()
@@ -215,6 +236,20 @@ func TestKyvernoGeneratorOn(t *testing.T) {
 	cp.Create(t, policy)
 	got := &kyvernov1.ClusterPolicy{}
 	err := controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(policy), got); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, controllers.ConditionType)
+		return c != nil && c.ObservedGeneration == got.Generation, fmt.Errorf("status %+v", got.Status)
+	})
+	if err != nil {
+		t.Fatalf("kyvap never reported: %v", err)
+	}
+	vap := &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "kyvap-kyverno-generator-on.no-forbidden-service-account"}}
+	if err := cp.Client.Delete(ctx, vap); err != nil {
+		t.Fatal(err)
+	}
+	err = controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
 		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(policy), got); err != nil {
 			return false, err
 		}
