@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -60,6 +61,9 @@ type Handler struct {
 	// MaxConcurrent caps the requests evaluating rules at once; zero is
 	// DefaultMaxConcurrent() when the handler first serves.
 	MaxConcurrent int
+	// Record, when set, receives the outcomes of every request the handler
+	// admits (for the PolicyReports); it must not block.
+	Record func(*admissionv1.AdmissionRequest, []engine.Outcome)
 
 	slotsOnce sync.Once
 	slots     chan struct{}
@@ -137,7 +141,11 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if err != nil {
 		return failed(group, http.StatusBadRequest, err)
 	}
-	return Response(outcomes)
+	resp := Response(outcomes)
+	if resp.Allowed && h.Record != nil {
+		h.Record(&ar, outcomes)
+	}
+	return resp
 }
 
 func (h *Handler) budget(g Group) time.Duration {

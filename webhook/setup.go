@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -165,6 +166,9 @@ type Webhook struct {
 	// EngineLoaded, set before Setup, reports whether the engine has loaded
 	// every policy (ConfigurationReconciler.EngineLoaded).
 	EngineLoaded func() bool
+	// RecordAdmission, set before Setup, receives the outcomes of every
+	// request the webhook admits (Handler.Record).
+	RecordAdmission func(*admissionv1.AdmissionRequest, []engine.Outcome)
 }
 
 // certHolder lets the server's TLS config exist before the certificate
@@ -213,7 +217,7 @@ func (w *Webhook) Server() ctrlwebhook.Server { return w.server }
 // configuration reconciler with a manager created with Server().
 func (w *Webhook) Setup(mgr ctrl.Manager, eng *engine.Engine, resolvers ResolverSource) error {
 	lookup := &ClusterLookup{Reader: mgr.GetClient(), Writer: mgr.GetClient()}
-	handler := &Handler{Engine: eng, Lookup: lookup, MaxConcurrent: w.opts.MaxConcurrentEvaluations}
+	handler := &Handler{Engine: eng, Lookup: lookup, MaxConcurrent: w.opts.MaxConcurrentEvaluations, Record: w.RecordAdmission}
 	mgr.GetWebhookServer().Register(PathPrefix, w.drain.wrap(LimitRequestBodies(handler.Webhook(), w.opts.MaxRequestBytes, w.opts.MaxInFlightBytes)))
 	if err := mgr.AddReadyzCheck("webhook-not-draining", w.drain.Checker); err != nil {
 		return err

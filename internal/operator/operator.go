@@ -144,8 +144,11 @@ func New(ctx context.Context, cfg *rest.Config, managerOptions ctrl.Options, opt
 	}
 	op.KyvernoConfig.listeners = append(op.KyvernoConfig.listeners, func(*kyverno.Config) { op.Controllers.RequeueAll() })
 	listeners := []func(){op.Controllers.RequeueAll}
+	// The webhook's results go into the reports (once their CRDs are found).
+	admissionResults := &scan.AdmissionRecorder{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}
 	if fallbackWebhook != nil {
 		fallbackWebhook.EngineLoaded = op.Controllers.Sync.Loaded
+		fallbackWebhook.RecordAdmission = admissionResults.Record
 		if err := fallbackWebhook.Setup(mgr, op.Engine, kinds); err != nil {
 			return nil, err
 		}
@@ -161,7 +164,7 @@ func New(ctx context.Context, cfg *rest.Config, managerOptions ctrl.Options, opt
 	reporter := &scan.Reporter{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Resolvers: kinds, Kyverno: op.Kyverno,
 		Options: func() translate.Options { return translateOpts }, Scanner: scan.New(),
-		Config: op.KyvernoConfig.Get, Interval: opts.BackgroundScanInterval,
+		Config: op.KyvernoConfig.Get, Interval: opts.BackgroundScanInterval, Admission: admissionResults,
 	}
 	if err := reporter.SetupWithManager(mgr); err != nil {
 		return nil, err

@@ -10,6 +10,9 @@ package reports
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"time"
@@ -30,12 +33,25 @@ const (
 // Source is the `source` of kyvap's results; Kyverno writes "kyverno".
 const Source = "kyvap"
 
-// Labels and the name prefix of kyvap's reports.
+// Labels, annotations and the name prefix of kyvap's reports.
 const (
 	LabelManagedBy   = "app.kubernetes.io/managed-by"
 	ManagedByValue   = "kyvap"
 	LabelResourceUID = "kyvap.io/resource.uid"
-	namePrefix       = "kyvap-"
+	// LabelAdmissionResults marks a report that holds admission-time
+	// results, so that they can be found without reading every report.
+	LabelAdmissionResults = "kyvap.io/admission-results"
+	// AnnotationBackgroundResults is the Fingerprint of the report's
+	// background results: a rescan compares it, from a metadata-only cache,
+	// without reading the report.
+	AnnotationBackgroundResults = "kyvap.io/background-results"
+	namePrefix                  = "kyvap-"
+)
+
+// The `process` property of a result, as Kyverno writes it.
+const (
+	ProcessBackground = "background scan"
+	ProcessAdmission  = "admission review"
 )
 
 // Policy annotations Kyverno reads into a result (api/kyverno annotations).
@@ -132,7 +148,8 @@ func Name(uid types.UID) string { return namePrefix + string(uid) }
 // For builds the report about a resource: a PolicyReport in its namespace,
 // or a ClusterPolicyReport for a cluster-scoped one, owned by the resource
 // (so that it goes with it), with the results sorted as Kyverno sorts them
-// and the summary. It does not modify results.
+// and the summary, the Fingerprint of its background results and a label
+// when it holds admission-time results. It does not modify results.
 func For(resource Resource, results []Result) *PolicyReport {
 	kind := KindPolicyReport
 	if resource.Namespace == "" {
@@ -140,12 +157,22 @@ func For(resource Resource, results []Result) *PolicyReport {
 	}
 	sorted := slices.Clone(results)
 	sortResults(sorted)
+	labels := map[string]string{LabelManagedBy: ManagedByValue, LabelResourceUID: string(resource.UID)}
+	background, admission := Split(sorted)
+	if len(admission) > 0 {
+		labels[LabelAdmissionResults] = "true"
+	}
+	var annotations map[string]string
+	if fp := Fingerprint(background); fp != "" {
+		annotations = map[string]string{AnnotationBackgroundResults: fp}
+	}
 	return &PolicyReport{
 		TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: kind},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      Name(resource.UID),
-			Namespace: resource.Namespace,
-			Labels:    map[string]string{LabelManagedBy: ManagedByValue, LabelResourceUID: string(resource.UID)},
+			Name:        Name(resource.UID),
+			Namespace:   resource.Namespace,
+			Labels:      labels,
+			Annotations: annotations,
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: resource.APIVersion, Kind: resource.Kind, Name: resource.Name, UID: resource.UID,
 			}},
@@ -213,4 +240,36 @@ func Stable(previous, next []Result) []Result {
 		}
 	}
 	return out
+}
+
+// Fingerprint identifies what results say, timestamps aside and in any
+// order: equal fingerprints mean a report needs no write. No results have
+// the empty fingerprint.
+func Fingerprint(results []Result) string {
+	if len(results) == 0 {
+		return ""
+	}
+	sorted := slices.Clone(results)
+	for i := range sorted {
+		sorted[i].Timestamp = metav1.Timestamp{}
+	}
+	slices.SortFunc(sorted, func(a, b Result) int {
+		return cmp.Or(cmp.Compare(a.Policy, b.Policy), cmp.Compare(a.Rule, b.Rule), cmp.Compare(a.Source, b.Source),
+			cmp.Compare(a.Result, b.Result), cmp.Compare(a.Message, b.Message), cmp.Compare(a.Properties["process"], b.Properties["process"]))
+	})
+	data, _ := json.Marshal(sorted)
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:16])
+}
+
+// Split separates admission-time results from the others.
+func Split(results []Result) (background, admission []Result) {
+	for _, r := range results {
+		if r.Properties["process"] == ProcessAdmission {
+			admission = append(admission, r)
+		} else {
+			background = append(background, r)
+		}
+	}
+	return background, admission
 }

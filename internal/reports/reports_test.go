@@ -49,6 +49,7 @@ func TestForBuildsKyvernosLayout(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "kyvap-1234", Namespace: "team",
 			Labels:          map[string]string{"app.kubernetes.io/managed-by": "kyvap", "kyvap.io/resource.uid": "1234"},
+			Annotations:     map[string]string{"kyvap.io/background-results": Fingerprint(results)},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "settings", UID: "1234"}},
 		},
 		Scope:   &corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: "team", Name: "settings", UID: "1234"},
@@ -84,5 +85,39 @@ func TestStableKeepsTheTimestampsOfUnchangedResults(t *testing.T) {
 	r := Resource{APIVersion: "v1", Kind: "ConfigMap", Namespace: "n", Name: "c", UID: "u"}
 	if diff := cmp.Diff(For(r, old), For(r, Stable(old, old))); diff != "" {
 		t.Errorf("a rescan that finds the same results builds another report (-want +got):\n%s", diff)
+	}
+}
+
+func TestFingerprintIgnoresTimestampsAndOrder(t *testing.T) {
+	a := Result{Source: Source, Policy: "p", Rule: "a", Result: StatusFail, Message: "m", Timestamp: metav1.Timestamp{Seconds: 1}}
+	b := Result{Source: Source, Policy: "p", Rule: "b", Result: StatusPass, Timestamp: metav1.Timestamp{Seconds: 1}}
+	later := a
+	later.Timestamp.Seconds = 99
+	if Fingerprint([]Result{a, b}) != Fingerprint([]Result{b, later}) {
+		t.Error("the same results in another order, rescanned later, have another fingerprint")
+	}
+	changed := a
+	changed.Message = "other"
+	if Fingerprint([]Result{a, b}) == Fingerprint([]Result{changed, b}) {
+		t.Error("a changed message keeps the fingerprint")
+	}
+	if Fingerprint(nil) != "" || Fingerprint([]Result{a}) == "" {
+		t.Error("only no results have the empty fingerprint")
+	}
+}
+
+func TestForKeepsAdmissionResultsApart(t *testing.T) {
+	bg := Result{Source: Source, Policy: "p", Rule: "a", Result: StatusPass, Properties: map[string]string{"process": ProcessBackground}}
+	adm := Result{Source: Source, Policy: "q", Rule: "b", Result: StatusFail, Properties: map[string]string{"process": ProcessAdmission}}
+	r := Resource{APIVersion: "v1", Kind: "ConfigMap", Namespace: "n", Name: "c", UID: "u"}
+	got := For(r, []Result{adm, bg})
+	if got.Labels[LabelAdmissionResults] != "true" {
+		t.Errorf("labels %v: want %s", got.Labels, LabelAdmissionResults)
+	}
+	if got.Annotations[AnnotationBackgroundResults] != Fingerprint([]Result{bg}) {
+		t.Errorf("the fingerprint covers admission results too: %v", got.Annotations)
+	}
+	if only := For(r, []Result{adm}); only.Annotations != nil || only.Summary.Fail != 1 {
+		t.Errorf("admission results only: annotations %v, summary %+v", only.Annotations, only.Summary)
 	}
 }

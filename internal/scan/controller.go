@@ -4,18 +4,22 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,21 +64,52 @@ type Reporter struct {
 	// Interval rescans every watched resource this often (0: only on
 	// changes), as Kyverno's background scan interval.
 	Interval time.Duration
+	// Admission, when set, writes the webhook's results into the same
+	// reports once the CRDs are found.
+	Admission *AdmissionRecorder
 
 	mu        sync.Mutex
 	watched   map[schema.GroupVersionKind]schema.GroupVersionResource
+	forbidden map[schema.GroupVersionResource]bool
 	resources controller.TypedController[resourceKey]
 	rescan    chan event.TypedGenericEvent[resourceKey]
+	// reports caches the metadata of kyvap's reports (not their results):
+	// a rescan that finds nothing new compares fingerprints and reads
+	// nothing.
+	reports cache.Cache
 	// last are the results last written per resource, for the metrics.
 	last map[resourceKey][]reports.Result
 }
+
+// Workers is how many resources are scanned at once: report writes, not
+// evaluation, bound a full scan.
+const Workers = 4
+
+// rescanDelay gathers the rescans of policies created or changed together
+// (a kubectl apply of many policies) into one scan of each resource.
+const rescanDelay = time.Second
 
 var policyResults = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Name: "kyvap_policy_results",
 	Help: "Results of kyvap's background scans in its PolicyReports, per policy and result (pass, fail, error, skip).",
 }, []string{"policy", "result"})
 
-func init() { metrics.Registry.MustRegister(policyResults) }
+var (
+	scans = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kyvap_background_scans_total",
+		Help: "Resources evaluated by kyvap's background scans.",
+	})
+	reportWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kyvap_report_writes_total",
+		Help: "Writes of kyvap's PolicyReports, per process (background scan, admission review) and action (create, update, delete).",
+	}, []string{"process", "action"})
+	forbiddenKinds = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "kyvap_background_scan_forbidden_kinds",
+		Help: "Kinds scanned rules match that kyvap may not list and watch: they are not scanned.",
+	})
+)
+
+func init() { metrics.Registry.MustRegister(policyResults, scans, reportWrites, forbiddenKinds) }
 
 // count moves the metrics from a resource's previous results to its new ones.
 func (r *Reporter) count(key resourceKey, results []reports.Result) {
@@ -119,24 +154,43 @@ func (r *Reporter) SetupWithManager(mgr ctrl.Manager) error {
 		ctrl.Log.WithName("reports").Info("the wgpolicyk8s.io PolicyReport CRDs are not installed: kyvap writes no PolicyReports (enforcement is not affected)", "error", err.Error())
 		return nil
 	}
+	if r.Admission != nil {
+		r.Admission.enable()
+		if err := mgr.Add(r.Admission); err != nil {
+			return err
+		}
+	}
 	r.watched = map[schema.GroupVersionKind]schema.GroupVersionResource{}
+	r.forbidden = map[schema.GroupVersionResource]bool{}
 	r.last = map[resourceKey][]reports.Result{}
+	var err error
+	r.reports, err = cache.New(mgr.GetConfig(), cache.Options{
+		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultLabelSelector: labels.SelectorFromSet(labels.Set{reports.LabelManagedBy: reports.ManagedByValue}),
+		DefaultTransform:     cache.TransformStripManagedFields(),
+	})
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(r.reports); err != nil {
+		return err
+	}
 	if r.Interval > 0 {
 		if err := mgr.Add(periodic{r}); err != nil {
 			return err
 		}
 	}
 	r.rescan = make(chan event.TypedGenericEvent[resourceKey], 1024)
-	var err error
 	r.resources, err = controller.NewTyped[resourceKey]("background-scan", mgr, controller.TypedOptions[resourceKey]{
-		Reconciler: reconcile.TypedFunc[resourceKey](r.reconcileResource),
+		Reconciler:              reconcile.TypedFunc[resourceKey](r.reconcileResource),
+		MaxConcurrentReconciles: Workers,
 	})
 	if err != nil {
 		return err
 	}
 	if err := r.resources.Watch(source.TypedChannel[resourceKey, resourceKey](r.rescan, handler.TypedFuncs[resourceKey, resourceKey]{
 		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[resourceKey], q workqueue.TypedRateLimitingInterface[resourceKey]) {
-			q.Add(e.Object)
+			q.AddAfter(e.Object, rescanDelay)
 		},
 	})); err != nil {
 		return err
@@ -153,8 +207,12 @@ func (r *Reporter) reconcilePolicy(ctx context.Context, req reconcile.Request) (
 	switch {
 	case apierrors.IsNotFound(err):
 		policy.Name = req.Name
-		kinds = r.allWatched()
-		r.Scanner.SetPolicy(policy, nil)
+		if r.Scanner.SetPolicy(policy, nil) {
+			kinds = r.allWatched()
+		}
+		if err := r.pruneAdmissionResults(ctx, req.Name); err != nil {
+			return reconcile.Result{}, err
+		}
 	case err != nil:
 		return reconcile.Result{}, err
 	default:
@@ -162,14 +220,19 @@ func (r *Reporter) reconcilePolicy(ctx context.Context, req reconcile.Request) (
 		if err != nil {
 			return reconcile.Result{}, err
 		}
-		r.Scanner.SetPolicy(policy, rules)
-		if kinds, err = r.watch(ctx, rules); err != nil {
+		changed := r.Scanner.SetPolicy(policy, rules)
+		if _, err = r.watch(ctx, rules); err != nil {
 			return reconcile.Result{}, err
 		}
-		// Results of rules no longer scanned must go too.
-		kinds = append(kinds, r.allWatched()...)
+		if changed {
+			// Results of rules no longer scanned must go too: every
+			// watched kind, the new ones included.
+			kinds = r.allWatched()
+		}
 	}
-	go r.enqueueAll(ctx, kinds)
+	if len(kinds) > 0 {
+		go r.enqueueAll(ctx, kinds)
+	}
 	return reconcile.Result{}, nil
 }
 
@@ -210,6 +273,12 @@ func (r *Reporter) watch(ctx context.Context, rules []translate.FallbackRule) ([
 						if err != nil {
 							continue
 						}
+						if ok, err := r.mayWatch(ctx, gvr); err != nil || !ok {
+							if err != nil {
+								return nil, err
+							}
+							continue
+						}
 						if err := r.ensureInformer(ctx, gvk, gvr); err != nil {
 							return nil, err
 						}
@@ -225,6 +294,52 @@ func (r *Reporter) watch(ctx context.Context, rules []translate.FallbackRule) ([
 func containsSlash(s string) bool {
 	for _, c := range s {
 		if c == '/' {
+			return true
+		}
+	}
+	return false
+}
+
+// mayWatch reports whether kyvap may list and watch every object of the
+// resource: a cache cannot sync without, and would block the scans of
+// every kind. A forbidden kind is said once in the log (with the grant
+// that fixes it) and checked again at the next policy change.
+func (r *Reporter) mayWatch(ctx context.Context, gvr schema.GroupVersionResource) (bool, error) {
+	if r.isWatched(gvr) {
+		return true, nil
+	}
+	for _, verb := range []string{"list", "watch"} {
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Verb: verb},
+		}}
+		if err := r.Client.Create(ctx, review); err != nil {
+			return false, fmt.Errorf("checking access to %s: %w", gvr, err)
+		}
+		if !review.Status.Allowed {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if !r.forbidden[gvr] {
+				r.forbidden[gvr] = true
+				forbiddenKinds.Set(float64(len(r.forbidden)))
+				log.FromContext(ctx).Info("kyvap may not list and watch this resource: its objects are not scanned and get no PolicyReport; grant get, list and watch with a ClusterRole labelled kyvap.io/aggregate-to-params-reader: \"true\" (docs/install.md#parameter-kinds)", "resource", gvr.String())
+			}
+			return false, nil
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.forbidden[gvr] {
+		delete(r.forbidden, gvr)
+		forbiddenKinds.Set(float64(len(r.forbidden)))
+	}
+	return true, nil
+}
+
+func (r *Reporter) isWatched(gvr schema.GroupVersionResource) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, watched := range r.watched {
+		if watched == gvr {
 			return true
 		}
 	}
@@ -309,9 +424,9 @@ func (r *Reporter) reconcileResource(ctx context.Context, key resourceKey) (reco
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	resource := reports.Resource{APIVersion: key.GVK.GroupVersion().String(), Kind: key.GVK.Kind, Namespace: key.Namespace, Name: key.Name, UID: obj.GetUID()}
 	if r.Config != nil {
 		if cfg := r.Config(); cfg != nil && cfg.IsFiltered(key.GVK.Group, key.GVK.Version, key.GVK.Kind, "", key.Namespace, key.Name) {
-			resource := reports.Resource{APIVersion: key.GVK.GroupVersion().String(), Kind: key.GVK.Kind, Namespace: key.Namespace, Name: key.Name, UID: obj.GetUID()}
 			r.count(key, nil)
 			return reconcile.Result{}, r.write(ctx, resource, nil)
 		}
@@ -327,11 +442,11 @@ func (r *Reporter) reconcileResource(ctx context.Context, key resourceKey) (reco
 		}
 		target.Namespace = ns
 	}
+	scans.Inc()
 	results, err := r.Scanner.Scan(ctx, target, time.Now())
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	resource := reports.Resource{APIVersion: key.GVK.GroupVersion().String(), Kind: key.GVK.Kind, Namespace: key.Namespace, Name: key.Name, UID: obj.GetUID()}
 	if err := r.write(ctx, resource, results); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -339,20 +454,62 @@ func (r *Reporter) reconcileResource(ctx context.Context, key resourceKey) (reco
 	return reconcile.Result{}, nil
 }
 
-// write creates, updates or deletes the resource's report, writing only
-// when its results changed.
+// write makes the resource's report hold these background results besides
+// its admission-time results. It reads nothing when the cached fingerprint
+// says the background results are unchanged, and writes only on a change.
 func (r *Reporter) write(ctx context.Context, resource reports.Resource, results []reports.Result) error {
 	desired := reports.For(resource, results)
-	current := &unstructured.Unstructured{}
-	current.SetGroupVersionKind(desired.GroupVersionKind())
-	err := r.Reader.Get(ctx, types.NamespacedName{Namespace: desired.Namespace, Name: desired.Name}, current)
+	cached := &metav1.PartialObjectMetadata{}
+	cached.SetGroupVersionKind(desired.GroupVersionKind())
+	key := types.NamespacedName{Namespace: desired.Namespace, Name: desired.Name}
+	err := r.reports.Get(ctx, key, cached)
 	switch {
-	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+	case apierrors.IsNotFound(err):
 		if len(results) == 0 {
 			return nil
 		}
-		return r.Client.Create(ctx, toUnstructured(desired))
+		err := r.Client.Create(ctx, toUnstructured(desired))
+		if err == nil {
+			reportWrites.WithLabelValues(reports.ProcessBackground, "create").Inc()
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		// Created since the cache looked: compare with what is stored.
 	case err != nil:
+		return err
+	case cached.Annotations[reports.AnnotationBackgroundResults] == reports.Fingerprint(results):
+		return nil // nothing new: no read, no write
+	}
+	return updateReport(ctx, r.Reader, r.Client, resource, reports.ProcessBackground, func(existing []reports.Result) []reports.Result {
+		_, admission := reports.Split(existing)
+		// A policy scanned now reports through the scan alone.
+		admission = slices.DeleteFunc(admission, func(res reports.Result) bool { return r.Scanner.Scans(res.Policy) })
+		return append(slices.Clone(results), admission...)
+	})
+}
+
+// updateReport reads the resource's report, replaces its results with
+// what merge returns (unchanged results keep their timestamps) and writes
+// it when it changed: an update, a creation, or a deletion when no result
+// is left. A conflict is returned for a retry.
+func updateReport(ctx context.Context, reader client.Reader, writer client.Writer, resource reports.Resource, process string, merge func(existing []reports.Result) []reports.Result) error {
+	desired := reports.For(resource, nil)
+	current := &unstructured.Unstructured{}
+	current.SetGroupVersionKind(desired.GroupVersionKind())
+	err := reader.Get(ctx, types.NamespacedName{Namespace: desired.Namespace, Name: desired.Name}, current)
+	if apierrors.IsNotFound(err) {
+		results := merge(nil)
+		if len(results) == 0 {
+			return nil
+		}
+		if err := writer.Create(ctx, toUnstructured(reports.For(resource, results))); err != nil {
+			return err
+		}
+		reportWrites.WithLabelValues(process, "create").Inc()
+		return nil
+	}
+	if err != nil {
 		return err
 	}
 	var existing reports.PolicyReport
@@ -360,16 +517,63 @@ func (r *Reporter) write(ctx context.Context, resource reports.Resource, results
 	if err := json.Unmarshal(data, &existing); err != nil {
 		return err
 	}
+	results := merge(existing.Results)
 	if len(results) == 0 {
-		return client.IgnoreNotFound(r.Client.Delete(ctx, current))
+		err := writer.Delete(ctx, current, client.Preconditions{ResourceVersion: ptr.To(current.GetResourceVersion())})
+		if err == nil {
+			reportWrites.WithLabelValues(process, "delete").Inc()
+		}
+		return client.IgnoreNotFound(err)
 	}
 	desired = reports.For(resource, reports.Stable(existing.Results, results))
-	if equality.Semantic.DeepEqual(existing.Results, desired.Results) && existing.Summary == desired.Summary {
+	if equality.Semantic.DeepEqual(existing.Results, desired.Results) && existing.Summary == desired.Summary &&
+		equality.Semantic.DeepEqual(existing.Labels, desired.Labels) && equality.Semantic.DeepEqual(existing.Annotations, desired.Annotations) {
 		return nil // nothing new: no write
 	}
 	update := toUnstructured(desired)
 	update.SetResourceVersion(current.GetResourceVersion())
-	return r.Client.Update(ctx, update)
+	if err := writer.Update(ctx, update); err != nil {
+		return err
+	}
+	reportWrites.WithLabelValues(process, "update").Inc()
+	return nil
+}
+
+// pruneAdmissionResults removes a deleted policy's admission-time results
+// from kyvap's reports (background results go with the rescan).
+func (r *Reporter) pruneAdmissionResults(ctx context.Context, policy string) error {
+	for _, kind := range []string{reports.KindPolicyReport, reports.KindClusterPolicyReport} {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(schema.GroupVersionKind{Group: "wgpolicyk8s.io", Version: "v1alpha2", Kind: kind + "List"})
+		if err := r.reports.List(ctx, list, client.MatchingLabels{reports.LabelAdmissionResults: "true"}); err != nil {
+			return err
+		}
+		for _, item := range list.Items {
+			resource, ok := resourceOf(item)
+			if !ok {
+				continue
+			}
+			err := updateReport(ctx, r.Reader, r.Client, resource, reports.ProcessAdmission, func(existing []reports.Result) []reports.Result {
+				return slices.DeleteFunc(slices.Clone(existing), func(res reports.Result) bool {
+					return res.Policy == policy && res.Properties["process"] == reports.ProcessAdmission
+				})
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// resourceOf is the resource a report is about, from its owner reference.
+func resourceOf(report metav1.PartialObjectMetadata) (reports.Resource, bool) {
+	for _, o := range report.OwnerReferences {
+		if reports.Name(o.UID) == report.Name {
+			return reports.Resource{APIVersion: o.APIVersion, Kind: o.Kind, Namespace: report.Namespace, Name: o.Name, UID: o.UID}, true
+		}
+	}
+	return reports.Resource{}, false
 }
 
 func toUnstructured(report *reports.PolicyReport) *unstructured.Unstructured {

@@ -13,6 +13,7 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -26,18 +27,19 @@ import (
 
 // Process is the `process` property of background results, as Kyverno
 // writes it.
-const Process = "background scan"
+const Process = reports.ProcessBackground
 
 // Scanner holds the rules to scan with, per policy.
 type Scanner struct {
 	engine   *engine.Engine
 	mu       sync.RWMutex
 	policies map[string]*metav1.ObjectMeta
+	rules    map[string][]translate.FallbackRule
 }
 
 // New returns a Scanner without rules.
 func New() *Scanner {
-	return &Scanner{engine: engine.New(), policies: map[string]*metav1.ObjectMeta{}}
+	return &Scanner{engine: engine.New(), policies: map[string]*metav1.ObjectMeta{}, rules: map[string][]translate.FallbackRule{}}
 }
 
 // Background reports whether Kyverno scans the policy in the background:
@@ -73,16 +75,42 @@ func RulesToScan(policy *kyvernov1.ClusterPolicy, plan, engineForm *translate.Pl
 }
 
 // SetPolicy replaces the rules the policy is scanned with; none stops
-// scanning it.
-func (s *Scanner) SetPolicy(policy *kyvernov1.ClusterPolicy, rules []translate.FallbackRule) {
+// scanning it. It reports whether results can change: the rules or the
+// annotations results carry (category, severity, scoring) changed.
+func (s *Scanner) SetPolicy(policy *kyvernov1.ClusterPolicy, rules []translate.FallbackRule) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	previous, scanned := s.policies[policy.Name]
+	changed := scanned != (len(rules) > 0) || !equality.Semantic.DeepEqual(s.rules[policy.Name], rules) ||
+		(scanned && !sameReportedAnnotations(previous.Annotations, policy.Annotations))
 	if len(rules) == 0 {
 		delete(s.policies, policy.Name)
+		delete(s.rules, policy.Name)
 	} else {
 		s.policies[policy.Name] = policy.ObjectMeta.DeepCopy()
+		s.rules[policy.Name] = rules
 	}
-	s.engine.SetFallbackRules(policy.Name, rules)
+	if changed {
+		s.engine.SetFallbackRules(policy.Name, rules)
+	}
+	return changed
+}
+
+// Scans reports whether the policy is scanned in the background.
+func (s *Scanner) Scans(policy string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	_, ok := s.policies[policy]
+	return ok
+}
+
+func sameReportedAnnotations(a, b map[string]string) bool {
+	for _, k := range []string{reports.AnnotationCategory, reports.AnnotationSeverity, reports.AnnotationScored} {
+		if a[k] != b[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // Object is a resource to scan.

@@ -138,3 +138,82 @@ func TestBackgroundScanReportsExistingResources(t *testing.T) {
 		t.Errorf("no ClusterPolicyReport with the Namespace's fail: %v", err)
 	}
 }
+
+// reportProcesses returns "policy/rule=process" of kyvap's report about obj.
+func reportProcesses(ctx context.Context, obj client.Object) (map[string]string, error) {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(reports.APIVersion)
+	u.SetKind(reports.KindPolicyReport)
+	if err := cp.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: reports.Name(obj.GetUID())}, u); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	results, _, _ := unstructured.NestedSlice(u.Object, "results")
+	for _, r := range results {
+		m := r.(map[string]any)
+		process, _, _ := unstructured.NestedString(m, "properties", "process")
+		out[fmt.Sprint(m["policy"], "/", m["rule"])] = process
+	}
+	return out, nil
+}
+
+// TestAdmissionResultsInReports: what kyvap's webhook finds on a request it
+// admits goes into the resource's report (process "admission review") for a
+// background: false policy, beside the background scan's results of a
+// scanned policy; a rescan keeps it, and deleting its policy removes it.
+func TestAdmissionResultsInReports(t *testing.T) {
+	ctx := context.Background()
+	const ns = "admission-reports"
+	cp.EnsureNamespace(t, ns, nil)
+	// Every rule on the webhook: the fallback path kyvap sees requests on.
+	cp.StartWebhookOperator(t, translate.Options{GenerateValidatingAdmissionPolicy: false}, controlplane.FreePort(t))
+
+	rule := controlplane.CELRule("needs-team", "ConfigMap", "has(object.metadata.labels) && 'team' in object.metadata.labels", "a team label is required")
+	rule.MatchResources.Any[0].Resources.Namespaces = []string{ns}
+	scanned := controlplane.ClusterPolicy("adm-scanned", kyvernov1.Audit, rule)
+	scanned.Spec.Background = nil
+	atAdmission := controlplane.ClusterPolicy("adm-only", kyvernov1.Audit, rule)
+	atAdmission.Spec.Background = ptr.To(false)
+	cp.CreatePolicy(t, scanned, controllers.ReasonGenerationDisabled)
+	cp.CreatePolicy(t, atAdmission, controllers.ReasonGenerationDisabled)
+
+	// The webhook must serve both policies before the request.
+	cm := controlplane.ConfigMap(ns, "created-later", nil)
+	err := controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		warnings, err := cp.DryRunCreate(ctx, cm)
+		return err == nil && len(warnings) == 2, fmt.Errorf("warnings %v, error %w", warnings, err)
+	})
+	if err != nil {
+		t.Fatalf("the webhook never warned for both policies: %v", err)
+	}
+	cp.Create(t, cm)
+	waitForResult(t, cm, "adm-only/needs-team", "fail")
+	waitForResult(t, cm, "adm-scanned/needs-team", "fail")
+	processes, err := reportProcesses(ctx, cm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"adm-only/needs-team": reports.ProcessAdmission, "adm-scanned/needs-team": reports.ProcessBackground}; fmt.Sprint(processes) != fmt.Sprint(want) {
+		t.Errorf("processes %v, want %v", processes, want)
+	}
+
+	// Fixed: the scan and the webhook both report pass, in one report.
+	current := cm.DeepCopy()
+	if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(cm), current); err != nil {
+		t.Fatal(err)
+	}
+	current.Labels = map[string]string{"team": "a"}
+	if err := cp.Client.Update(ctx, current); err != nil {
+		t.Fatal(err)
+	}
+	waitForResult(t, cm, "adm-scanned/needs-team", "pass")
+	waitForResult(t, cm, "adm-only/needs-team", "pass")
+
+	if err := cp.Client.Delete(ctx, atAdmission); err != nil {
+		t.Fatal(err)
+	}
+	waitForResult(t, cm, "adm-only/needs-team", "")
+	if got, err := reportResults(ctx, cm); err != nil || got["adm-scanned/needs-team"] != "pass" {
+		t.Errorf("the scanned policy's result went with the other policy: %v, %v", got, err)
+	}
+}

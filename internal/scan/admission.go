@@ -1,0 +1,205 @@
+package scan
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/engine"
+	"github.com/kyvap/kyvap/internal/reports"
+)
+
+// AdmissionRecorder puts what kyvap's webhook found on the requests it
+// admitted into the reports of their resources, with `process: admission
+// review`, as Kyverno's admission reports do. It records only policies with
+// `background: false`: a scanned policy's results come from the background
+// scan, which evaluates the created or updated resource right after with
+// the same rules. It runs on every replica (each serves the webhook),
+// works off the admission path (Record never blocks nor fails a request)
+// and holds at most MaxPendingAdmissionResults resources at once.
+type AdmissionRecorder struct {
+	// Client reads policies (cached) and writes reports.
+	Client client.Client
+	// Reader reads reports from the API server.
+	Reader client.Reader
+
+	enabled atomic.Bool
+	once    sync.Once
+	queue   workqueue.TypedRateLimitingInterface[reports.Resource]
+	mu      sync.Mutex
+	pending map[reports.Resource][]engine.Outcome
+}
+
+// MaxPendingAdmissionResults bounds the resources whose admission results
+// wait to be written; more are dropped and counted.
+const MaxPendingAdmissionResults = 10000
+
+// admissionDelay lets the admitted request reach storage before its report
+// names the resource as owner: the garbage collector deletes a report whose
+// owner it cannot find, which is also right when a later admission step
+// refused the request.
+const admissionDelay = 2 * time.Second
+
+// admissionWorkers write admission results at once, on each replica.
+const admissionWorkers = 2
+
+// maxAdmissionRetries bounds the attempts to write one resource's results.
+const maxAdmissionRetries = 5
+
+var admissionResultsDropped = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "kyvap_admission_results_dropped_total",
+	Help: "Admission results not written to a PolicyReport: too many pending, or writing failed repeatedly.",
+})
+
+func init() { metrics.Registry.MustRegister(admissionResultsDropped) }
+
+func (a *AdmissionRecorder) init() {
+	a.once.Do(func() {
+		a.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[reports.Resource](),
+			workqueue.TypedRateLimitingQueueConfig[reports.Resource]{Name: "admission-results"})
+		a.pending = map[reports.Resource][]engine.Outcome{}
+	})
+}
+
+// enable starts accepting results: the reports' CRDs are served.
+func (a *AdmissionRecorder) enable() {
+	a.init()
+	a.enabled.Store(true)
+}
+
+// Record queues the outcomes of an admitted request. Requests that create
+// or change nothing (dry runs, deletions, subresources) are not recorded.
+func (a *AdmissionRecorder) Record(req *admissionv1.AdmissionRequest, outcomes []engine.Outcome) {
+	if a == nil || !a.enabled.Load() || len(outcomes) == 0 || req.SubResource != "" || (req.DryRun != nil && *req.DryRun) ||
+		(req.Operation != admissionv1.Create && req.Operation != admissionv1.Update) {
+		return
+	}
+	var object metav1.PartialObjectMetadata
+	if err := json.Unmarshal(req.Object.Raw, &object); err != nil || object.UID == "" || object.Name == "" {
+		return
+	}
+	resource := reports.Resource{
+		APIVersion: schema.GroupVersion{Group: req.Kind.Group, Version: req.Kind.Version}.String(), Kind: req.Kind.Kind,
+		Namespace: req.Namespace, Name: object.Name, UID: object.UID,
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	previous, queued := a.pending[resource]
+	if !queued && len(a.pending) >= MaxPendingAdmissionResults {
+		admissionResultsDropped.Inc()
+		return
+	}
+	a.pending[resource] = latestPerPolicy(previous, outcomes)
+	a.queue.AddAfter(resource, admissionDelay)
+}
+
+// latestPerPolicy replaces the previous outcomes of the policies the new
+// ones are about.
+func latestPerPolicy(previous, next []engine.Outcome) []engine.Outcome {
+	policies := map[string]bool{}
+	for _, o := range next {
+		policies[o.Policy] = true
+	}
+	out := slices.DeleteFunc(slices.Clone(previous), func(o engine.Outcome) bool { return policies[o.Policy] })
+	return append(out, next...)
+}
+
+// NeedLeaderElection is false: every replica serves the webhook.
+func (a *AdmissionRecorder) NeedLeaderElection() bool { return false }
+
+// Start writes queued results until ctx ends.
+func (a *AdmissionRecorder) Start(ctx context.Context) error {
+	a.init()
+	go func() {
+		<-ctx.Done()
+		a.queue.ShutDown()
+	}()
+	var wg sync.WaitGroup
+	for range admissionWorkers {
+		wg.Go(func() {
+			for a.next(ctx) {
+			}
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+func (a *AdmissionRecorder) next(ctx context.Context) bool {
+	resource, shutdown := a.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer a.queue.Done(resource)
+	a.mu.Lock()
+	outcomes := a.pending[resource]
+	delete(a.pending, resource)
+	a.mu.Unlock()
+	if len(outcomes) == 0 {
+		a.queue.Forget(resource)
+		return true
+	}
+	if err := a.write(ctx, resource, outcomes, time.Now()); err != nil {
+		if a.queue.NumRequeues(resource) >= maxAdmissionRetries {
+			log.FromContext(ctx).Error(err, "writing admission results to a PolicyReport", "resource", resource.Name, "namespace", resource.Namespace)
+			admissionResultsDropped.Inc()
+			a.queue.Forget(resource)
+			return true
+		}
+		a.mu.Lock()
+		a.pending[resource] = latestPerPolicy(outcomes, a.pending[resource])
+		a.mu.Unlock()
+		a.queue.AddRateLimited(resource)
+		return true
+	}
+	a.queue.Forget(resource)
+	return true
+}
+
+// write replaces the admission results of the outcomes' policies in the
+// resource's report.
+func (a *AdmissionRecorder) write(ctx context.Context, resource reports.Resource, outcomes []engine.Outcome, now time.Time) error {
+	policies := map[string]*kyvernov1.ClusterPolicy{}
+	var results []reports.Result
+	for _, o := range outcomes {
+		policy, seen := policies[o.Policy]
+		if !seen {
+			policy = &kyvernov1.ClusterPolicy{}
+			if err := a.Client.Get(ctx, types.NamespacedName{Name: o.Policy}, policy); err != nil {
+				if client.IgnoreNotFound(err) != nil {
+					return err
+				}
+				policy = nil // deleted since: nothing to report
+			}
+			policies[o.Policy] = policy
+		}
+		if policy == nil || Background(policy) {
+			continue
+		}
+		results = append(results, reports.ResultFor(policy, o.Rule, reports.Status(o.Result), o.Message, reports.ProcessAdmission, now))
+	}
+	if len(results) == 0 {
+		return nil
+	}
+	return updateReport(ctx, a.Reader, a.Client, resource, reports.ProcessAdmission, func(existing []reports.Result) []reports.Result {
+		kept := slices.DeleteFunc(slices.Clone(existing), func(r reports.Result) bool {
+			_, replaced := policies[r.Policy]
+			return replaced && r.Properties["process"] == reports.ProcessAdmission
+		})
+		return append(kept, results...)
+	})
+}
