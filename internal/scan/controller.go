@@ -151,7 +151,7 @@ func (p periodic) Start(ctx context.Context) error {
 // scans nothing (enforcement is not affected).
 func (r *Reporter) SetupWithManager(mgr ctrl.Manager) error {
 	if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: "wgpolicyk8s.io", Kind: reports.KindPolicyReport}, "v1alpha2"); err != nil {
-		ctrl.Log.WithName("reports").Info("the wgpolicyk8s.io PolicyReport CRDs are not installed: kyvap writes no PolicyReports (enforcement is not affected)", "error", err.Error())
+		ctrl.Log.WithName("reports").Info("the wgpolicyk8s.io PolicyReport CRDs are not installed: kyvap writes no PolicyReports (enforcement is not affected); restart kyvap after installing them", "error", err.Error())
 		return nil
 	}
 	if r.Admission != nil {
