@@ -51,9 +51,12 @@ func Background(policy *kyvernov1.ClusterPolicy) bool {
 // RulesToScan returns, for a policy that is scanned, the rules kyvap
 // enforces in the form its engine evaluates: the plan's translated rules
 // (their VAPs' semantics) and its fallback rules, unless Kyverno enforces
-// those; nothing for a policy with background: false.
+// those; nothing for a policy with background: false. With Kyverno
+// running, a policy not marked generated is Kyverno's to scan, every rule
+// of it (its CanBackgroundProcess skips only generated policies): kyvap
+// scans nothing of it, so that no result is reported twice.
 func RulesToScan(policy *kyvernov1.ClusterPolicy, plan, engineForm *translate.Plan, kyvernoRunning bool) []translate.FallbackRule {
-	if !Background(policy) {
+	if !Background(policy) || (kyvernoRunning && !policy.Status.ValidatingAdmissionPolicy.Generated) {
 		return nil
 	}
 	enforced := map[string]bool{}

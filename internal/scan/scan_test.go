@@ -126,3 +126,15 @@ func TestRulesLeftToKyvernoAreNotScanned(t *testing.T) {
 		t.Errorf("without Kyverno, kyvap's webhook enforces (and reports) the CEL rule: %d rules", len(rules))
 	}
 }
+
+func TestKyvernoScansThePoliciesItEnforces(t *testing.T) {
+	p := loadPolicy(t)
+	plan, engineForm := plans(t, p)
+	if rules := RulesToScan(p, &plan, &engineForm, true); len(rules) != 0 {
+		t.Errorf("with Kyverno running, a policy not marked generated is scanned by Kyverno, every rule of it: kyvap scans %d rules", len(rules))
+	}
+	p.Status.ValidatingAdmissionPolicy.Generated = true
+	if rules := RulesToScan(p, &plan, &engineForm, true); len(rules) != 1 {
+		t.Errorf("a generated policy, which Kyverno skips: kyvap scans %d rules, want 1", len(rules))
+	}
+}
