@@ -162,7 +162,7 @@ func New(ctx context.Context, cfg *rest.Config, managerOptions ctrl.Options, opt
 	// wgpolicyk8s.io CRDs).
 	translateOpts := opts.Translate
 	reporter := &scan.Reporter{
-		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Cache: mgr.GetCache(), Resolvers: kinds, Kyverno: op.Kyverno,
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Resolvers: kinds, Kyverno: op.Kyverno,
 		Options: func() translate.Options { return translateOpts }, Scanner: scan.New(),
 		Config: op.KyvernoConfig.Get, Interval: opts.BackgroundScanInterval, Admission: admissionResults,
 	}

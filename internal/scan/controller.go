@@ -51,8 +51,7 @@ type resourceKey struct {
 // changes, and a resource when it changes. It runs on the leader.
 type Reporter struct {
 	Client    client.Client
-	Reader    client.Reader // direct reads of reports and namespaces
-	Cache     cache.Cache
+	Reader    client.Reader // direct reads of reports
 	Resolvers interface{ Resolver() translate.KindResolver }
 	Kyverno   interface{ Running() bool }
 	Options   func() translate.Options
@@ -73,6 +72,10 @@ type Reporter struct {
 	forbidden map[schema.GroupVersionResource]bool
 	resources controller.TypedController[resourceKey]
 	rescan    chan event.TypedGenericEvent[resourceKey]
+	// objects caches the scanned kinds, without managedFields (rules
+	// judge what a resource is, not who wrote which field): a cache of its
+	// own, which informers for kinds no rule needs never enter.
+	objects cache.Cache
 	// reports caches the metadata of kyvap's reports (not their results):
 	// a rescan that finds nothing new compares fingerprints and reads
 	// nothing.
@@ -107,7 +110,7 @@ next:
 
 // Workers is how many resources are scanned at once: report writes, not
 // evaluation, bound a full scan.
-const Workers = 4
+const Workers = 8
 
 // rescanDelay gathers the rescans of policies created or changed together
 // (a kubectl apply of many policies) into one scan of each resource.
@@ -192,10 +195,24 @@ func (r *Reporter) SetupWithManager(mgr ctrl.Manager) error {
 	r.forbidden = map[schema.GroupVersionResource]bool{}
 	r.last = map[resourceKey][]resultCount{}
 	var err error
+	// Both caches are read only (scans marshal objects, writes build new
+	// ones): no deep copy per read.
+	r.objects, err = cache.New(mgr.GetConfig(), cache.Options{
+		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultTransform:             cache.TransformStripManagedFields(),
+		DefaultUnsafeDisableDeepCopy: ptr.To(true),
+	})
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(r.objects); err != nil {
+		return err
+	}
 	r.reports, err = cache.New(mgr.GetConfig(), cache.Options{
 		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
 		DefaultLabelSelector: labels.SelectorFromSet(labels.Set{reports.LabelManagedBy: reports.ManagedByValue}),
-		DefaultTransform:     cache.TransformStripManagedFields(),
+		DefaultTransform:             cache.TransformStripManagedFields(),
+		DefaultUnsafeDisableDeepCopy: ptr.To(true),
 	})
 	if err != nil {
 		return err
@@ -385,9 +402,11 @@ func (r *Reporter) ensureInformer(ctx context.Context, gvk schema.GroupVersionKi
 	enqueue := func(o client.Object, q workqueue.TypedRateLimitingInterface[resourceKey]) {
 		q.Add(resourceKey{GVK: gvk, Namespace: o.GetNamespace(), Name: o.GetName()})
 	}
-	err := r.resources.Watch(source.TypedKind[client.Object, resourceKey](r.Cache, obj, handler.TypedFuncs[client.Object, resourceKey]{
+	err := r.resources.Watch(source.TypedKind[client.Object, resourceKey](r.objects, obj, handler.TypedFuncs[client.Object, resourceKey]{
 		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[resourceKey]) {
-			enqueue(e.Object, q)
+			// Delayed as policy rescans are: a new informer lists every
+			// resource while the other policies applied together load.
+			q.AddAfter(resourceKey{GVK: gvk, Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}, rescanDelay)
 		},
 		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[resourceKey]) {
 			if e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() || e.ObjectOld.GetGeneration() == 0 {
@@ -426,7 +445,7 @@ func (r *Reporter) enqueueAll(ctx context.Context, kinds []schema.GroupVersionKi
 		seen[gvk] = true
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.Cache.List(ctx, list); err != nil {
+		if err := r.objects.List(ctx, list); err != nil {
 			log.FromContext(ctx).Error(err, "listing resources to scan", "kind", gvk.String())
 			continue
 		}
@@ -445,7 +464,7 @@ func (r *Reporter) enqueueAll(ctx context.Context, kinds []schema.GroupVersionKi
 func (r *Reporter) reconcileResource(ctx context.Context, key resourceKey) (reconcile.Result, error) {
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(key.GVK)
-	if err := r.Cache.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name}, obj); err != nil {
+	if err := r.objects.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			// A deleted resource's report goes with it (owner reference).
 			r.count(key, nil)

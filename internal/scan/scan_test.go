@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -136,5 +137,52 @@ func TestKyvernoScansThePoliciesItEnforces(t *testing.T) {
 	p.Status.ValidatingAdmissionPolicy.Generated = true
 	if rules := RulesToScan(p, &plan, &engineForm, true); len(rules) != 1 {
 		t.Errorf("a generated policy, which Kyverno skips: kyvap scans %d rules, want 1", len(rules))
+	}
+}
+
+// BenchmarkScan is the evaluation part of a background scan: one
+// ConfigMap against 10 policies of 5 CEL rules (test/perf's scenario).
+func BenchmarkScan(b *testing.B) {
+	s := New()
+	for i := range 10 {
+		p := &kyvernov1.ClusterPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p" + string(rune('a'+i))}}
+		p.Spec.ValidationFailureAction = kyvernov1.Audit
+		for j, expr := range []string{
+			"object.metadata.name.size() < 64",
+			"!has(object.metadata.labels) || !('forbidden' in object.metadata.labels)",
+			"!has(object.data) || !('bad' in object.data)",
+			"object.metadata.namespace != 'kube-system'",
+			"!has(object.metadata.annotations) || object.metadata.annotations.size() < 100",
+		} {
+			p.Spec.Rules = append(p.Spec.Rules, kyvernov1.Rule{
+				Name:           "r" + string(rune('a'+j)),
+				MatchResources: kyvernov1.MatchResources{Any: kyvernov1.ResourceFilters{{Resources: kyvernov1.ResourceDescription{Kinds: []string{"ConfigMap"}}}}},
+				Validation:     &kyvernov1.Validation{CEL: &kyvernov1.CEL{Expressions: []admissionregistrationv1.Validation{{Expression: expr, Message: "m"}}}},
+			})
+		}
+		plan, err := translate.Translate(translate.Input{Policy: p}, translate.NewStaticResolver(), translate.Options{GenerateValidatingAdmissionPolicy: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		engineForm, err := translate.Translate(translate.Input{Policy: p}, translate.NewStaticResolver(), translate.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rules := RulesToScan(p, &plan, &engineForm, false); len(rules) != 5 {
+			b.Fatalf("%d rules to scan, want 5", len(rules))
+		} else {
+			s.SetPolicy(p, rules)
+		}
+	}
+	obj := configMap("cm-00001", map[string]any{"tier": "web"})
+	obj.Resource.Object["data"] = map[string]any{"k": "v"}
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		results, err := s.Scan(context.Background(), obj, now)
+		if err != nil || len(results) != 50 {
+			b.Fatalf("%d results, %v", len(results), err)
+		}
+		_ = reports.Fingerprint(results)
 	}
 }
