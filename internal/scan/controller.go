@@ -210,7 +210,7 @@ func (r *Reporter) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.reports, err = cache.New(mgr.GetConfig(), cache.Options{
 		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		DefaultLabelSelector: labels.SelectorFromSet(labels.Set{reports.LabelManagedBy: reports.ManagedByValue}),
+		DefaultLabelSelector:         labels.SelectorFromSet(labels.Set{reports.LabelManagedBy: reports.ManagedByValue}),
 		DefaultTransform:             cache.TransformStripManagedFields(),
 		DefaultUnsafeDisableDeepCopy: ptr.To(true),
 	})
