@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -122,13 +123,28 @@ func ResultFor(policy metav1.Object, rule string, status Status, message, proces
 		Policy:     policy.GetName(),
 		Rule:       rule,
 		Result:     status,
-		Message:    message,
+		Message:    truncate(message, MaxMessage),
 		Scored:     annotations[AnnotationScored] != "false",
 		Category:   annotations[AnnotationCategory],
 		Severity:   severity(annotations[AnnotationSeverity]),
 		Timestamp:  metav1.Timestamp{Seconds: now.Unix()},
 		Properties: map[string]string{"process": process},
 	}
+}
+
+// MaxMessage bounds a result's message (a messageExpression can build any
+// text): a report holds one result per rule and must fit in etcd.
+const MaxMessage = 1024
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("...")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
 
 // severity keeps only the values the CRD allows, as Kyverno's

@@ -1,7 +1,9 @@
 package reports
 
 import (
+	"strings"
 	"testing"
+	"unicode/utf8"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -119,5 +121,13 @@ func TestForKeepsAdmissionResultsApart(t *testing.T) {
 	}
 	if only := For(r, []Result{adm}); only.Annotations != nil || only.Summary.Fail != 1 {
 		t.Errorf("admission results only: annotations %v, summary %+v", only.Annotations, only.Summary)
+	}
+}
+
+func TestResultMessagesAreBounded(t *testing.T) {
+	long := strings.Repeat("é", MaxMessage)
+	got := ResultFor(&metav1.ObjectMeta{Name: "p"}, "r", StatusFail, long, ProcessBackground, time.Now()).Message
+	if len(got) > MaxMessage || !strings.HasSuffix(got, "...") || !utf8.ValidString(got) {
+		t.Errorf("message of %d bytes (valid UTF-8: %v), want at most %d ending in ...", len(got), utf8.ValidString(got), MaxMessage)
 	}
 }
