@@ -8,6 +8,7 @@ package scan
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/engine"
+	"github.com/kyvap/kyvap/internal/kyverno"
 	"github.com/kyvap/kyvap/internal/reports"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -48,6 +50,19 @@ func Background(policy *kyvernov1.ClusterPolicy) bool {
 	return policy.Spec.Background == nil || *policy.Spec.Background
 }
 
+// UserDependent says where a policy with background scans on selects
+// requests by their user, or "" when it does not. Kyverno refuses such a
+// policy in background mode, so it has no background results: kyvap scans
+// none of it either (its webhook and VAPs still enforce it at admission).
+func UserDependent(policy *kyvernov1.ClusterPolicy) string {
+	for i := range policy.Spec.Rules {
+		if path := kyverno.BackgroundUserInfoPath(&policy.Spec.Rules[i]); path != "" {
+			return fmt.Sprintf("spec/rules[%d]/%s", i, path)
+		}
+	}
+	return ""
+}
+
 // RulesToScan returns, for a policy that is scanned, the rules kyvap
 // enforces in the form its engine evaluates: the plan's translated rules
 // (their VAPs' semantics) and its fallback rules, unless Kyverno enforces
@@ -56,7 +71,7 @@ func Background(policy *kyvernov1.ClusterPolicy) bool {
 // of it (its CanBackgroundProcess skips only generated policies): kyvap
 // scans nothing of it, so that no result is reported twice.
 func RulesToScan(policy *kyvernov1.ClusterPolicy, plan, engineForm *translate.Plan, kyvernoRunning bool) []translate.FallbackRule {
-	if !Background(policy) || (kyvernoRunning && !policy.Status.ValidatingAdmissionPolicy.Generated) {
+	if !Background(policy) || (kyvernoRunning && !policy.Status.ValidatingAdmissionPolicy.Generated) || UserDependent(policy) != "" {
 		return nil
 	}
 	enforced := map[string]bool{}

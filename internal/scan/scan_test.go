@@ -186,3 +186,18 @@ func BenchmarkScan(b *testing.B) {
 		_ = reports.Fingerprint(results)
 	}
 }
+
+func TestUserDependentPoliciesAreNotScanned(t *testing.T) {
+	p := loadPolicy(t)
+	plan, engineForm := plans(t, p)
+	if rules := RulesToScan(p, &plan, &engineForm, false); len(rules) != 1 {
+		t.Fatalf("%d rules scanned, want 1", len(rules))
+	}
+	p.Spec.Rules[0].ExcludeResources = &kyvernov1.MatchResources{Any: kyvernov1.ResourceFilters{{UserInfo: kyvernov1.UserInfo{ClusterRoles: []string{"cluster-admin"}}}}}
+	if got := UserDependent(p); got != "spec/rules[0]/exclude/any[0]/clusterRoles" {
+		t.Errorf("UserDependent = %q", got)
+	}
+	if rules := RulesToScan(p, &plan, &engineForm, false); len(rules) != 0 {
+		t.Errorf("a background policy that excludes by user (Kyverno refuses it in background mode): %d rules scanned", len(rules))
+	}
+}
