@@ -154,10 +154,6 @@ func New(ctx context.Context, cfg *rest.Config, managerOptions ctrl.Options, opt
 		}
 		listeners = append(listeners, fallbackWebhook.KindsChanged)
 	}
-	watch := &crdWatch{kinds: kinds, listeners: listeners}
-	if err := watch.SetupWithManager(mgr); err != nil {
-		return nil, err
-	}
 	// Background scans and PolicyReports (leader only; nothing without the
 	// wgpolicyk8s.io CRDs).
 	translateOpts := opts.Translate
@@ -167,6 +163,12 @@ func New(ctx context.Context, cfg *rest.Config, managerOptions ctrl.Options, opt
 		Config: op.KyvernoConfig.Get, Interval: opts.BackgroundScanInterval, Admission: admissionResults,
 	}
 	if err := reporter.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	// CRDs installed later start the reports then.
+	listeners = append(listeners, reporter.CRDsChanged)
+	watch := &crdWatch{kinds: kinds, listeners: listeners}
+	if err := watch.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	// Whether Kyverno runs changes who enforces the fallback rules.

@@ -67,6 +67,11 @@ type Reporter struct {
 	// reports once the CRDs are found.
 	Admission *AdmissionRecorder
 
+	setupMu     sync.Mutex
+	mgr         ctrl.Manager
+	started     bool
+	saidMissing bool
+
 	mu        sync.Mutex
 	watched   map[schema.GroupVersionKind]schema.GroupVersionResource
 	forbidden map[schema.GroupVersionResource]bool
@@ -181,9 +186,40 @@ func (p periodic) Start(ctx context.Context) error {
 // cluster serves the wgpolicyk8s.io CRDs; without them it logs once and
 // scans nothing (enforcement is not affected).
 func (r *Reporter) SetupWithManager(mgr ctrl.Manager) error {
+	r.setupMu.Lock()
+	defer r.setupMu.Unlock()
+	r.mgr = mgr
+	return r.setup()
+}
+
+// CRDsChanged starts the reports when their CRDs appear after kyvap
+// started (a CRD watch calls it on every CRD change).
+func (r *Reporter) CRDsChanged() {
+	r.setupMu.Lock()
+	defer r.setupMu.Unlock()
+	if r.mgr == nil || r.started {
+		return
+	}
+	if err := r.setup(); err != nil {
+		ctrl.Log.WithName("reports").Error(err, "starting the PolicyReports after their CRDs appeared")
+	}
+}
+
+// setup registers everything once the CRDs are served.
+func (r *Reporter) setup() error {
+	mgr := r.mgr
 	if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: "wgpolicyk8s.io", Kind: reports.KindPolicyReport}, "v1alpha2"); err != nil {
-		ctrl.Log.WithName("reports").Info("the wgpolicyk8s.io PolicyReport CRDs are not installed: kyvap writes no PolicyReports (enforcement is not affected); restart kyvap after installing them", "error", err.Error())
+		if !r.saidMissing {
+			r.saidMissing = true
+			ctrl.Log.WithName("reports").Info("the wgpolicyk8s.io PolicyReport CRDs are not installed: kyvap writes no PolicyReports until they are (enforcement is not affected)", "error", err.Error())
+		}
 		return nil
+	}
+	// Once: a failure below is returned (at start-up, the manager stops),
+	// never half-registered twice.
+	r.started = true
+	if r.saidMissing {
+		ctrl.Log.WithName("reports").Info("the wgpolicyk8s.io PolicyReport CRDs are installed: kyvap writes PolicyReports")
 	}
 	if r.Admission != nil {
 		r.Admission.enable()

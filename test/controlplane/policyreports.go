@@ -25,8 +25,8 @@ var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1
 // ClusterPolicyReport CRDs of the pinned Kyverno module into a running
 // control plane, waits until they are served, and uninstalls them when the
 // test ends (waiting until they, and every report, are gone), so that the
-// suite's other tests see the control plane as Options made it. A manager
-// looks for the CRDs when it starts: install them before starting it. When
+// suite's other tests see the control plane as Options made it. A running
+// manager notices CRDs installed after it started. When
 // the control plane already has them (Options.PolicyReportCRDs), it does
 // nothing.
 func (cp *ControlPlane) InstallPolicyReportCRDs(t testing.TB) {

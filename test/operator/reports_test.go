@@ -1,0 +1,50 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/controllers"
+	"github.com/kyvap/kyvap/internal/operator"
+	"github.com/kyvap/kyvap/internal/reports"
+	"github.com/kyvap/kyvap/test/controlplane"
+	"github.com/kyvap/kyvap/translate"
+)
+
+// TestReportsStartWhenTheirCRDsAppear: kyvap started without the
+// wgpolicyk8s.io CRDs enforces as usual, and writes the reports once the
+// CRDs are installed, without a restart.
+func TestReportsStartWhenTheirCRDsAppear(t *testing.T) {
+	ctx := context.Background()
+	const ns = "reports-later"
+	cp.EnsureNamespace(t, ns, nil)
+	existing := controlplane.ConfigMap(ns, "existing", nil)
+	cp.Create(t, existing)
+	cp.StartOperatorWith(t, operator.Options{Translate: translate.Options{GenerateValidatingAdmissionPolicy: true}})
+	rule := controlplane.CELRule("needs-team", "ConfigMap", "has(object.metadata.labels) && 'team' in object.metadata.labels", "a team label is required")
+	rule.MatchResources.Any[0].Resources.Namespaces = []string{ns}
+	policy := controlplane.ClusterPolicy("reports-later", kyvernov1.Audit, rule)
+	policy.Spec.Background = nil
+	cp.CreatePolicy(t, policy, controllers.ReasonAllRulesTranslated)
+
+	cp.InstallPolicyReportCRDs(t)
+	err := controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(reports.APIVersion)
+		u.SetKind(reports.KindPolicyReport)
+		if err := cp.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: reports.Name(existing.UID)}, u); err != nil {
+			return false, err
+		}
+		results, _, _ := unstructured.NestedSlice(u.Object, "results")
+		return len(results) == 1 && results[0].(map[string]any)["result"] == "fail", fmt.Errorf("results %v", results)
+	})
+	if err != nil {
+		t.Fatalf("no report after the CRDs were installed: %v", err)
+	}
+}
