@@ -69,8 +69,9 @@ envtest-assets: ## Build (or reuse) kube-apiserver, kube-controller-manager and 
 	@hack/build-control-plane.sh >/dev/null
 
 .PHONY: kyverno-assets
-kyverno-assets: ## Build (or reuse) Kyverno's admission controller under bin/kyverno/ (for test/kyverno), outside kyvap's module.
+kyverno-assets: ## Build (or reuse) Kyverno's admission and reports controllers under bin/kyverno/ (for test/kyverno), outside kyvap's module.
 	@hack/build-kyverno.sh >/dev/null
+	@hack/build-kyverno.sh reports-controller >/dev/null
 
 .PHONY: test
 test: envtest-assets kyverno-assets ## Run unit and envtest suites against a real kube-apiserver (and a real Kyverno), then the verdict corpus.

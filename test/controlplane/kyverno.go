@@ -11,9 +11,11 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -179,4 +181,121 @@ func freeTCPPort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// KyvernoReports is Kyverno's reports controller (background scans and
+// PolicyReports; built from its module by hack/build-kyverno.sh
+// reports-controller) running out of cluster against the control plane.
+type KyvernoReports struct {
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	exitErr error
+	// LogPath is the file holding its output.
+	LogPath string
+}
+
+// StartKyvernoReports builds (or reuses) Kyverno's reports controller, runs
+// it as a cluster admin until the test ends, and waits until it leads (its
+// Lease names it). Run it beside StartKyverno, which creates Kyverno's
+// namespace and ConfigMaps; the control plane must have AllKyvernoCRDs.
+func (cp *ControlPlane) StartKyvernoReports(t testing.TB) *KyvernoReports {
+	t.Helper()
+	ctx := context.Background()
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := exec.CommandContext(ctx, filepath.Join(root, "hack", "build-kyverno.sh"), "reports-controller")
+	build.Env = append(os.Environ(), "KYVERNO_VERSION="+envOr("KYVERNO_VERSION", DefaultKyvernoVersion))
+	build.Stderr = os.Stderr
+	out, err := build.Output()
+	if err != nil {
+		t.Fatalf("building Kyverno's reports controller: %v", err)
+	}
+	user, err := cp.Env.AddUser(envtest.User{Name: "kyverno-reports-controller", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	kubeconfigPath := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k := &KyvernoReports{exited: make(chan struct{}), LogPath: filepath.Join(dir, "reports-controller.log")}
+	logFile, err := os.Create(k.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pod = "kyverno-reports-test"
+	metricsPort, err := freeTCPPort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.cmd = exec.Command(strings.TrimSpace(string(out)),
+		"--kubeconfig="+kubeconfigPath,
+		"--disableMetrics=true",
+		// It serves metrics anyway, by default on :8000, which the
+		// admission controller holds.
+		"--metricsPort="+strconv.Itoa(metricsPort),
+	)
+	k.cmd.Env = append(os.Environ(),
+		"KYVERNO_NAMESPACE="+KyvernoNamespace,
+		"KYVERNO_SERVICEACCOUNT_NAME=kyverno-reports-controller",
+		"KYVERNO_DEPLOYMENT=kyverno-reports-controller",
+		"KYVERNO_POD_NAME="+pod,
+		"INIT_CONFIG=kyverno",
+		"METRICS_CONFIG=kyverno-metrics",
+	)
+	k.cmd.Stdout, k.cmd.Stderr = logFile, logFile
+	if err := k.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		k.exitErr = k.cmd.Wait()
+		_ = logFile.Close()
+		close(k.exited)
+	}()
+	t.Cleanup(func() {
+		_ = k.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-k.exited:
+		case <-time.After(30 * time.Second):
+			_ = k.cmd.Process.Kill()
+			<-k.exited
+		}
+	})
+	exited := false
+	err = Eventually(ctx, 3*time.Minute, func(ctx context.Context) (bool, error) {
+		select {
+		case <-k.exited:
+			exited = true
+			return true, nil
+		default:
+		}
+		lease := &coordinationv1.Lease{}
+		if err := cp.Client.Get(ctx, client.ObjectKey{Namespace: KyvernoNamespace, Name: "kyverno-reports-controller"}, lease); err != nil {
+			return false, fmt.Errorf("waiting for its Lease: %w (log: %s)", err, k.LogPath)
+		}
+		return lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity == pod, fmt.Errorf("the Lease is held by %v (log: %s)", lease.Spec.HolderIdentity, k.LogPath)
+	})
+	if exited {
+		log, _ := os.ReadFile(k.LogPath)
+		t.Fatalf("Kyverno's reports controller exited: %v; its log ends with:\n%s", k.exitErr, tail(log, 4096))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// tail is the end of b, at most n bytes.
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -215,5 +216,84 @@ func TestAdmissionResultsInReports(t *testing.T) {
 	waitForResult(t, cm, "adm-only/needs-team", "")
 	if got, err := reportResults(ctx, cm); err != nil || got["adm-scanned/needs-team"] != "pass" {
 		t.Errorf("the scanned policy's result went with the other policy: %v, %v", got, err)
+	}
+}
+
+// policyReportResults returns "policy/rule=result" of the PolicyReport
+// named name in the namespace, and whether it exists.
+func policyReportResults(ctx context.Context, namespace, name string) (map[string]string, bool, error) {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(reports.APIVersion)
+	u.SetKind(reports.KindPolicyReport)
+	if err := cp.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u); err != nil {
+		return nil, false, client.IgnoreNotFound(err)
+	}
+	out := map[string]string{}
+	results, _, _ := unstructured.NestedSlice(u.Object, "results")
+	for _, r := range results {
+		m := r.(map[string]any)
+		out[fmt.Sprint(m["policy"], "/", m["rule"])] = fmt.Sprint(m["source"], ":", m["result"])
+	}
+	return out, true, nil
+}
+
+// TestReportsNeverDuplicateKyvernos runs Kyverno's admission controller and
+// its reports controller (its background scans) beside kyvap: a policy
+// kyvap marks generated is reported by kyvap only (Kyverno skips it), a
+// policy Kyverno enforces (a pattern rule makes it not generated) by
+// Kyverno only, all its rules included. Each writes its own report about
+// the resource; no rule is in both.
+func TestReportsNeverDuplicateKyvernos(t *testing.T) {
+	startBoth(t, false)
+	cp.StartKyvernoReports(t)
+	ctx := context.Background()
+	const ns = "dup-reports"
+	cp.EnsureNamespace(t, ns, nil)
+	existing := controlplane.ConfigMap(ns, "existing", nil)
+	cp.Create(t, existing)
+
+	celRule := func(name string) kyvernov1.Rule {
+		r := controlplane.CELRule(name, "ConfigMap", "has(object.metadata.labels) && 'team' in object.metadata.labels", "a team label is required")
+		r.MatchResources.Any[0].Resources.Namespaces = []string{ns}
+		return r
+	}
+	translated := controlplane.ClusterPolicy("dup-translated", kyvernov1.Audit, celRule("cel-team"))
+	translated.Spec.Background = nil
+	pattern := kyvernov1.Rule{
+		Name:           "pattern-team",
+		MatchResources: kyvernov1.MatchResources{Any: kyvernov1.ResourceFilters{{Resources: kyvernov1.ResourceDescription{Kinds: []string{"ConfigMap"}, Namespaces: []string{ns}}}}},
+		Validation:     &kyvernov1.Validation{Message: "a team label is required", RawPattern: &apiextensionsv1.JSON{Raw: []byte(`{"metadata":{"labels":{"team":"?*"}}}`)}},
+	}
+	mixed := controlplane.ClusterPolicy("dup-mixed", kyvernov1.Audit, celRule("cel-team"), pattern)
+	mixed.Spec.Background = nil
+	if got := cp.CreatePolicy(t, translated, controllers.ReasonAllRulesTranslated); !got.Status.ValidatingAdmissionPolicy.Generated {
+		t.Fatalf("the translated policy is not generated: %+v", got.Status.ValidatingAdmissionPolicy)
+	}
+	if got := cp.CreatePolicy(t, mixed, controllers.ReasonAllRulesTranslated); got.Status.ValidatingAdmissionPolicy.Generated {
+		t.Fatalf("the mixed policy is generated: %+v", got.Status.ValidatingAdmissionPolicy)
+	}
+
+	// Kyverno's report is named by the resource's UID, kyvap's kyvap-<UID>.
+	var kyvernos, kyvaps map[string]string
+	err := controlplane.Eventually(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		var err error
+		if kyvernos, _, err = policyReportResults(ctx, ns, string(existing.UID)); err != nil {
+			return false, err
+		}
+		if kyvaps, _, err = policyReportResults(ctx, ns, reports.Name(existing.UID)); err != nil {
+			return false, err
+		}
+		return kyvernos["dup-mixed/cel-team"] != "" && kyvernos["dup-mixed/pattern-team"] != "" && kyvaps["dup-translated/cel-team"] != "",
+			fmt.Errorf("Kyverno's report %v, kyvap's %v", kyvernos, kyvaps)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"dup-mixed/cel-team": "kyverno:fail", "dup-mixed/pattern-team": "kyverno:fail"}
+	if fmt.Sprint(kyvernos) != fmt.Sprint(want) {
+		t.Errorf("Kyverno's report %v, want %v (no result of the generated policy)", kyvernos, want)
+	}
+	if want := map[string]string{"dup-translated/cel-team": "kyvap:fail"}; fmt.Sprint(kyvaps) != fmt.Sprint(want) {
+		t.Errorf("kyvap's report %v, want %v (no result of the policy Kyverno scans)", kyvaps, want)
 	}
 }
