@@ -272,9 +272,11 @@ func TestReportsNeverDuplicateKyvernos(t *testing.T) {
 		t.Fatalf("the mixed policy is generated: %+v", got.Status.ValidatingAdmissionPolicy)
 	}
 	// Kyverno's background scans start once the statuses are written, as
-	// when Kyverno is installed on a cluster where kyvap runs: the scan of a
-	// policy created a moment before kyvap marks it generated is Kyverno's
-	// own race, whatever writes the field (its generator has the same).
+	// when Kyverno is installed on a cluster where kyvap runs. Otherwise
+	// Kyverno may scan a policy in the moment before it is marked generated
+	// (with its own generator too); it rescans every resource on each policy
+	// update, status included, so such a result goes again, but the test
+	// would have to wait for that.
 	cp.StartKyvernoReports(t)
 
 	// Kyverno's report is named by the resource's UID, kyvap's kyvap-<UID>.
