@@ -172,7 +172,7 @@ func New(ctx context.Context, cfg *rest.Config, managerOptions ctrl.Options, opt
 		return nil, err
 	}
 	// Whether Kyverno runs changes who enforces the fallback rules.
-	op.Kyverno.listeners = []func(){op.Controllers.RequeueAll}
+	op.Kyverno.listeners = []func(){op.Controllers.RequeueAll, reporter.KyvernoChanged}
 	if err := op.Kyverno.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}

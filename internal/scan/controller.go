@@ -77,6 +77,9 @@ type Reporter struct {
 	forbidden map[schema.GroupVersionResource]bool
 	resources controller.TypedController[resourceKey]
 	rescan    chan event.TypedGenericEvent[resourceKey]
+	// kyvernoChanged re-evaluates every policy: whether Kyverno runs
+	// decides which policies are kyvap's to scan.
+	kyvernoChanged chan event.GenericEvent
 	// objects caches the scanned kinds, without managedFields (rules
 	// judge what a resource is, not who wrote which field): a cache of its
 	// own, which informers for kinds no rule needs never enter.
@@ -205,6 +208,22 @@ func (r *Reporter) CRDsChanged() {
 	}
 }
 
+// KyvernoChanged re-evaluates which policies kyvap scans when Kyverno's
+// admission controller appears or goes (it scans the policies Kyverno does
+// not). It never blocks.
+func (r *Reporter) KyvernoChanged() {
+	r.setupMu.Lock()
+	ch := r.kyvernoChanged
+	r.setupMu.Unlock()
+	if ch == nil {
+		return
+	}
+	select {
+	case ch <- event.GenericEvent{Object: &kyvernov1.ClusterPolicy{}}:
+	default: // one pending already stands for it
+	}
+}
+
 // setup registers everything once the CRDs are served.
 func (r *Reporter) setup() error {
 	mgr := r.mgr
@@ -262,6 +281,7 @@ func (r *Reporter) setup() error {
 		}
 	}
 	r.rescan = make(chan event.TypedGenericEvent[resourceKey], 1024)
+	r.kyvernoChanged = make(chan event.GenericEvent, 1)
 	r.resources, err = controller.NewTyped[resourceKey]("background-scan", mgr, controller.TypedOptions[resourceKey]{
 		Reconciler:              reconcile.TypedFunc[resourceKey](r.reconcileResource),
 		MaxConcurrentReconciles: Workers,
@@ -276,7 +296,20 @@ func (r *Reporter) setup() error {
 	})); err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).Named("background-scan-policies").For(&kyvernov1.ClusterPolicy{}).Complete(reconcile.Func(r.reconcilePolicy))
+	return ctrl.NewControllerManagedBy(mgr).Named("background-scan-policies").For(&kyvernov1.ClusterPolicy{}).
+		WatchesRawSource(source.Channel(r.kyvernoChanged, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+			var policies kyvernov1.ClusterPolicyList
+			if err := r.Client.List(ctx, &policies); err != nil {
+				log.FromContext(ctx).Error(err, "listing ClusterPolicies to rescan them")
+				return nil
+			}
+			requests := make([]reconcile.Request, 0, len(policies.Items))
+			for i := range policies.Items {
+				requests = append(requests, reconcile.Request{NamespacedName: types.NamespacedName{Name: policies.Items[i].Name}})
+			}
+			return requests
+		}))).
+		Complete(reconcile.Func(r.reconcilePolicy))
 }
 
 // reconcilePolicy hands the policy's scanned rules to the scanner and
