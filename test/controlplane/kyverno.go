@@ -94,6 +94,10 @@ func (cp *ControlPlane) StartKyverno(ctx context.Context, opts KyvernoOptions) (
 	if err != nil {
 		return nil, err
 	}
+	metricsPort, err := freeTCPPort()
+	if err != nil {
+		return nil, err
+	}
 	k := &Kyverno{exited: make(chan struct{}), LogPath: filepath.Join(dir, "kyverno.log")}
 	logFile, err := os.Create(k.LogPath)
 	if err != nil {
@@ -107,6 +111,8 @@ func (cp *ControlPlane) StartKyverno(ctx context.Context, opts KyvernoOptions) (
 		"--tlsSecretName=kyverno-svc.kyverno.svc.kyverno-tls-pair",
 		"--controllerRuntimeMetricsAddress=0",
 		"--disableMetrics=true",
+		// It serves metrics anyway, by default on :8000.
+		"--metricsPort="+strconv.Itoa(metricsPort),
 		"--generateValidatingAdmissionPolicy="+strconv.FormatBool(opts.GenerateValidatingAdmissionPolicy),
 	)
 	k.cmd.Env = append(os.Environ(),
