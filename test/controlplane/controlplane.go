@@ -192,6 +192,13 @@ func WaitForVAPEnforcement(ctx context.Context, probe func(context.Context) (boo
 // Eventually polls cond every 50ms until it returns true, an error, or the
 // timeout elapses.
 func Eventually(ctx context.Context, timeout time.Duration, cond func(context.Context) (bool, error)) error {
+	return EventuallyEvery(ctx, 50*time.Millisecond, timeout, cond)
+}
+
+// EventuallyEvery is Eventually polling every interval: conditions that
+// read many objects or a metrics endpoint poll less often, so as not to
+// load what a benchmark measures.
+func EventuallyEvery(ctx context.Context, interval, timeout time.Duration, cond func(context.Context) (bool, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last error
@@ -209,7 +216,7 @@ func Eventually(ctx context.Context, timeout time.Duration, cond func(context.Co
 				return fmt.Errorf("condition not met within %s: %w", timeout, last)
 			}
 			return fmt.Errorf("condition not met within %s", timeout)
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(interval):
 		}
 	}
 }

@@ -141,7 +141,7 @@ func BenchmarkBackgroundScan(b *testing.B) {
 		sample = append(sample, k*n/10)
 	}
 	sample = append(sample, n-1)
-	err := scanPoll(ctx, 100*time.Millisecond, 10*time.Minute, func(ctx context.Context) (bool, error) {
+	err := controlplane.EventuallyEvery(ctx, 100*time.Millisecond, 10*time.Minute, func(ctx context.Context) (bool, error) {
 		if got := events.present(); got != int64(n) {
 			return false, fmt.Errorf("%d reports of %d", got, n)
 		}
@@ -175,7 +175,7 @@ func BenchmarkBackgroundScan(b *testing.B) {
 	// idleness after n scans: an upper bound, 0.1-0.2s above the truth.
 	eventsBefore = events.writes()
 	lastQuiet := time.Now()
-	err = scanPoll(ctx, 100*time.Millisecond, 3*time.Minute, func(context.Context) (bool, error) {
+	err = controlplane.EventuallyEvery(ctx, 100*time.Millisecond, 3*time.Minute, func(context.Context) (bool, error) {
 		polled := time.Now()
 		scans := m.scans(b) - scansAfterScan
 		if scans == 0 {
@@ -218,7 +218,7 @@ func BenchmarkBackgroundScan(b *testing.B) {
 	for _, cm := range edited {
 		pending[cm.UID] = cm
 	}
-	err = scanPoll(ctx, 100*time.Millisecond, 5*time.Minute, func(ctx context.Context) (bool, error) {
+	err = controlplane.EventuallyEvery(ctx, 100*time.Millisecond, 5*time.Minute, func(ctx context.Context) (bool, error) {
 		var last error
 		for uid, cm := range pending {
 			summary, err := reportSummary(ctx, cm)
@@ -469,30 +469,4 @@ func (s *rssSampler) take(b testing.TB) int64 {
 	peak := s.peak
 	s.peak = 0
 	return peak
-}
-
-// scanPoll is controlplane.Eventually at a chosen interval: the conditions
-// here read many objects or the metrics endpoint, which every 50ms would
-// load what is measured.
-func scanPoll(ctx context.Context, interval, timeout time.Duration, cond func(context.Context) (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var last error
-	for {
-		ok, err := cond(ctx)
-		if ok {
-			return nil
-		}
-		if err != nil {
-			last = err
-		}
-		select {
-		case <-ctx.Done():
-			if last == nil {
-				return fmt.Errorf("condition not met within %s", timeout)
-			}
-			return fmt.Errorf("condition not met within %s: %w", timeout, last)
-		case <-time.After(interval):
-		}
-	}
 }
