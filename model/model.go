@@ -1,0 +1,143 @@
+// Package model is kyvap's one policy model: every input kind (ValidatingPolicy,
+// NamespacedValidatingPolicy, and, as they move over, ClusterPolicy and
+// namespaced Policy) lowers into a Policy made of VAP-shaped rules, and the
+// translator, the CLI and the operator read only that.
+//
+// The shape is what the translator proves a rule to be: match constraints,
+// match conditions, variables, validations, audit annotations, a failure
+// policy and validation actions — the fields of a ValidatingAdmissionPolicy
+// and its binding — plus what Kyverno adds around them: the namespace a
+// namespaced policy is confined to, its CEL PolicyExceptions, its pod
+// controller variants (autogen), whether it runs at admission and in
+// background scans, and the Kyverno CEL libraries it calls. docs/policy-model.md
+// explains the design.
+//
+// The package is pure: lowering reads plain values and never talks to a
+// cluster, never mutates its input, and is deterministic.
+package model
+
+import (
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Kind is the kind of the object a Policy was lowered from.
+type Kind string
+
+// The input kinds.
+const (
+	KindClusterPolicy              Kind = "ClusterPolicy"
+	KindPolicy                     Kind = "Policy"
+	KindValidatingPolicy           Kind = "ValidatingPolicy"
+	KindNamespacedValidatingPolicy Kind = "NamespacedValidatingPolicy"
+)
+
+// Source identifies the object a Policy was lowered from.
+type Source struct {
+	Kind       Kind
+	APIVersion string
+	// Namespace is empty for cluster-scoped kinds.
+	Namespace  string
+	Name       string
+	UID        types.UID
+	Generation int64
+}
+
+// Namespaced reports whether the source is a namespaced object, whose
+// rules may only ever apply in its own namespace.
+func (s Source) Namespaced() bool { return s.Namespace != "" }
+
+// String is Kind/name or Kind/namespace/name.
+func (s Source) String() string {
+	if s.Namespace == "" {
+		return string(s.Kind) + "/" + s.Name
+	}
+	return string(s.Kind) + "/" + s.Namespace + "/" + s.Name
+}
+
+// Policy is one input policy, lowered.
+type Policy struct {
+	Source Source
+	// Rules in the source's order; a rule's pod-controller variants follow it.
+	Rules []Rule
+	// NextExpiry is the earliest future expiry of an exception folded into
+	// the rules: the policy must be lowered again at that time.
+	NextExpiry *time.Time
+}
+
+// Rule is one unit of enforcement: what becomes one ValidatingAdmissionPolicy
+// and its binding, or one rule of the fallback engine.
+type Rule struct {
+	// Name is the name results are reported under: the rule's name for a
+	// ClusterPolicy, empty for a ValidatingPolicy (Kyverno reports those by
+	// policy only).
+	Name string
+	// ID names the rule uniquely in its policy, for generated object names:
+	// "policy" for a ValidatingPolicy itself, "autogen-<config>" for its
+	// pod-controller variants.
+	ID string
+	// AutogenOf is the ID of the rule a pod-controller variant was derived
+	// from; empty for a rule as written.
+	AutogenOf string
+	// Targets are the kinds a pod-controller variant applies to.
+	Targets []string
+
+	MatchConstraints admissionregistrationv1.MatchResources
+	MatchConditions  []admissionregistrationv1.MatchCondition
+	Variables        []admissionregistrationv1.Variable
+	Validations      []admissionregistrationv1.Validation
+	AuditAnnotations []admissionregistrationv1.AuditAnnotation
+	FailurePolicy    admissionregistrationv1.FailurePolicyType
+	Actions          []admissionregistrationv1.ValidationAction
+
+	// Namespace confines the rule to one namespace (a namespaced policy's
+	// own): it can never apply to a request in another namespace, nor to a
+	// cluster-scoped object other than that Namespace itself.
+	Namespace string
+	// Exceptions are the CEL PolicyExceptions naming the policy, unexpired.
+	Exceptions []Exception
+
+	// Admission is false when the rule is not evaluated at admission
+	// (evaluation.admission.enabled: false, or JSON mode).
+	Admission bool
+	// Background is whether background scans evaluate the rule.
+	Background bool
+	// Mode is Kyverno's evaluation mode: "Kubernetes" or "JSON".
+	Mode string
+
+	// Libraries are the Kyverno CEL libraries (and Kyverno-only variables)
+	// the rule's expressions use, sorted: a rule using any cannot be a
+	// ValidatingAdmissionPolicy.
+	Libraries []string
+
+	// Unsupported, when set, says why no engine of kyvap can evaluate the
+	// rule (an autogen target found by structural extraction, ...).
+	Unsupported string
+}
+
+// Exception is a CEL PolicyException as it applies to a rule.
+type Exception struct {
+	Namespace, Name string
+	// MatchConditions must all hold for the exception to apply.
+	MatchConditions []admissionregistrationv1.MatchCondition
+	// Images and AllowedValues make the exception partial: it does not
+	// exempt, it feeds the policy's `exceptions` variable.
+	Images        []string
+	AllowedValues []string
+	ReportResult  string
+	ExpiresAt     *time.Time
+}
+
+// Full reports whether the exception exempts the request outright (Kyverno:
+// neither images nor allowedValues).
+func (e Exception) Full() bool { return len(e.Images) == 0 && len(e.AllowedValues) == 0 }
+
+// Key is namespace/name.
+func (e Exception) Key() string {
+	if e.Namespace == "" {
+		return e.Name
+	}
+	return e.Namespace + "/" + e.Name
+}

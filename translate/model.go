@@ -1,0 +1,288 @@
+package translate
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kyvap/kyvap/model"
+)
+
+// Labels and annotations that tell which kind of policy generated an
+// object (set on what is generated from the policy model; ClusterPolicy
+// objects carry neither, for compatibility with what is deployed).
+const (
+	// AnnotationPolicyKind is the source policy's kind.
+	AnnotationPolicyKind = "kyvap.io/policy-kind"
+	// LabelPolicyKind is the source policy's kind, as a label for cleanup.
+	LabelPolicyKind = "kyvap.io/policy-kind"
+	// LabelPolicyNamespace is the namespace of a namespaced source policy:
+	// its objects carry no owner reference (a cluster-scoped object cannot
+	// be owned by a namespaced one) and are cleaned up by these labels.
+	LabelPolicyNamespace = "kyvap.io/policy-namespace"
+	// AnnotationPolicyNamespace is the full namespace of a namespaced source.
+	AnnotationPolicyNamespace = "kyvap.io/policy-namespace"
+)
+
+// Reasons of the policy model's rules.
+const (
+	// ReasonKyvernoLibrary: an expression uses one of Kyverno's CEL
+	// libraries (resource, http, globalContext, image, ...), which the API
+	// server does not have.
+	ReasonKyvernoLibrary Reason = "KyvernoLibrary"
+	// ReasonEvaluationModeJSON: the policy evaluates JSON payloads, never
+	// admission requests (NotHandled).
+	ReasonEvaluationModeJSON Reason = "EvaluationModeJSON"
+	// ReasonAutogenExtraction: a pod-controller variant for controllers whose
+	// pod templates Kyverno finds by structural extraction.
+	ReasonAutogenExtraction Reason = "AutogenExtraction"
+	// ReasonExemptedByException: a PolicyException without conditions names
+	// the policy: Kyverno exempts every request, nothing is enforced.
+	ReasonExemptedByException Reason = "ExemptedByException"
+	// ReasonPartialExceptions: the rule reads the `exceptions` variable that
+	// PolicyExceptions with images or allowedValues feed.
+	ReasonPartialExceptions Reason = "PartialExceptions"
+	// ReasonNoMatchConstraints: the policy has no matchConstraints resource
+	// rules; Kyverno refuses it (verdict Invalid).
+	ReasonNoMatchConstraints Reason = "NoMatchConstraints"
+	// ReasonNamespacedScope: a namespaced policy's rule cannot be confined
+	// to its namespace (Invalid).
+	ReasonNamespacedScope Reason = "NamespacedScope"
+	// ReasonNoWebhookForModel: the rule needs kyvap's webhook, which does not
+	// evaluate policy-model rules yet; Kyverno enforces it when it runs.
+	ReasonNoWebhookForModel Reason = "NoWebhookForModel"
+)
+
+// Condition names kyvap adds to policy-model VAPs.
+const (
+	conditionNamespace       = "kyvap-policy-namespace"
+	conditionModelExceptions = "kyvap-exceptions"
+)
+
+// TranslatePolicy translates a policy of the policy model (a
+// ValidatingPolicy or NamespacedValidatingPolicy, lowered) into VAPs and
+// bindings, one VAP per rule, and says for every rule where it is enforced.
+// Like Translate it is pure and deterministic.
+func TranslatePolicy(p model.Policy, resolver KindResolver, opts Options) Plan {
+	v, err := compatibilityVersion(opts.CompatibilityVersion)
+	plan := Plan{Policy: p.Source.Name}
+	if err != nil {
+		plan.Warnings = append(plan.Warnings, err.Error()+"; using "+newestCompatibilityVersion.String())
+		v = newestCompatibilityVersion
+	}
+	t := &translation{resolver: resolver, opts: opts, version: v}
+	if t.resolver == nil {
+		t.resolver = NewStaticResolver()
+	}
+	for i := range p.Rules {
+		plan.Rules = append(plan.Rules, t.modelRule(&plan, &p.Source, &p.Rules[i]))
+	}
+	sort.Slice(plan.ValidatingAdmissionPolicies, func(i, j int) bool {
+		return plan.ValidatingAdmissionPolicies[i].Name < plan.ValidatingAdmissionPolicies[j].Name
+	})
+	sort.Slice(plan.Bindings, func(i, j int) bool { return plan.Bindings[i].Name < plan.Bindings[j].Name })
+	return plan
+}
+
+// notEnforced is the result for a rule that needs an engine kyvap's webhook
+// does not have for the policy model yet.
+func notEnforced(rule *model.Rule, reason Reason, message string) RuleResult {
+	return RuleResult{Rule: rule.ID, Verdict: VerdictFallback, Reason: reason, Message: message,
+		Fallback: &FallbackRule{Reason: reason, Message: message, NotEnforced: message}}
+}
+
+func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule) RuleResult {
+	switch {
+	case rule.Mode == model.ModeJSON:
+		return RuleResult{Rule: rule.ID, Verdict: VerdictNotHandled, Reason: ReasonEvaluationModeJSON, Message: "evaluation.mode is JSON: the policy validates JSON payloads, not admission requests"}
+	case !rule.Admission:
+		return RuleResult{Rule: rule.ID, Verdict: VerdictNotHandled, Reason: ReasonAdmissionDisabled, Message: "evaluation.admission.enabled is false: the policy is not applied at admission (background scans only)"}
+	case len(rule.MatchConstraints.ResourceRules) == 0:
+		return RuleResult{Rule: rule.ID, Verdict: VerdictInvalid, Reason: ReasonNoMatchConstraints, Message: "spec.matchConstraints has no resourceRules; Kyverno refuses such a policy"}
+	case rule.Unsupported != "":
+		return notEnforced(rule, ReasonAutogenExtraction, rule.Unsupported)
+	case len(rule.Libraries) > 0:
+		return notEnforced(rule, ReasonKyvernoLibrary, fmt.Sprintf("uses Kyverno's CEL %s %s, which the API server does not have", plural(len(rule.Libraries), "library", "libraries"), strings.Join(rule.Libraries, ", ")))
+	case !t.opts.GenerateValidatingAdmissionPolicy:
+		return notEnforced(rule, ReasonGenerationDisabled, "ValidatingAdmissionPolicy generation is disabled")
+	}
+	var exceptionConditions []string
+	for _, ex := range rule.Exceptions {
+		if !ex.Full() {
+			continue // feeds `exceptions`, which the rule does not read (Libraries)
+		}
+		if len(ex.MatchConditions) == 0 {
+			return RuleResult{Rule: rule.ID, Verdict: VerdictTranslated, Reason: ReasonExemptedByException, Message: fmt.Sprintf("PolicyException %s has no matchConditions: Kyverno exempts every request from the policy", ex.Key())}
+		}
+		parts := make([]string, len(ex.MatchConditions))
+		for i, mc := range ex.MatchConditions {
+			parts[i] = "(" + mc.Expression + "\n)"
+		}
+		exceptionConditions = append(exceptionConditions, "("+strings.Join(parts, " && ")+")")
+	}
+
+	spec := admissionregistrationv1.ValidatingAdmissionPolicySpec{
+		MatchConstraints: rule.MatchConstraints.DeepCopy(),
+		Validations:      copyList(rule.Validations),
+		Variables:        copyList(rule.Variables),
+		AuditAnnotations: copyList(rule.AuditAnnotations),
+	}
+	failurePolicy := rule.FailurePolicy
+	spec.FailurePolicy = &failurePolicy
+	if changed := joinMessageLines(spec.Validations); len(changed) > 0 {
+		plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s: the message of validations %v has line breaks, which a ValidatingAdmissionPolicy refuses; the VAP's message has the lines joined by spaces", ruleLabel(src, rule), changed))
+	}
+	// Kyverno's global configuration filters every request before any
+	// policy, ValidatingPolicies included.
+	global, fl := kyvernoConfigConditions(t.opts.KyvernoConfig, t.resolver, []kindSet{{everything: true}})
+	if fl != nil {
+		return notEnforced(rule, fl.reason, fl.message)
+	}
+	ours := map[string]bool{}
+	var conditions []admissionregistrationv1.MatchCondition
+	for _, mc := range global {
+		ours[mc.Name] = !strings.HasPrefix(mc.Name, conditionKyvernoConfigPrefix)
+		conditions = append(conditions, mc)
+	}
+	if rule.Namespace != "" {
+		// request.namespace is the Namespace's own name for a Namespace
+		// object, as in Kyverno's webhook, which selects namespaced
+		// policies by the request's namespace.
+		conditions = append(conditions, admissionregistrationv1.MatchCondition{Name: conditionNamespace, Expression: "request.namespace == " + strconv.Quote(rule.Namespace)})
+		ours[conditionNamespace] = true
+	}
+	if len(exceptionConditions) > 0 {
+		conditions = append(conditions, admissionregistrationv1.MatchCondition{Name: conditionModelExceptions, Expression: "!(" + strings.Join(exceptionConditions, " || ") + ")"})
+		ours[conditionModelExceptions] = true
+	}
+	for _, mc := range rule.MatchConditions {
+		if ours[mc.Name] || (global != nil && strings.HasPrefix(mc.Name, conditionKyvernoConfigPrefix)) {
+			return RuleResult{Rule: rule.ID, Verdict: VerdictInvalid, Reason: ReasonVAPFieldInvalid, Message: fmt.Sprintf("matchCondition name %q collides with a name kyvap generates", mc.Name)}
+		}
+		conditions = append(conditions, *mc.DeepCopy())
+	}
+	spec.MatchConditions = conditions
+	if len(spec.MatchConditions) > maxMatchConditions {
+		return notEnforced(rule, ReasonMatchNotExpressible, fmt.Sprintf("%d match conditions exceed the API server's limit of %d", len(spec.MatchConditions), maxMatchConditions))
+	}
+	if fl := checkFields(&spec); fl != nil {
+		return RuleResult{Rule: rule.ID, Verdict: VerdictInvalid, Reason: fl.reason, Message: fl.message}
+	}
+	// Kyverno compiles ValidatingPolicies in the API server's stored
+	// expressions environment (every library), so the cluster's
+	// compatibility version is the only bar.
+	if user, generated := checkVAPExpressions(&spec, t.version, ours); len(generated) > 0 {
+		return notEnforced(rule, ReasonGeneratedCELError, problemsMessage(generated))
+	} else if len(user) > 0 {
+		if newest, _ := checkVAPExpressions(&spec, newestCompatibilityVersion, ours); len(newest) == 0 {
+			return notEnforced(rule, ReasonCELNotAtCompatibilityVersion, fmt.Sprintf("does not compile at CEL compatibility version %s: %s", t.version, problemsMessage(user)))
+		}
+		return RuleResult{Rule: rule.ID, Verdict: VerdictInvalid, Reason: ReasonCELCompileError, Message: problemsMessage(user)}
+	}
+
+	name := modelVAPName(src, rule.ID)
+	meta := modelObjectMeta(src, rule, name)
+	vap := admissionregistrationv1.ValidatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
+		ObjectMeta: meta,
+		Spec:       spec,
+	}
+	var scope *admissionregistrationv1.MatchResources
+	if rule.Namespace != "" {
+		scope = &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{rule.Namespace}}},
+		}}
+	}
+	bindingMeta := modelObjectMeta(src, rule, name+"-0")
+	binding := admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicyBinding"},
+		ObjectMeta: bindingMeta,
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        name,
+			MatchResources:    t.withKyvernoSelectors(scope),
+			ValidationActions: append([]admissionregistrationv1.ValidationAction(nil), rule.Actions...),
+		},
+	}
+	plan.ValidatingAdmissionPolicies = append(plan.ValidatingAdmissionPolicies, *vap.DeepCopy())
+	plan.Bindings = append(plan.Bindings, binding)
+	return RuleResult{Rule: rule.ID, Verdict: VerdictTranslated, ValidatingAdmissionPolicies: []string{name}}
+}
+
+func copyList[T any, PT interface {
+	*T
+	DeepCopy() *T
+}](in []T) []T {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]T, len(in))
+	for i := range in {
+		out[i] = *PT(&in[i]).DeepCopy()
+	}
+	return out
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func ruleLabel(src *model.Source, rule *model.Rule) string {
+	return src.String() + " (" + rule.ID + ")"
+}
+
+// modelVAPName names the VAP of a policy-model rule: always the hashed form
+// kyvap-<policy'>.<kind-rule>.<hash>, the hash over the kind, namespace,
+// name and rule ID, so that it never equals a ClusterPolicy's VAP name
+// (those hash only policy and rule) nor another kind's.
+func modelVAPName(src *model.Source, ruleID string) string {
+	policy := src.Name
+	if src.Namespace != "" {
+		policy = src.Namespace + "-" + src.Name
+	}
+	short := map[model.Kind]string{
+		model.KindValidatingPolicy:           "vpol",
+		model.KindNamespacedValidatingPolicy: "nvpol",
+		model.KindClusterPolicy:              "cpol",
+		model.KindPolicy:                     "pol",
+	}[src.Kind]
+	readable := short + "-" + sanitizeLabel(ruleID)
+	return hashedName(policy, ruleID, readable, nameHash(string(src.Kind), src.Namespace, src.Name, ruleID))
+}
+
+// modelObjectMeta is the metadata of an object generated from a policy-model
+// rule: kyvap's labels and annotations naming the source, and a controller
+// owner reference when the source is cluster-scoped (a namespaced source
+// cannot own a cluster-scoped object: its objects are found by labels).
+func modelObjectMeta(src *model.Source, rule *model.Rule, name string) metav1.ObjectMeta {
+	meta := metav1.ObjectMeta{
+		Name: name,
+		Labels: map[string]string{
+			LabelManagedBy:  ManagedByValue,
+			LabelPolicy:     labelValue(src.Name),
+			LabelRule:       labelValue(rule.ID),
+			LabelPolicyKind: string(src.Kind),
+		},
+		Annotations: map[string]string{
+			AnnotationPolicy:     src.Name,
+			AnnotationRule:       rule.ID,
+			AnnotationPolicyKind: string(src.Kind),
+		},
+	}
+	if src.Namespace != "" {
+		meta.Labels[LabelPolicyNamespace] = labelValue(src.Namespace)
+		meta.Annotations[AnnotationPolicyNamespace] = src.Namespace
+		return meta
+	}
+	controller := true
+	meta.OwnerReferences = []metav1.OwnerReference{{
+		APIVersion: src.APIVersion, Kind: string(src.Kind), Name: src.Name, UID: src.UID, Controller: &controller,
+	}}
+	return meta
+}
