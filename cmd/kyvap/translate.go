@@ -7,26 +7,34 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kyvap/kyvap/internal/manifest"
+	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
 )
 
 const translateUsage = `Usage:
   kyvap translate -f FILE [-f FILE ...] [--crd FILE ...] [flags]
 
-Translates the CEL rules of Kyverno ClusterPolicies into ValidatingAdmissionPolicies
-and bindings, as the operator would, without a cluster.
+Translates the CEL rules of Kyverno ClusterPolicies, ValidatingPolicies and
+NamespacedValidatingPolicies into ValidatingAdmissionPolicies and bindings, as the
+operator would, without a cluster.
 
 Input (-f, repeatable): a file, a directory (its *.yaml, *.yml and *.json files, in
 name order) or "-" for stdin. Each holds YAML documents or JSON objects:
-kyverno.io/v1 ClusterPolicy, kyverno.io/v2 (or v2beta1) PolicyException,
+kyverno.io/v1 (or v2beta1) ClusterPolicy, policies.kyverno.io ValidatingPolicy and
+NamespacedValidatingPolicy (v1alpha1, v1beta1, v1), kyverno.io/v2 (or v2beta1) and
+policies.kyverno.io PolicyException,
 apiextensions.k8s.io/v1 CustomResourceDefinition (as with --crd), or a v1 List of
 them (kubectl get -o yaml). Every policy is translated with all the exceptions
-given; the translator keeps those that name its rules.
+given; the translator keeps those that name its rules (a CEL PolicyException that
+expires is applied until then). A ValidatingPolicy's rules are reported as
+"ValidatingPolicy/name/policy" and its pod-controller variants as
+".../autogen-defaults" and ".../autogen-cronjobs".
 
 Output: stdout gets the VAPs and bindings, ready for "kubectl apply -f -": policies in
 input order, each VAP followed by its bindings. Owner references to a policy without
@@ -59,7 +67,7 @@ Exit status:
   0  translated (rules may fall back to kyvap's webhook or be left to Kyverno)
   1  translated, but some rule is Invalid: no engine can enforce it until it is fixed
   2  unusable input or flags: unreadable file, invalid YAML (file:line), unsupported
-     kind, no ClusterPolicy, two policies with the same name
+     kind, no policy, two policies of a kind with the same name
 `
 
 // Exit codes of kyvap translate.
@@ -181,15 +189,31 @@ func readInputs(f translateFlags, stdin io.Reader) (manifest.Set, error) {
 			return set, err
 		}
 	}
-	if len(set.Policies) == 0 {
-		return set, fmt.Errorf("no kyverno.io/v1 ClusterPolicy in %s", strings.Join(f.files, ", "))
+	if len(set.Policies)+len(set.ValidatingPolicies)+len(set.NamespacedValidatingPolicies) == 0 {
+		return set, fmt.Errorf("no ClusterPolicy, ValidatingPolicy or NamespacedValidatingPolicy in %s", strings.Join(f.files, ", "))
 	}
 	seen := map[string]bool{}
-	for _, p := range set.Policies {
-		if seen[p.Name] {
-			return set, fmt.Errorf("two ClusterPolicies are named %q; their VAPs would overwrite each other", p.Name)
+	check := func(kind, key string) error {
+		if seen[kind+"/"+key] {
+			return fmt.Errorf("two %ss are named %q; their VAPs would overwrite each other", kind, key)
 		}
-		seen[p.Name] = true
+		seen[kind+"/"+key] = true
+		return nil
+	}
+	for _, p := range set.Policies {
+		if err := check("ClusterPolicy", p.Name); err != nil {
+			return set, err
+		}
+	}
+	for _, p := range set.ValidatingPolicies {
+		if err := check("ValidatingPolicy", p.Name); err != nil {
+			return set, err
+		}
+	}
+	for _, p := range set.NamespacedValidatingPolicies {
+		if err := check("NamespacedValidatingPolicy", p.Namespace+"/"+p.Name); err != nil {
+			return set, err
+		}
 	}
 	return set, nil
 }
@@ -205,7 +229,22 @@ func translateAll(set manifest.Set, opts translate.Options) ([]translate.Plan, e
 		}
 		plans = append(plans, plan)
 	}
+	now := time.Now()
+	for i := range set.ValidatingPolicies {
+		plans = append(plans, modelPlan(model.FromValidatingPolicy(&set.ValidatingPolicies[i], set.CELExceptions, now), resolver, opts))
+	}
+	for i := range set.NamespacedValidatingPolicies {
+		plans = append(plans, modelPlan(model.FromNamespacedValidatingPolicy(&set.NamespacedValidatingPolicies[i], set.CELExceptions, now), resolver, opts))
+	}
 	return plans, nil
+}
+
+// modelPlan translates a policy of the policy model; its plan is named
+// Kind/name (Kind/namespace/name), so the verdict lines say which kind.
+func modelPlan(p model.Policy, resolver translate.KindResolver, opts translate.Options) translate.Plan {
+	plan := translate.TranslatePolicy(p, resolver, opts)
+	plan.Policy = p.Source.String()
+	return plan
 }
 
 // reportVerdicts writes one line per rule and per warning; it reports

@@ -1,5 +1,6 @@
 // Package manifest reads the objects `kyvap translate` works on (Kyverno
-// ClusterPolicies and PolicyExceptions, and CustomResourceDefinitions for kind
+// ClusterPolicies, ValidatingPolicies, NamespacedValidatingPolicies, both
+// groups' PolicyExceptions, and CustomResourceDefinitions for kind
 // resolution) from YAML or JSON files, and says where a broken one is:
 // file, line and document.
 //
@@ -26,6 +27,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	policiesv1 "github.com/kyverno/api/api/policies.kyverno.io/v1"
+
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 )
@@ -37,7 +40,14 @@ const Stdin = "-"
 type Set struct {
 	Policies   []kyvernov1.ClusterPolicy
 	Exceptions []kyvernov2.PolicyException
-	CRDs       []apiextensionsv1.CustomResourceDefinition
+	// ValidatingPolicies and NamespacedValidatingPolicies are read from any
+	// served version of policies.kyverno.io (v1alpha1, v1beta1, v1: the
+	// spec is the same).
+	ValidatingPolicies           []policiesv1.ValidatingPolicy
+	NamespacedValidatingPolicies []policiesv1.NamespacedValidatingPolicy
+	// CELExceptions are policies.kyverno.io PolicyExceptions.
+	CELExceptions []policiesv1.PolicyException
+	CRDs          []apiextensionsv1.CustomResourceDefinition
 }
 
 // Accept says which kinds a read may add to the Set.
@@ -156,6 +166,9 @@ func (s *Set) Read(file string, data []byte, accept Accept) error {
 	}
 	s.Policies = append(s.Policies, read.Policies...)
 	s.Exceptions = append(s.Exceptions, read.Exceptions...)
+	s.ValidatingPolicies = append(s.ValidatingPolicies, read.ValidatingPolicies...)
+	s.NamespacedValidatingPolicies = append(s.NamespacedValidatingPolicies, read.NamespacedValidatingPolicies...)
+	s.CELExceptions = append(s.CELExceptions, read.CELExceptions...)
 	s.CRDs = append(s.CRDs, read.CRDs...)
 	return nil
 }
@@ -272,7 +285,7 @@ func (s *Set) addObject(raw []byte, accept Accept) error {
 		return nil
 	case accept == AcceptCRDsOnly:
 		return fmt.Errorf("unsupported kind %s %s: a --crd file holds apiextensions.k8s.io/v1 CustomResourceDefinitions", meta.APIVersion, meta.Kind)
-	case meta.APIVersion == "kyverno.io/v1" && meta.Kind == "ClusterPolicy":
+	case (meta.APIVersion == "kyverno.io/v1" || meta.APIVersion == "kyverno.io/v2beta1") && meta.Kind == "ClusterPolicy":
 		var policy kyvernov1.ClusterPolicy
 		if err := Decode(raw, &policy, meta); err != nil {
 			return err
@@ -286,9 +299,42 @@ func (s *Set) addObject(raw []byte, accept Accept) error {
 		}
 		s.Exceptions = append(s.Exceptions, exception)
 		return nil
+	case policiesVersion(meta.APIVersion) && meta.Kind == "ValidatingPolicy":
+		var policy policiesv1.ValidatingPolicy
+		if err := Decode(raw, &policy, meta); err != nil {
+			return err
+		}
+		s.ValidatingPolicies = append(s.ValidatingPolicies, policy)
+		return nil
+	case policiesVersion(meta.APIVersion) && meta.Kind == "NamespacedValidatingPolicy":
+		var policy policiesv1.NamespacedValidatingPolicy
+		if err := Decode(raw, &policy, meta); err != nil {
+			return err
+		}
+		if policy.Namespace == "" {
+			policy.Namespace = "default" // as kubectl apply would create it
+		}
+		s.NamespacedValidatingPolicies = append(s.NamespacedValidatingPolicies, policy)
+		return nil
+	case policiesVersion(meta.APIVersion) && meta.Kind == "PolicyException":
+		var exception policiesv1.PolicyException
+		if err := Decode(raw, &exception, meta); err != nil {
+			return err
+		}
+		s.CELExceptions = append(s.CELExceptions, exception)
+		return nil
 	default:
-		return fmt.Errorf("unsupported kind %s %s: want kyverno.io/v1 ClusterPolicy, kyverno.io/v2 PolicyException or apiextensions.k8s.io/v1 CustomResourceDefinition", meta.APIVersion, meta.Kind)
+		return fmt.Errorf("unsupported kind %s %s: want kyverno.io/v1 ClusterPolicy, policies.kyverno.io/v1 ValidatingPolicy or NamespacedValidatingPolicy, a PolicyException (kyverno.io/v2 or policies.kyverno.io/v1) or apiextensions.k8s.io/v1 CustomResourceDefinition", meta.APIVersion, meta.Kind)
 	}
+}
+
+// policiesVersion reports a served version of policies.kyverno.io.
+func policiesVersion(apiVersion string) bool {
+	switch apiVersion {
+	case "policies.kyverno.io/v1alpha1", "policies.kyverno.io/v1beta1", "policies.kyverno.io/v1":
+		return true
+	}
+	return false
 }
 
 // addList adds the items of a v1 List (what `kubectl get -o yaml` prints).

@@ -1,0 +1,155 @@
+package translate
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kyvap/kyvap/internal/kyverno"
+	"github.com/kyvap/kyvap/internal/manifest"
+	"github.com/kyvap/kyvap/model"
+)
+
+// modelNow is the clock of the policy-model golden cases (exceptions expire
+// relative to it).
+var modelNow = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+
+// modelCase is a testdata/model directory: input.yaml holds policies of the
+// policy model's kinds and CEL PolicyExceptions; plan.yaml the plans.
+type modelCase struct {
+	name, dir string
+	policies  []model.Policy
+}
+
+func loadModelCases(t testing.TB) []modelCase {
+	dirs, err := filepath.Glob(filepath.Join("testdata", "model", "*", "input.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []modelCase
+	for _, input := range dirs {
+		var set manifest.Set
+		if err := set.ReadPath(input, nil, manifest.AcceptAll); err != nil {
+			t.Fatal(err)
+		}
+		c := modelCase{name: filepath.Base(filepath.Dir(input)), dir: filepath.Dir(input)}
+		for i := range set.ValidatingPolicies {
+			c.policies = append(c.policies, model.FromValidatingPolicy(&set.ValidatingPolicies[i], set.CELExceptions, modelNow))
+		}
+		for i := range set.NamespacedValidatingPolicies {
+			c.policies = append(c.policies, model.FromNamespacedValidatingPolicy(&set.NamespacedValidatingPolicies[i], set.CELExceptions, modelNow))
+		}
+		cases = append(cases, c)
+	}
+	return cases
+}
+
+func translateModelCase(c modelCase, opts Options) []Plan {
+	var plans []Plan
+	for _, p := range c.policies {
+		plans = append(plans, TranslatePolicy(p, NewStaticResolver(), opts))
+	}
+	return plans
+}
+
+func TestModelGolden(t *testing.T) {
+	cases := loadModelCases(t)
+	if len(cases) < 10 {
+		t.Fatalf("found only %d policy-model cases", len(cases))
+	}
+	opts := Options{GenerateValidatingAdmissionPolicy: true}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			plans := translateModelCase(c, opts)
+			got, err := yaml.Marshal(plans)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, _ := yaml.Marshal(translateModelCase(c, opts))
+			if !bytes.Equal(got, again) {
+				t.Fatal("translation is not deterministic")
+			}
+			for _, plan := range plans {
+				assertCompiles(t, plan)
+			}
+			path := filepath.Join(c.dir, "plan.yaml")
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./translate -run TestModelGolden -update)", err)
+			}
+			if diff := cmp.Diff(string(want), string(got)); diff != "" {
+				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestModelKyvernoConfig: Kyverno's global configuration filters requests
+// before ValidatingPolicies too, and its webhook selectors reach the binding.
+func TestModelKyvernoConfig(t *testing.T) {
+	cfg := kyverno.ChartDefaults()
+	for _, c := range loadModelCases(t) {
+		if c.name != "namespaced" {
+			continue
+		}
+		plan := TranslatePolicy(c.policies[0], NewStaticResolver(), Options{GenerateValidatingAdmissionPolicy: true, KyvernoConfig: &cfg})
+		assertCompiles(t, plan)
+		if len(plan.ValidatingAdmissionPolicies) != 1 || len(plan.Bindings) != 1 {
+			t.Fatalf("plan: %+v", plan.Rules)
+		}
+		names := map[string]bool{}
+		for _, mc := range plan.ValidatingAdmissionPolicies[0].Spec.MatchConditions {
+			names[mc.Name] = true
+		}
+		for _, want := range []string{conditionResourceFilters, conditionExcludedSubjects, conditionNamespace} {
+			if !names[want] {
+				t.Errorf("match condition %s missing: %v", want, names)
+			}
+		}
+		sel := plan.Bindings[0].Spec.MatchResources.NamespaceSelector
+		if sel == nil || len(sel.MatchExpressions) < 2 {
+			t.Errorf("binding namespace selector: want the policy's namespace and Kyverno's webhook selector, got %+v", sel)
+		}
+		return
+	}
+	t.Fatal("case namespaced not found")
+}
+
+// TestModelGenerationDisabled: with VAP generation off nothing is generated
+// and every rule says who enforces it.
+func TestModelGenerationDisabled(t *testing.T) {
+	for _, c := range loadModelCases(t) {
+		for _, plan := range translateModelCase(c, Options{}) {
+			if len(plan.ValidatingAdmissionPolicies)+len(plan.Bindings) > 0 {
+				t.Errorf("%s: objects generated with generation disabled", c.name)
+			}
+			for _, r := range plan.Rules {
+				if r.Verdict == VerdictTranslated && r.Reason != ReasonExemptedByException {
+					t.Errorf("%s/%s: translated with generation disabled", c.name, r.Rule)
+				}
+			}
+		}
+	}
+}
+
+func BenchmarkTranslatePolicy(b *testing.B) {
+	cases := loadModelCases(b)
+	opts := Options{GenerateValidatingAdmissionPolicy: true}
+	b.ResetTimer()
+	for b.Loop() {
+		for _, c := range cases {
+			translateModelCase(c, opts)
+		}
+	}
+}
