@@ -200,13 +200,6 @@ func (r *ClusterPolicyReconciler) typeWarnings(ctx context.Context, plan *transl
 	return typeWarnings(vaps), nil
 }
 
-// converged reports whether kyvap already reported this generation of the
-// policy, i.e. its objects existed in the wanted state.
-func (r *ClusterPolicyReconciler) converged(policy *kyvernov1.ClusterPolicy) bool {
-	c := meta.FindStatusCondition(policy.Status.Conditions, ConditionType)
-	return c != nil && c.ObservedGeneration == policy.Generation && c.Reason == ReasonAllRulesTranslated
-}
-
 // outcomeError makes failed writes retried (with backoff). Name conflicts
 // are not retried: they wait for the foreign object to change.
 func outcomeError(outcomes []objectOutcome) error {

@@ -60,6 +60,10 @@ type Controllers struct {
 	Policies *ClusterPolicyReconciler
 	// Sync loads fallback rules on every replica; nil without a webhook.
 	Sync *FallbackSyncReconciler
+	// Validating translates ValidatingPolicies and
+	// NamespacedValidatingPolicies (policies.kyverno.io) once their CRDs are
+	// served; the CRD watch calls its CRDsChanged.
+	Validating *ValidatingPolicies
 }
 
 // RequeueAll re-queues every policy on both controllers: discovery changed
@@ -68,6 +72,7 @@ type Controllers struct {
 // configuration changed. It never blocks.
 func (c *Controllers) RequeueAll() {
 	c.Policies.requeueAll()
+	c.Validating.requeueAll()
 	if c.Sync != nil {
 		c.Sync.requeueAll()
 	}
@@ -98,6 +103,18 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) (*Controllers, err
 		plans:     plans,
 	}}
 	if err := c.Policies.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	c.Validating = &ValidatingPolicies{mgr: mgr, template: ValidatingPolicyReconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("kyvap"),
+		Resolvers: cfg.Resolvers,
+		Kyverno:   cfg.Kyverno,
+		Options:   cfg.Options,
+		Config:    cfg.KyvernoConfig,
+	}}
+	if err := c.Validating.start(); err != nil {
 		return nil, err
 	}
 	if !enforcing {

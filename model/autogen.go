@@ -224,10 +224,14 @@ func identifierByte(c byte) bool {
 func (r *Rule) deepCopy() *Rule {
 	out := *r
 	out.MatchConstraints = *r.MatchConstraints.DeepCopy()
-	out.MatchConditions = copyEach(r.MatchConditions, func(x admissionregistrationv1.MatchCondition) admissionregistrationv1.MatchCondition { return *x.DeepCopy() })
+	out.MatchConditions = copyEach(r.MatchConditions, func(x admissionregistrationv1.MatchCondition) admissionregistrationv1.MatchCondition {
+		return *x.DeepCopy()
+	})
 	out.Variables = copyEach(r.Variables, func(x admissionregistrationv1.Variable) admissionregistrationv1.Variable { return *x.DeepCopy() })
 	out.Validations = copyEach(r.Validations, func(x admissionregistrationv1.Validation) admissionregistrationv1.Validation { return *x.DeepCopy() })
-	out.AuditAnnotations = copyEach(r.AuditAnnotations, func(x admissionregistrationv1.AuditAnnotation) admissionregistrationv1.AuditAnnotation { return *x.DeepCopy() })
+	out.AuditAnnotations = copyEach(r.AuditAnnotations, func(x admissionregistrationv1.AuditAnnotation) admissionregistrationv1.AuditAnnotation {
+		return *x.DeepCopy()
+	})
 	out.Actions = append([]admissionregistrationv1.ValidationAction(nil), r.Actions...)
 	out.Targets = append([]string(nil), r.Targets...)
 	out.Exceptions = copyEach(r.Exceptions, func(x Exception) Exception {

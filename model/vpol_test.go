@@ -112,9 +112,13 @@ func TestAutogenControllers(t *testing.T) {
 
 func TestNoAutogenUnlessExactlyPods(t *testing.T) {
 	for name, mutate := range map[string]func(*admissionregistrationv1.MatchResources){
-		"object selector":  func(m *admissionregistrationv1.MatchResources) { m.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}} },
-		"resource names":   func(m *admissionregistrationv1.MatchResources) { m.ResourceRules[0].ResourceNames = []string{"x"} },
-		"two resources":    func(m *admissionregistrationv1.MatchResources) { m.ResourceRules[0].Resources = []string{"pods", "services"} },
+		"object selector": func(m *admissionregistrationv1.MatchResources) {
+			m.ObjectSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}
+		},
+		"resource names": func(m *admissionregistrationv1.MatchResources) { m.ResourceRules[0].ResourceNames = []string{"x"} },
+		"two resources": func(m *admissionregistrationv1.MatchResources) {
+			m.ResourceRules[0].Resources = []string{"pods", "services"}
+		},
 		"any version":      func(m *admissionregistrationv1.MatchResources) { m.ResourceRules[0].APIVersions = []string{"*"} },
 		"exclusions":       func(m *admissionregistrationv1.MatchResources) { m.ExcludeResourceRules = m.ResourceRules },
 		"pod subresources": func(m *admissionregistrationv1.MatchResources) { m.ResourceRules[0].Resources = []string{"pods/exec"} },
@@ -207,7 +211,7 @@ func TestKyvernoLibraries(t *testing.T) {
 		"exceptions.allowedValues.size() == 0":                                     {"exceptions"},
 		"object.spec.resource == 'x' && object.time.now == 1":                      {},
 		"user.parseServiceAccount(request.userInfo.username).namespace == 'x'":     {"user"},
-		"not ( valid":                                                              {},
+		"not ( valid": {},
 	}
 	for expression, want := range cases {
 		got := KyvernoLibraries(expression)

@@ -49,6 +49,7 @@ var (
 // the reason, as in Run.
 func RunCluster(ctx context.Context, s *Suite, c *Cluster, opts Options) Report {
 	r := newRunner(s, opts)
+	r.cluster = true
 	report := Report{Name: s.Name, Path: s.Path, Document: s.Document, Rows: []Row{}, Cluster: true}
 	r.translate(&report)
 	fail := func(format string, args ...any) Report {

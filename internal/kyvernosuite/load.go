@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	policiesv1 "github.com/kyverno/api/api/policies.kyverno.io/v1"
+
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/internal/manifest"
@@ -35,10 +37,16 @@ type Suite struct {
 
 	// Policies are the ClusterPolicies kyvap translates, in file order.
 	Policies []kyvernov1.ClusterPolicy `json:"-"`
+	// ValidatingPolicies are the policies.kyverno.io ValidatingPolicies and
+	// NamespacedValidatingPolicies, in file order.
+	ValidatingPolicies []ValidatingPolicy `json:"-"`
 	// Ignored are the policies of the test kyvap does not translate.
 	Ignored []IgnoredPolicy `json:"-"`
 	// Exceptions are the test's Kyverno PolicyExceptions.
 	Exceptions []kyvernov2.PolicyException `json:"-"`
+	// CELExceptions are the test's policies.kyverno.io PolicyExceptions
+	// (any served version), which apply to ValidatingPolicies.
+	CELExceptions []policiesv1.PolicyException `json:"-"`
 	// Resources are the objects the test evaluates, deduplicated as Kyverno
 	// does (first of each group/kind/namespace/name), with their namespace
 	// defaulted to "default" unless the kind is cluster-scoped.
@@ -77,6 +85,54 @@ type IgnoredPolicy struct {
 	Kind   string `json:"kind"`
 	File   string `json:"file"`
 	Reason string `json:"reason"`
+}
+
+// ValidatingPolicy is a policies.kyverno.io ValidatingPolicy or
+// NamespacedValidatingPolicy of a test, decoded into the v1 type whatever
+// its served version (the spec is the same Go type in v1alpha1, v1beta1
+// and v1).
+type ValidatingPolicy struct {
+	// Kind is ValidatingPolicy or NamespacedValidatingPolicy.
+	Kind       string
+	APIVersion string
+	// Cluster is set for a ValidatingPolicy, Namespaced for a
+	// NamespacedValidatingPolicy.
+	Cluster    *policiesv1.ValidatingPolicy
+	Namespaced *policiesv1.NamespacedValidatingPolicy
+	File       string
+}
+
+// Name is the policy's name; Namespace its namespace (empty for a
+// ValidatingPolicy).
+func (v *ValidatingPolicy) Name() string {
+	if v.Namespaced != nil {
+		return v.Namespaced.Name
+	}
+	return v.Cluster.Name
+}
+
+// Namespace is a NamespacedValidatingPolicy's namespace, else "".
+func (v *ValidatingPolicy) Namespace() string {
+	if v.Namespaced != nil {
+		return v.Namespaced.Namespace
+	}
+	return ""
+}
+
+// Spec is the policy's spec.
+func (v *ValidatingPolicy) Spec() *policiesv1.ValidatingPolicySpec {
+	if v.Namespaced != nil {
+		return &v.Namespaced.Spec
+	}
+	return &v.Cluster.Spec
+}
+
+// Key is "name", or "namespace/name" for a NamespacedValidatingPolicy.
+func (v *ValidatingPolicy) Key() string {
+	if ns := v.Namespace(); ns != "" {
+		return ns + "/" + v.Name()
+	}
+	return v.Name()
 }
 
 // Load finds every file named DefaultFileName under path (recursively, in
@@ -388,8 +444,8 @@ var ignoredKinds = map[string]string{
 	"ValidatingAdmissionPolicyBinding": "a ValidatingAdmissionPolicyBinding: kyvap translates Kyverno ClusterPolicies",
 	"MutatingAdmissionPolicy":          "a MutatingAdmissionPolicy: kyvap only validates",
 	"MutatingAdmissionPolicyBinding":   "a MutatingAdmissionPolicyBinding: kyvap only validates",
-	"ValidatingPolicy":                 "a policies.kyverno.io ValidatingPolicy: kyvap translates kyverno.io/v1 ClusterPolicies",
-	"NamespacedValidatingPolicy":       "a policies.kyverno.io NamespacedValidatingPolicy: kyvap translates kyverno.io/v1 ClusterPolicies",
+	"ValidatingPolicy":                 "a ValidatingPolicy of a version Kyverno's CLI does not load (want policies.kyverno.io v1alpha1, v1beta1 or v1)",
+	"NamespacedValidatingPolicy":       "a NamespacedValidatingPolicy of a version Kyverno's CLI does not load (want policies.kyverno.io v1beta1 or v1)",
 	"ImageValidatingPolicy":            "an ImageValidatingPolicy: kyvap translates kyverno.io/v1 ClusterPolicies",
 	"NamespacedImageValidatingPolicy":  "a NamespacedImageValidatingPolicy: kyvap translates kyverno.io/v1 ClusterPolicies",
 	"MutatingPolicy":                   "a MutatingPolicy: kyvap only validates",
@@ -429,6 +485,12 @@ func (s *Suite) readPolicies(path string) error {
 			case gv.Group == "kyverno.io" && (gv.Version == "v2" || gv.Version == "v2beta1") && meta.Kind == "PolicyException":
 				s.Warnings = append(s.Warnings, fmt.Sprintf("%s: PolicyException in a policy file is ignored, as Kyverno's CLI does: list it under exceptions", file))
 				return nil
+			case gv.Group == "policies.kyverno.io" && meta.Kind == "PolicyException" && celVersions[gv.Version]:
+				s.Warnings = append(s.Warnings, fmt.Sprintf("%s: %s PolicyException in a policy file is ignored, as Kyverno's CLI does: list it under exceptions", file, meta.APIVersion))
+				return nil
+			case gv.Group == "policies.kyverno.io" && meta.Kind == "ValidatingPolicy" && celVersions[gv.Version],
+				gv.Group == "policies.kyverno.io" && meta.Kind == "NamespacedValidatingPolicy" && (gv.Version == "v1beta1" || gv.Version == "v1"):
+				return s.addValidatingPolicy(file, raw, meta)
 			}
 			reason, known := ignoredKinds[meta.Kind]
 			known = known && (gv.Group == "kyverno.io" || gv.Group == "policies.kyverno.io" || gv.Group == "admissionregistration.k8s.io")
@@ -449,6 +511,50 @@ func (s *Suite) readPolicies(path string) error {
 	})
 }
 
+// celVersions are the served versions of the policies.kyverno.io kinds
+// kyvap reads (one Go type in all of them).
+var celVersions = map[string]bool{"v1alpha1": true, "v1beta1": true, "v1": true}
+
+// addValidatingPolicy decodes a ValidatingPolicy or
+// NamespacedValidatingPolicy. Like Kyverno's CLI (policy/load.go), a
+// ValidatingPolicy in Envoy or HTTP mode is not an admission policy: it is
+// ignored with the reason.
+func (s *Suite) addValidatingPolicy(file string, raw []byte, meta metav1.TypeMeta) error {
+	vp := ValidatingPolicy{Kind: meta.Kind, APIVersion: meta.APIVersion, File: file}
+	if meta.Kind == "NamespacedValidatingPolicy" {
+		vp.Namespaced = &policiesv1.NamespacedValidatingPolicy{}
+		if err := manifest.Decode(raw, vp.Namespaced, meta); err != nil {
+			return err
+		}
+		if vp.Namespaced.Namespace == "" {
+			// Kyverno's CLI reads it as it is: a namespaced object without a
+			// namespace, in "default" once applied.
+			vp.Namespaced.Namespace = "default"
+		}
+	} else {
+		vp.Cluster = &policiesv1.ValidatingPolicy{}
+		if err := manifest.Decode(raw, vp.Cluster, meta); err != nil {
+			return err
+		}
+	}
+	if vp.Name() == "" {
+		return fmt.Errorf("%s: metadata.name is required", meta.Kind)
+	}
+	switch mode := vp.Spec().EvaluationMode(); mode {
+	case "Envoy", "HTTP":
+		s.Ignored = append(s.Ignored, IgnoredPolicy{Name: vp.Key(), Kind: meta.Kind, File: file,
+			Reason: fmt.Sprintf("a ValidatingPolicy in %s mode authorizes %s requests, not admission requests", mode, mode)})
+		return nil
+	}
+	for i := range s.ValidatingPolicies {
+		if q := &s.ValidatingPolicies[i]; q.Kind == vp.Kind && q.Key() == vp.Key() {
+			return fmt.Errorf("two %ss are named %q", vp.Kind, vp.Key())
+		}
+	}
+	s.ValidatingPolicies = append(s.ValidatingPolicies, vp)
+	return nil
+}
+
 // readExceptions adds the PolicyExceptions of an exceptions file.
 func (s *Suite) readExceptions(path string) error {
 	return readDocuments(path, func(file string, doc document, raw []byte, meta metav1.TypeMeta) error {
@@ -461,11 +567,15 @@ func (s *Suite) readExceptions(path string) error {
 				}
 				s.Exceptions = append(s.Exceptions, ex)
 				return nil
-			case strings.HasPrefix(meta.APIVersion, "policies.kyverno.io/") && meta.Kind == "PolicyException":
-				s.Warnings = append(s.Warnings, fmt.Sprintf("%s: %s PolicyException applies to policies.kyverno.io policies, which kyvap does not translate", file, meta.APIVersion))
+			case strings.HasPrefix(meta.APIVersion, "policies.kyverno.io/") && celVersions[strings.TrimPrefix(meta.APIVersion, "policies.kyverno.io/")] && meta.Kind == "PolicyException":
+				var ex policiesv1.PolicyException
+				if err := manifest.Decode(raw, &ex, meta); err != nil {
+					return err
+				}
+				s.CELExceptions = append(s.CELExceptions, ex)
 				return nil
 			default:
-				return fmt.Errorf("unsupported kind %s %s in an exceptions file: want kyverno.io/v2 PolicyException", meta.APIVersion, meta.Kind)
+				return fmt.Errorf("unsupported kind %s %s in an exceptions file: want kyverno.io/v2 or policies.kyverno.io/v1 PolicyException", meta.APIVersion, meta.Kind)
 			}
 		})
 	})

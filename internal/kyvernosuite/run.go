@@ -56,6 +56,11 @@ type runner struct {
 	// evaluations caches the evaluation of each distinct request.
 	evaluations map[string]*evaluation
 	warnings    []string
+	// vpols are the suite's ValidatingPolicies, vpaths their evaluation.
+	vpols  []*vpolState
+	vpaths *vpolPaths
+	// cluster: a --cluster replay (ValidatingPolicy results are skipped).
+	cluster bool
 	// noUser: the test's request info is empty (no user-info file), in
 	// which case Kyverno's matcher ignores user filters in match blocks.
 	noUser bool
@@ -67,8 +72,11 @@ type evaluation struct {
 	vap map[string]map[string]PathResult
 	// engine maps policy → reported rule name → result.
 	engine map[string]map[string]PathResult
-	// err is why the request could not be evaluated.
-	err error
+	// vpol maps each ValidatingPolicy to its rules' outcomes.
+	vpol map[*vpolState]map[string]vpolOutcome
+	// err is why the request could not be evaluated; vpolErr why the
+	// ValidatingPolicies could not be.
+	err, vpolErr error
 }
 
 // Run translates the suite's policies, evaluates every expected result
@@ -80,6 +88,10 @@ func Run(ctx context.Context, s *Suite, opts Options) Report {
 	report := Report{Name: s.Name, Path: s.Path, Document: s.Document, Rows: []Row{}}
 	r.translate(&report)
 	r.paths = newPaths(r)
+	if len(r.vpols) > 0 {
+		r.vpaths = newVpolPaths(r)
+		r.paths.notes = append(r.paths.notes, r.vpaths.notes...)
+	}
 	for i := range s.Test.Results {
 		for _, row := range r.rowsFor(ctx, i) {
 			report.Summary.count(row)
@@ -141,6 +153,7 @@ func (r *runner) translate(report *Report) {
 			r.warnings = append(r.warnings, fmt.Sprintf("%s: %s", p.Name, w))
 		}
 	}
+	r.translateValidating(report)
 }
 
 // rowsFor checks test result i.
@@ -153,12 +166,26 @@ func (r *runner) rowsFor(ctx context.Context, i int) []Row {
 		row.VAP, row.Engine = PathResult{Result: NotApplicable}, PathResult{Result: NotApplicable}
 		return []Row{row}
 	}
-	if kind := nonKyvernoResult(res); kind != "" {
-		return skipped("", fmt.Sprintf("a %s result: kyvap translates Kyverno ClusterPolicies only", kind))
-	}
 	name := res.Policy
 	if slash := strings.LastIndex(name, "/"); slash >= 0 {
 		name = name[slash+1:] // Kyverno compares the policy name only
+	}
+	if states := r.vpolsNamed(name); len(states) > 0 && r.policies[name] == nil {
+		return r.vpolRows(ctx, i, states)
+	}
+	if kind := nonKyvernoResult(res); kind != "" && !(res.IsValidatingPolicy && r.policies[name] != nil) {
+		if res.IsValidatingPolicy {
+			for _, ig := range r.suite.Ignored {
+				if ig.Name == res.Policy || strings.HasSuffix(ig.Name, "/"+name) || ig.Name == name {
+					return skipped("", ig.Reason)
+				}
+			}
+			row := base
+			row.Status, row.Reason = StatusFail, fmt.Sprintf("ValidatingPolicy %q is not among the test's policies (Kyverno's CLI reports it as not found)", res.Policy)
+			row.VAP, row.Engine = PathResult{Result: None}, PathResult{Result: None}
+			return []Row{row}
+		}
+		return skipped("", fmt.Sprintf("a %s result: kyvap translates Kyverno ClusterPolicies and ValidatingPolicies only", kind))
 	}
 	st := r.policies[name]
 	if st == nil {
@@ -352,6 +379,11 @@ func (r *runner) evaluate(ctx context.Context, spec requestSpec) *evaluation {
 	}
 	if ev.engine, err = r.paths.engineResults(ctx, req); err != nil {
 		ev.err = fmt.Errorf("engine path: %w", err)
+	}
+	if r.vpaths != nil {
+		if ev.vpol, err = r.vpaths.evaluate(ctx, req); err != nil {
+			ev.vpolErr = fmt.Errorf("VAP path (ValidatingPolicies): %w", err)
+		}
 	}
 	return ev
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	policiesv1 "github.com/kyverno/api/api/policies.kyverno.io/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -165,8 +166,9 @@ func New(ctx context.Context, cfg *rest.Config, managerOptions ctrl.Options, opt
 	if err := reporter.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	// CRDs installed later start the reports then.
-	listeners = append(listeners, reporter.CRDsChanged)
+	// CRDs installed later start the reports, and the ValidatingPolicy
+	// controllers, then.
+	listeners = append(listeners, reporter.CRDsChanged, op.Controllers.Validating.CRDsChanged)
 	watch := &crdWatch{kinds: kinds, listeners: listeners}
 	if err := watch.SetupWithManager(mgr); err != nil {
 		return nil, err
@@ -183,12 +185,14 @@ func New(ctx context.Context, cfg *rest.Config, managerOptions ctrl.Options, opt
 }
 
 // NewScheme returns the scheme the operator's clients need: the built-in
-// Kubernetes kinds, kyvap's Kyverno types and CustomResourceDefinitions.
+// Kubernetes kinds, kyvap's Kyverno types, Kyverno's policies.kyverno.io/v1
+// types (ValidatingPolicy, ...) and CustomResourceDefinitions.
 func NewScheme() *runtime.Scheme {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(kyvernov1.AddToScheme(scheme))
 	utilruntime.Must(kyvernov2.AddToScheme(scheme))
+	utilruntime.Must(policiesv1.AddToScheme(scheme))
 	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
 	return scheme
 }
