@@ -1,0 +1,538 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	policiesv1 "github.com/kyverno/api/api/policies.kyverno.io/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/kyvap/kyvap/internal/kyverno"
+	"github.com/kyvap/kyvap/model"
+	"github.com/kyvap/kyvap/translate"
+)
+
+// ValidatingPolicyReconciler turns each policies.kyverno.io ValidatingPolicy
+// (or, with Kind NamespacedValidatingPolicy, each NamespacedValidatingPolicy)
+// into the VAPs and bindings of its plan, and reports in the policy's
+// status. The rules kyvap cannot turn into VAPs have no engine in kyvap yet
+// (its webhook evaluates ClusterPolicies only): the status says they are
+// left to Kyverno, and the policy is not marked generated.
+type ValidatingPolicyReconciler struct {
+	// Client reads from the cache (which holds only kyvap's generated VAPs
+	// and bindings) and writes to the API server.
+	client.Client
+	// APIReader reads from the API server, to see objects the cache does not hold.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Resolvers ResolverSource
+	// Kyverno says whether Kyverno's admission controller runs in the
+	// cluster; nil means it does not.
+	Kyverno KyvernoPresence
+	// Options are the translation options (generation toggle, CEL version).
+	Options translate.Options
+	// Config returns Kyverno's global configuration in force; nil keeps
+	// Options.KyvernoConfig.
+	Config func() *kyverno.Config
+	// Kind is model.KindValidatingPolicy or model.KindNamespacedValidatingPolicy.
+	Kind model.Kind
+	// Now is the clock exceptions expire by; nil is time.Now.
+	Now func() time.Time
+
+	// requeue re-queues every policy of the kind (requeueAll).
+	requeue chan event.GenericEvent
+}
+
+// expiryMargin is how long after an exception's expiry its policy is
+// translated again: at the expiry itself the exception still applies.
+const expiryMargin = time.Second
+
+// Reconcile gathers the policy and the exceptions, translates them, applies
+// the plan and reports.
+func (r *ValidatingPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	policy := r.newPolicy()
+	if err := r.Get(ctx, req.NamespacedName, policy); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.deleteOrphans(ctx, req.NamespacedName)
+		}
+		return ctrl.Result{}, err
+	}
+	if !policy.GetDeletionTimestamp().IsZero() {
+		return ctrl.Result{}, nil
+	}
+	lowered, err := r.gather(ctx, policy)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	plan := translate.TranslatePolicy(lowered, r.Resolvers.Resolver(), translationOptions(r.Options, r.Config))
+	outcomes := r.apply(ctx, policy, lowered.Source, &plan)
+	if err := r.report(ctx, policy, &plan, outcomes); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := outcomeError(outcomes); err != nil {
+		return ctrl.Result{}, err
+	}
+	if lowered.NextExpiry != nil {
+		// An exception expires: the VAPs must stop honouring it then.
+		return ctrl.Result{RequeueAfter: max(time.Until(*lowered.NextExpiry)+expiryMargin, expiryMargin)}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *ValidatingPolicyReconciler) newPolicy() client.Object {
+	if r.Kind == model.KindNamespacedValidatingPolicy {
+		return &policiesv1.NamespacedValidatingPolicy{}
+	}
+	return &policiesv1.ValidatingPolicy{}
+}
+
+// statusOf is the status of a policy of either kind (they share its type).
+func statusOf(policy client.Object) *policiesv1.ValidatingPolicyStatus {
+	switch p := policy.(type) {
+	case *policiesv1.ValidatingPolicy:
+		return &p.Status
+	case *policiesv1.NamespacedValidatingPolicy:
+		return &p.Status
+	}
+	return nil
+}
+
+// gather lowers the policy with every policies.kyverno.io PolicyException
+// of the cluster (the model keeps those naming it, unexpired).
+func (r *ValidatingPolicyReconciler) gather(ctx context.Context, policy client.Object) (model.Policy, error) {
+	var exceptions policiesv1.PolicyExceptionList
+	if err := r.List(ctx, &exceptions); err != nil {
+		return model.Policy{}, fmt.Errorf("listing policies.kyverno.io PolicyExceptions: %w", err)
+	}
+	now := time.Now()
+	if r.Now != nil {
+		now = r.Now()
+	}
+	switch p := policy.(type) {
+	case *policiesv1.NamespacedValidatingPolicy:
+		return model.FromNamespacedValidatingPolicy(p, exceptions.Items, now), nil
+	case *policiesv1.ValidatingPolicy:
+		return model.FromValidatingPolicy(p, exceptions.Items, now), nil
+	}
+	return model.Policy{}, fmt.Errorf("unexpected policy type %T", policy)
+}
+
+// modelOwner is a policy-model source as the owner of generated objects.
+type modelOwner struct {
+	source model.Source
+	policy client.Object
+}
+
+// owns: controlled by the policy, or carrying kyvap's label and the
+// annotations naming the policy's kind, namespace and name (an edit may
+// have removed one of the two marks; it is still ours to restore).
+func (o modelOwner) owns(obj client.Object) bool {
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil && ref.UID == o.source.UID && ref.Kind == string(o.source.Kind) {
+		return true
+	}
+	return generatedFrom(obj, o.source.Kind, types.NamespacedName{Namespace: o.source.Namespace, Name: o.source.Name})
+}
+
+func (o modelOwner) converged() bool {
+	c := meta.FindStatusCondition(statusOf(o.policy).ConditionStatus.Conditions, ConditionType)
+	return c != nil && c.ObservedGeneration == o.policy.GetGeneration() && c.Reason == ReasonAllRulesTranslated
+}
+
+// generatedFrom reports whether obj carries kyvap's marks naming the policy
+// of kind at key.
+func generatedFrom(obj client.Object, kind model.Kind, key types.NamespacedName) bool {
+	annotations := obj.GetAnnotations()
+	return obj.GetLabels()[translate.LabelManagedBy] == translate.ManagedByValue &&
+		annotations[translate.AnnotationPolicyKind] == string(kind) &&
+		annotations[translate.AnnotationPolicy] == key.Name &&
+		annotations[translate.AnnotationPolicyNamespace] == key.Namespace
+}
+
+// generatedSelector selects the objects generated for the policy of kind at
+// key by their labels; generatedFrom then checks the full names in the
+// annotations (a label holds a hashed form of a name too long for it).
+func generatedSelector(kind model.Kind, key types.NamespacedName) client.MatchingLabels {
+	sel := client.MatchingLabels{translate.LabelManagedBy: translate.ManagedByValue, translate.LabelPolicyKind: string(kind)}
+	if len(validation.IsValidLabelValue(key.Name)) == 0 {
+		sel[translate.LabelPolicy] = key.Name // the label is the name itself then
+	}
+	if key.Namespace != "" {
+		sel[translate.LabelPolicyNamespace] = key.Namespace // a namespace is always a valid label value
+	}
+	return sel
+}
+
+// apply writes the plan's objects and deletes the policy's objects the plan
+// no longer wants (rule gone, translation now fails, generation off).
+func (r *ValidatingPolicyReconciler) apply(ctx context.Context, policy client.Object, src model.Source, plan *translate.Plan) []objectOutcome {
+	owner := modelOwner{source: src, policy: policy}
+	writer := applier{Client: r.Client, APIReader: r.APIReader}
+	desired := desiredObjects(plan)
+	var outcomes []objectOutcome
+	for _, obj := range desired {
+		o := writer.applyOne(ctx, owner, obj)
+		if o.Drift && o.Err == nil {
+			driftReverts.WithLabelValues(o.Kind).Inc()
+			r.Recorder.Eventf(policy, nil, corev1.EventTypeNormal, EventDriftReverted, "Revert",
+				"%s %s was changed or deleted outside kyvap and has been restored", o.Kind, o.Name)
+		}
+		if o.Err != nil {
+			applyErrors.WithLabelValues(o.Kind, string(o.Action)).Inc()
+		}
+		outcomes = append(outcomes, o)
+	}
+	wanted := map[string]bool{}
+	for _, d := range desired {
+		wanted[kindOf(d)+"/"+d.GetName()] = true
+	}
+	key := types.NamespacedName{Namespace: src.Namespace, Name: src.Name}
+	return append(outcomes, r.deleteGenerated(ctx, key, func(obj client.Object, kind string) bool {
+		return !wanted[kind+"/"+obj.GetName()] && owner.owns(obj)
+	})...)
+}
+
+// deleteOrphans deletes what was generated for a NamespacedValidatingPolicy
+// that no longer exists: its objects have no owner reference (a
+// cluster-scoped object cannot be owned by a namespaced one), so the garbage
+// collector leaves them. A ValidatingPolicy's objects go with it through
+// their owner references.
+func (r *ValidatingPolicyReconciler) deleteOrphans(ctx context.Context, key types.NamespacedName) error {
+	if r.Kind != model.KindNamespacedValidatingPolicy {
+		return nil
+	}
+	outcomes := r.deleteGenerated(ctx, key, func(obj client.Object, _ string) bool {
+		return generatedFrom(obj, r.Kind, key)
+	})
+	return outcomeError(outcomes)
+}
+
+// deleteGenerated deletes the policy's generated objects that stale says
+// must go, bindings before their VAPs (a binding without its VAP is an
+// error the API server reports).
+func (r *ValidatingPolicyReconciler) deleteGenerated(ctx context.Context, key types.NamespacedName, stale func(obj client.Object, kind string) bool) []objectOutcome {
+	var bindings admissionregistrationv1.ValidatingAdmissionPolicyBindingList
+	var vaps admissionregistrationv1.ValidatingAdmissionPolicyList
+	sel := generatedSelector(r.Kind, key)
+	var existing []client.Object
+	for _, list := range []client.ObjectList{&bindings, &vaps} {
+		if err := r.List(ctx, list, sel); err != nil {
+			return []objectOutcome{{Action: actionFailed, Err: fmt.Errorf("listing generated objects: %w", err)}}
+		}
+	}
+	for i := range bindings.Items {
+		existing = append(existing, &bindings.Items[i])
+	}
+	for i := range vaps.Items {
+		existing = append(existing, &vaps.Items[i])
+	}
+	var outcomes []objectOutcome
+	for _, obj := range existing {
+		kind := "ValidatingAdmissionPolicyBinding"
+		if _, ok := obj.(*admissionregistrationv1.ValidatingAdmissionPolicy); ok {
+			kind = "ValidatingAdmissionPolicy"
+		}
+		if !stale(obj, kind) {
+			continue
+		}
+		out := objectOutcome{Kind: kind, Name: obj.GetName(), Action: actionDeleted}
+		uid := obj.GetUID()
+		if err := r.Delete(ctx, obj, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+			out.Action, out.Err = actionFailed, fmt.Errorf("deleting %s %q: %w", kind, obj.GetName(), err)
+		}
+		outcomes = append(outcomes, out)
+	}
+	return outcomes
+}
+
+// report writes kyvap's part of the status when it changed (a no-op
+// reconcile writes nothing), and emits an Event when the condition changes.
+func (r *ValidatingPolicyReconciler) report(ctx context.Context, policy client.Object, plan *translate.Plan, outcomes []objectOutcome) error {
+	warnings, err := generatedTypeWarnings(ctx, r.Client, plan)
+	if err != nil {
+		return err
+	}
+	running := kyvernoRunning(r.Kyverno)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		current := r.newPolicy()
+		if err := r.Get(ctx, client.ObjectKeyFromObject(policy), current); err != nil {
+			return err
+		}
+		status := computeStatus(statusInput{
+			Generation:      current.GetGeneration(),
+			Plan:            plan,
+			Outcomes:        outcomes,
+			GenerateEnabled: r.Options.GenerateValidatingAdmissionPolicy,
+			// No kyvap webhook serves policy-model rules: each fallback
+			// rule's own NotEnforced text says so (and who could).
+			FallbackEnforced: true,
+			KyvernoRunning:   running,
+			TypeWarnings:     warnings,
+		})
+		previous := meta.FindStatusCondition(statusOf(current).ConditionStatus.Conditions, ConditionType)
+		updated := current.DeepCopyObject().(client.Object)
+		st := statusOf(updated)
+		// generated: true tells a running Kyverno to skip the whole policy.
+		st.Generated = status.VAP.Generated
+		meta.SetStatusCondition(&st.ConditionStatus.Conditions, status.Condition)
+		if !running {
+			// Kyverno writes ready when it runs; otherwise it is kyvap's
+			// to say whether the policy is enforced (the CRD's READY column).
+			st.ConditionStatus.Ready = &st.Generated
+		}
+		if equality.Semantic.DeepEqual(statusOf(current), st) {
+			return nil // nothing changed: no write
+		}
+		if err := r.Status().Patch(ctx, updated, vpolStatusPatch{rv: current.GetResourceVersion(), status: st, ready: !running}); err != nil {
+			return err
+		}
+		if eventType, ok := transitionEvent(previous, status.Condition); ok {
+			r.Recorder.Eventf(updated, nil, eventType, status.Condition.Reason, "Translate", "%s", truncate(status.Condition.Message, 1024))
+		}
+		return nil
+	})
+}
+
+// generatedTypeWarnings reads the type-checking warnings of the plan's VAPs.
+func generatedTypeWarnings(ctx context.Context, c client.Reader, plan *translate.Plan) (map[string][]string, error) {
+	var vaps []admissionregistrationv1.ValidatingAdmissionPolicy
+	for _, want := range plan.ValidatingAdmissionPolicies {
+		var vap admissionregistrationv1.ValidatingAdmissionPolicy
+		err := c.Get(ctx, types.NamespacedName{Name: want.Name}, &vap)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		vaps = append(vaps, vap)
+	}
+	return typeWarnings(vaps), nil
+}
+
+// vpolStatusPatch is a JSON merge patch of kyvap's status fields only:
+// generated, the conditions list (which carries the other controllers'
+// conditions unchanged), ready when kyvap owns it, and the
+// resourceVersion, so that a concurrent write fails with a conflict
+// instead of being overwritten.
+type vpolStatusPatch struct {
+	rv     string
+	status *policiesv1.ValidatingPolicyStatus
+	ready  bool
+}
+
+func (p vpolStatusPatch) Type() types.PatchType { return types.MergePatchType }
+
+func (p vpolStatusPatch) Data(client.Object) ([]byte, error) {
+	conditionStatus := map[string]any{"conditions": p.status.ConditionStatus.Conditions}
+	if p.ready {
+		conditionStatus["ready"] = p.status.ConditionStatus.Ready
+	}
+	return json.Marshal(map[string]any{
+		"metadata": map[string]any{"resourceVersion": p.rv},
+		"status":   map[string]any{"generated": p.status.Generated, "conditionStatus": conditionStatus},
+	})
+}
+
+// SetupWithManager registers the controller and its watches.
+func (r *ValidatingPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.requeue = make(chan event.GenericEvent, 1)
+	name := "validatingpolicy"
+	if r.Kind == model.KindNamespacedValidatingPolicy {
+		name = "namespacedvalidatingpolicy"
+	}
+	// Generated objects map back to their policy by their annotations, owner
+	// reference or not: a namespaced policy's objects have none, and an
+	// orphan (its policy deleted while kyvap was down) is found when the
+	// cache first lists it.
+	ofKind := builder.WithPredicates(predicate.NewPredicateFuncs(func(obj client.Object) bool {
+		return obj.GetLabels()[translate.LabelPolicyKind] == string(r.Kind)
+	}))
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(name).
+		For(r.newPolicy(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&admissionregistrationv1.ValidatingAdmissionPolicy{}, handler.EnqueueRequestsFromMapFunc(r.generatedRequests), ofKind).
+		Watches(&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, handler.EnqueueRequestsFromMapFunc(r.generatedRequests), ofKind).
+		Watches(&policiesv1.PolicyException{}, handler.EnqueueRequestsFromMapFunc(r.exceptionRequests)).
+		WatchesRawSource(source.Channel(r.requeue, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+			return r.allPolicies(ctx)
+		}))).
+		Complete(r)
+}
+
+// generatedRequests maps a generated object to its policy.
+func (r *ValidatingPolicyReconciler) generatedRequests(_ context.Context, obj client.Object) []reconcile.Request {
+	annotations := obj.GetAnnotations()
+	if annotations[translate.AnnotationPolicyKind] != string(r.Kind) || annotations[translate.AnnotationPolicy] == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: annotations[translate.AnnotationPolicyNamespace], Name: annotations[translate.AnnotationPolicy]}}}
+}
+
+// exceptionRequests maps a PolicyException to the policies of the kind it
+// names. Its policyRefs carry a name only, so for the namespaced kind every
+// policy with that name, in any namespace, is re-queued (the model decides
+// which ones the exception applies to).
+func (r *ValidatingPolicyReconciler) exceptionRequests(ctx context.Context, obj client.Object) []reconcile.Request {
+	ex, ok := obj.(*policiesv1.PolicyException)
+	if !ok {
+		return nil
+	}
+	names := map[string]bool{}
+	for _, ref := range ex.Spec.PolicyRefs {
+		if ref.Kind == string(r.Kind) {
+			names[ref.Name] = true
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	if r.Kind == model.KindValidatingPolicy {
+		var reqs []reconcile.Request
+		for name := range names {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+		}
+		return reqs
+	}
+	var reqs []reconcile.Request
+	for _, req := range r.allPolicies(ctx) {
+		if names[req.Name] {
+			reqs = append(reqs, req)
+		}
+	}
+	return reqs
+}
+
+// allPolicies lists every policy of the kind from the cache.
+func (r *ValidatingPolicyReconciler) allPolicies(ctx context.Context) []reconcile.Request {
+	var keys []types.NamespacedName
+	if r.Kind == model.KindNamespacedValidatingPolicy {
+		var list policiesv1.NamespacedValidatingPolicyList
+		if err := r.List(ctx, &list); err != nil {
+			log.FromContext(ctx).Error(err, "listing NamespacedValidatingPolicies to re-queue them")
+			return nil
+		}
+		for _, p := range list.Items {
+			keys = append(keys, types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
+		}
+	} else {
+		var list policiesv1.ValidatingPolicyList
+		if err := r.List(ctx, &list); err != nil {
+			log.FromContext(ctx).Error(err, "listing ValidatingPolicies to re-queue them")
+			return nil
+		}
+		for _, p := range list.Items {
+			keys = append(keys, types.NamespacedName{Name: p.Name})
+		}
+	}
+	reqs := make([]reconcile.Request, 0, len(keys))
+	for _, k := range keys {
+		reqs = append(reqs, reconcile.Request{NamespacedName: k})
+	}
+	return reqs
+}
+
+// requeueAll re-queues every policy of the kind (discovery, Kyverno's
+// presence or its configuration changed). It never blocks.
+func (r *ValidatingPolicyReconciler) requeueAll() {
+	select {
+	case r.requeue <- event.GenericEvent{Object: r.newPolicy()}:
+	default: // one pending already stands for it
+	}
+}
+
+// ValidatingPolicies runs the two policies.kyverno.io reconcilers once the
+// cluster serves their CRDs (v1 of ValidatingPolicy,
+// NamespacedValidatingPolicy and PolicyException): without them kyvap runs
+// as before, and when they are installed later the CRD watch calls
+// CRDsChanged, which starts the controllers without a restart.
+type ValidatingPolicies struct {
+	mgr      ctrl.Manager
+	template ValidatingPolicyReconciler
+
+	mu          sync.Mutex
+	started     []*ValidatingPolicyReconciler
+	saidMissing bool
+}
+
+// policyKindsServed are the kinds (at policies.kyverno.io/v1) the
+// controllers read.
+var policyKindsServed = []string{string(model.KindValidatingPolicy), string(model.KindNamespacedValidatingPolicy), "PolicyException"}
+
+// CRDsChanged starts the controllers when the CRDs appear after kyvap
+// started (the CRD watch calls it on every CRD change). It never blocks
+// on the controllers.
+func (v *ValidatingPolicies) CRDsChanged() {
+	if err := v.start(); err != nil {
+		ctrl.Log.WithName("validatingpolicies").Error(err, "starting the ValidatingPolicy controllers after their CRDs appeared")
+	}
+}
+
+// start registers the controllers, once, if the CRDs are served.
+func (v *ValidatingPolicies) start() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.mgr == nil || v.started != nil {
+		return nil
+	}
+	for _, kind := range policyKindsServed {
+		if _, err := v.mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: policiesv1.GroupName, Kind: kind}, policiesv1.GroupVersion.Version); err != nil {
+			if !v.saidMissing {
+				v.saidMissing = true
+				ctrl.Log.WithName("validatingpolicies").Info("the policies.kyverno.io v1 CRDs are not installed: kyvap translates no ValidatingPolicies until they are", "kind", kind, "error", err.Error())
+			}
+			return nil
+		}
+	}
+	if v.saidMissing {
+		ctrl.Log.WithName("validatingpolicies").Info("the policies.kyverno.io CRDs are installed: kyvap translates ValidatingPolicies")
+	}
+	var started []*ValidatingPolicyReconciler
+	for _, kind := range []model.Kind{model.KindValidatingPolicy, model.KindNamespacedValidatingPolicy} {
+		r := v.template // a copy
+		r.Kind = kind
+		if err := r.SetupWithManager(v.mgr); err != nil {
+			return err
+		}
+		started = append(started, &r)
+	}
+	v.started = started
+	return nil
+}
+
+// requeueAll re-queues every policy of both kinds. It never blocks.
+func (v *ValidatingPolicies) requeueAll() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, r := range v.started {
+		r.requeueAll()
+	}
+}
+
+// Reconcilers returns the running reconcilers (none until the CRDs are served).
+func (v *ValidatingPolicies) Reconcilers() []*ValidatingPolicyReconciler {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return append([]*ValidatingPolicyReconciler(nil), v.started...)
+}
