@@ -305,14 +305,18 @@ func ruleSpec(rule *kyvernov1.Rule, spec *kyvernov1.Spec) *admissionregistration
 	if spec.FailurePolicy != nil && *spec.FailurePolicy == kyvernov1.Ignore {
 		failurePolicy = admissionregistrationv1.Ignore
 	}
-	return &admissionregistrationv1.ValidatingAdmissionPolicySpec{
+	out := &admissionregistrationv1.ValidatingAdmissionPolicySpec{
 		ParamKind:        cel.ParamKind,
-		MatchConditions:  rule.CELPreconditions,
+		MatchConditions:  append([]admissionregistrationv1.MatchCondition(nil), rule.CELPreconditions...),
 		Validations:      validations,
-		AuditAnnotations: cel.AuditAnnotations,
-		Variables:        cel.Variables,
+		AuditAnnotations: append([]admissionregistrationv1.AuditAnnotation(nil), cel.AuditAnnotations...),
+		Variables:        append([]admissionregistrationv1.Variable(nil), cel.Variables...),
 		FailurePolicy:    &failurePolicy,
 	}
+	// Kyverno compiles with its orValue compatibility macro; the same
+	// rewrite as the VAPs' gives its meaning (one home: kyverno.RewriteOrValue).
+	translate.RewriteOrValue(out, nil)
+	return out
 }
 
 func usesRoles(rule *kyvernov1.Rule) bool {

@@ -9,6 +9,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kyvap/kyvap/internal/kyverno"
 	"github.com/kyvap/kyvap/model"
 )
 
@@ -172,6 +173,9 @@ func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule)
 	if fl := checkFields(&spec); fl != nil {
 		return RuleResult{Rule: rule.ID, Verdict: VerdictInvalid, Reason: fl.reason, Message: fl.message}
 	}
+	if RewriteOrValue(&spec, ours) {
+		plan.Warnings = append(plan.Warnings, orValueWarning(ruleLabel(src, rule)))
+	}
 	// Kyverno compiles ValidatingPolicies in the API server's stored
 	// expressions environment (every library), so the cluster's
 	// compatibility version is the only bar.
@@ -285,4 +289,40 @@ func modelObjectMeta(src *model.Source, rule *model.Rule, name string) metav1.Ob
 		APIVersion: src.APIVersion, Kind: string(src.Kind), Name: src.Name, UID: src.UID, Controller: &controller,
 	}}
 	return meta
+}
+
+// RewriteOrValue applies Kyverno's orValue compatibility (see
+// kyverno.RewriteOrValue) to the expressions of a spec that Kyverno compiles
+// with it: variables, validations and their message expressions, audit
+// annotations, and the match conditions not named in skip (kyvap's own). It
+// returns whether anything changed. An expression the rewrite cannot scan
+// is left for the compiler to report.
+func RewriteOrValue(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec, skip map[string]bool) bool {
+	changed := false
+	rewrite := func(e *string) {
+		if out, ok, err := kyverno.RewriteOrValue(*e); err == nil && ok {
+			*e, changed = out, true
+		}
+	}
+	for i := range spec.Variables {
+		rewrite(&spec.Variables[i].Expression)
+	}
+	for i := range spec.MatchConditions {
+		if !skip[spec.MatchConditions[i].Name] {
+			rewrite(&spec.MatchConditions[i].Expression)
+		}
+	}
+	for i := range spec.Validations {
+		rewrite(&spec.Validations[i].Expression)
+		rewrite(&spec.Validations[i].MessageExpression)
+	}
+	for i := range spec.AuditAnnotations {
+		rewrite(&spec.AuditAnnotations[i].ValueExpression)
+	}
+	return changed
+}
+
+// orValueWarning is the plan warning of a rewritten rule.
+func orValueWarning(rule string) string {
+	return rule + ": calls to orValue are rewritten for the API server so that a receiver that is not an optional gives its own value, as Kyverno's compatibility macro does (the API server alone would fail with \"no such overload\")"
 }

@@ -331,6 +331,9 @@ func (t *translation) build(rule *kyvernov1.Rule, name string) (admissionregistr
 		generated[preconditions[i].Name] = true
 	}
 	spec.MatchConditions = append(append(global, match.conditions...), preconditions...)
+	if RewriteOrValue(&spec, generated) {
+		t.plan.Warnings = append(t.plan.Warnings, orValueWarning(fmt.Sprintf("rule %q", rule.Name)))
+	}
 	if len(spec.MatchConditions) > maxMatchConditions {
 		return vap, nil, fail(ReasonMatchNotExpressible, "%d match conditions exceed the API server's limit of %d", len(spec.MatchConditions), maxMatchConditions)
 	}
