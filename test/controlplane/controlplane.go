@@ -47,8 +47,10 @@ type Options struct {
 	// ValidatingAdmissionPolicy status controller (VAPs get type-checked).
 	GarbageCollector bool
 	// AllKyvernoCRDs also installs the CRDs Kyverno's admission controller
-	// needs to run (policies.kyverno.io, reports.kyverno.io, wgpolicyk8s.io),
-	// besides the kyverno.io ones kyvap reads.
+	// needs to run (every policies.kyverno.io kind, reports.kyverno.io,
+	// wgpolicyk8s.io, from the kyverno module), besides the kyverno.io ones
+	// kyvap reads; otherwise the policies.kyverno.io kinds kyvap reads come
+	// from the github.com/kyverno/api module (PoliciesCRDFiles).
 	AllKyvernoCRDs bool
 	// PolicyReportCRDs installs the wgpolicyk8s.io PolicyReport CRDs of the
 	// pinned Kyverno module (AllKyvernoCRDs includes them).
@@ -77,7 +79,9 @@ type ControlPlane struct {
 func NewScheme() *runtime.Scheme { return operator.NewScheme() }
 
 // Start builds (or reuses) the binaries, starts the control plane, installs
-// Kyverno's CRDs and waits until they are served.
+// Kyverno's CRDs (the kyverno.io ones and the policies.kyverno.io
+// ValidatingPolicy, NamespacedValidatingPolicy and PolicyException) and
+// waits until they are served.
 func Start(opts Options) (*ControlPlane, error) {
 	assets, err := AssetsDir()
 	if err != nil {
@@ -92,8 +96,17 @@ func Start(opts Options) (*ControlPlane, error) {
 		for _, d := range []string{"policies.kyverno.io", "reports", "policyreport"} {
 			crdDirs = append(crdDirs, filepath.Join(filepath.Dir(crds), d))
 		}
-	} else if opts.PolicyReportCRDs {
-		crdDirs = append(crdDirs, filepath.Join(filepath.Dir(crds), "policyreport"))
+	} else {
+		// The policies.kyverno.io kinds kyvap translates, from the module
+		// its code reads them with (the same CRDs as Kyverno's).
+		files, err := PoliciesCRDFiles()
+		if err != nil {
+			return nil, err
+		}
+		crdDirs = append(crdDirs, files...)
+		if opts.PolicyReportCRDs {
+			crdDirs = append(crdDirs, filepath.Join(filepath.Dir(crds), "policyreport"))
+		}
 	}
 	scheme := NewScheme()
 	env := &envtest.Environment{
@@ -274,6 +287,49 @@ func KyvernoCRDDir() (string, error) {
 		return "", err
 	}
 	return filepath.Join(dir, "config", "crds", "kyverno"), nil
+}
+
+// policiesAPIModule holds Kyverno's policies.kyverno.io types and CRDs.
+const policiesAPIModule = "github.com/kyverno/api"
+
+var policiesAPIDir = sync.OnceValues(func() (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	// The version kyvap's go.mod requires: the CRDs match the types.
+	cmd := exec.Command("go", "list", "-m", "-json", policiesAPIModule)
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("locating %s: %w\n%s", policiesAPIModule, err, stderr.String())
+	}
+	var mod struct{ Dir string }
+	if err := json.Unmarshal(out, &mod); err != nil {
+		return "", fmt.Errorf("reading go list output: %w", err)
+	}
+	if mod.Dir == "" {
+		return "", fmt.Errorf("%s is not in the module cache (go mod download %s)", policiesAPIModule, policiesAPIModule)
+	}
+	return mod.Dir, nil
+})
+
+// PoliciesCRDFiles returns the CRD files of the policies.kyverno.io kinds
+// kyvap reads (ValidatingPolicy, NamespacedValidatingPolicy,
+// PolicyException), from the github.com/kyverno/api module at the version
+// kyvap's go.mod requires.
+func PoliciesCRDFiles() ([]string, error) {
+	dir, err := policiesAPIDir()
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, name := range []string{"validatingpolicies", "namespacedvalidatingpolicies", "policyexceptions"} {
+		files = append(files, filepath.Join(dir, "config", "crds", "policies.kyverno.io_"+name+".yaml"))
+	}
+	return files, nil
 }
 
 // RepoRoot returns the root of the kyvap repository (the directory holding
