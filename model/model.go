@@ -107,6 +107,12 @@ type Rule struct {
 	// Mode is Kyverno's evaluation mode: "Kubernetes" or "JSON".
 	Mode string
 
+	// KyvernoGenerates is true when Kyverno's own VAP generator, where it
+	// runs, makes a VAP of this rule (a ValidatingPolicy that opts in with
+	// spec.autogen.validatingAdmissionPolicy.enabled and has no
+	// pod-controller variants: pkg/controllers/admissionpolicygenerator).
+	KyvernoGenerates bool
+
 	// Libraries are the Kyverno CEL libraries (and Kyverno-only variables)
 	// the rule's expressions use, sorted: a rule using any cannot be a
 	// ValidatingAdmissionPolicy.

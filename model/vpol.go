@@ -61,6 +61,7 @@ func lowerValidating(src Source, spec *policiesv1.ValidatingPolicySpec, exceptio
 	base.Libraries = KyvernoLibraries(base.Expressions()...)
 	out.Rules = append(out.Rules, base)
 	if spec.EvaluationMode() == ModeJSON {
+		out.Rules[0].KyvernoGenerates = false
 		return out // Kyverno generates no pod-controller variants for JSON payloads
 	}
 	var controllers []string
@@ -70,6 +71,9 @@ func lowerValidating(src Source, spec *policiesv1.ValidatingPolicySpec, exceptio
 		controllers = DefaultPodControllers()
 	}
 	out.Rules = append(out.Rules, podControllerVariants(&base, controllers)...)
+	// Kyverno's generator takes cluster-wide policies that opt in and skips
+	// every policy with pod-controller variants.
+	out.Rules[0].KyvernoGenerates = src.Namespace == "" && spec.GenerateValidatingAdmissionPolicyEnabled() && len(out.Rules) == 1
 	for i := range out.Rules {
 		out.Rules[i].Libraries = KyvernoLibraries(out.Rules[i].Expressions()...)
 	}

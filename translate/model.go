@@ -50,12 +50,9 @@ const (
 	// ReasonNoMatchConstraints: the policy has no matchConstraints resource
 	// rules; Kyverno refuses it (verdict Invalid).
 	ReasonNoMatchConstraints Reason = "NoMatchConstraints"
-	// ReasonNamespacedScope: a namespaced policy's rule cannot be confined
-	// to its namespace (Invalid).
-	ReasonNamespacedScope Reason = "NamespacedScope"
-	// ReasonNoWebhookForModel: the rule needs kyvap's webhook, which does not
-	// evaluate policy-model rules yet; Kyverno enforces it when it runs.
-	ReasonNoWebhookForModel Reason = "NoWebhookForModel"
+	// ReasonKyvernoGeneratesVAP: the policy opts into Kyverno's own VAP
+	// generator, which runs and makes its VAP (NotHandled).
+	ReasonKyvernoGeneratesVAP Reason = "KyvernoGeneratesVAP"
 )
 
 // Condition names kyvap adds to policy-model VAPs.
@@ -102,6 +99,8 @@ func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule)
 		return RuleResult{Rule: rule.ID, Verdict: VerdictNotHandled, Reason: ReasonEvaluationModeJSON, Message: "evaluation.mode is JSON: the policy validates JSON payloads, not admission requests"}
 	case !rule.Admission:
 		return RuleResult{Rule: rule.ID, Verdict: VerdictNotHandled, Reason: ReasonAdmissionDisabled, Message: "evaluation.admission.enabled is false: the policy is not applied at admission (background scans only)"}
+	case t.opts.KyvernoGeneratesVAPs && rule.KyvernoGenerates:
+		return RuleResult{Rule: rule.ID, Verdict: VerdictNotHandled, Reason: ReasonKyvernoGeneratesVAP, Message: "spec.autogen.validatingAdmissionPolicy.enabled: Kyverno's own generator makes this policy's ValidatingAdmissionPolicy (vpol-" + src.Name + ")"}
 	case len(rule.MatchConstraints.ResourceRules) == 0:
 		return RuleResult{Rule: rule.ID, Verdict: VerdictInvalid, Reason: ReasonNoMatchConstraints, Message: "spec.matchConstraints has no resourceRules; Kyverno refuses such a policy"}
 	case rule.Unsupported != "":

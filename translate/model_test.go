@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -150,6 +151,63 @@ func BenchmarkTranslatePolicy(b *testing.B) {
 	for b.Loop() {
 		for _, c := range cases {
 			translateModelCase(c, opts)
+		}
+	}
+}
+
+// TestModelKyvernoGenerator: with Kyverno's own generator running, a
+// ValidatingPolicy it turns into a VAP (opted in, no pod-controller
+// variants) is left to it; one it skips (variants) is kyvap's.
+func TestModelKyvernoGenerator(t *testing.T) {
+	var set manifest.Set
+	err := set.Read("inline", []byte(`
+apiVersion: policies.kyverno.io/v1
+kind: ValidatingPolicy
+metadata: {name: opted-in}
+spec:
+  autogen:
+    validatingAdmissionPolicy: {enabled: true}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [apps], apiVersions: [v1], operations: [CREATE], resources: [deployments]}
+  validations:
+  - expression: "object.spec.replicas <= 3"
+---
+apiVersion: policies.kyverno.io/v1
+kind: ValidatingPolicy
+metadata: {name: opted-in-pods}
+spec:
+  autogen:
+    validatingAdmissionPolicy: {enabled: true}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  validations:
+  - expression: "object.spec.hostNetwork != true"
+`), manifest.AcceptAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verdicts := func(opts Options) []string {
+		var out []string
+		for i := range set.ValidatingPolicies {
+			plan := TranslatePolicy(model.FromValidatingPolicy(&set.ValidatingPolicies[i], nil, modelNow), NewStaticResolver(), opts)
+			for _, r := range plan.Rules {
+				out = append(out, set.ValidatingPolicies[i].Name+"/"+r.Rule+"="+string(r.Verdict)+":"+string(r.Reason))
+			}
+		}
+		return out
+	}
+	want := []string{
+		"opted-in/policy=NotHandled:KyvernoGeneratesVAP",
+		"opted-in-pods/policy=Translated:", "opted-in-pods/autogen-defaults=Translated:", "opted-in-pods/autogen-cronjobs=Translated:",
+	}
+	if diff := cmp.Diff(want, verdicts(Options{GenerateValidatingAdmissionPolicy: true, KyvernoGeneratesVAPs: true})); diff != "" {
+		t.Errorf("Kyverno's generator running (-want +got):\n%s", diff)
+	}
+	for _, v := range verdicts(Options{GenerateValidatingAdmissionPolicy: true}) {
+		if !strings.HasSuffix(v, "=Translated:") {
+			t.Errorf("without Kyverno's generator, %s", v)
 		}
 	}
 }

@@ -56,6 +56,11 @@ type Options struct {
 	// that every VAP and binding applies, as Kyverno's admission controller
 	// applies it before any policy. Nil applies none, as `kyverno test`.
 	KyvernoConfig *kyverno.Config
+	// KyvernoGeneratesVAPs says that Kyverno's admission controller runs
+	// with its own VAP generator: the ValidatingPolicy rules it turns into
+	// VAPs (model.Rule.KyvernoGenerates) are left to it, so that no
+	// validation gets two VAPs.
+	KyvernoGeneratesVAPs bool
 }
 
 // AnnotationGenerate set to "false" on a ClusterPolicy keeps all its rules
