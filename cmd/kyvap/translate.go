@@ -195,7 +195,7 @@ func readInputs(f translateFlags, stdin io.Reader) (manifest.Set, error) {
 	seen := map[string]bool{}
 	check := func(kind, key string) error {
 		if seen[kind+"/"+key] {
-			return fmt.Errorf("two %ss are named %q; their VAPs would overwrite each other", kind, key)
+			return fmt.Errorf("two %s are named %q; their VAPs would overwrite each other", strings.Replace(kind+"s", "ys", "ies", 1), key)
 		}
 		seen[kind+"/"+key] = true
 		return nil

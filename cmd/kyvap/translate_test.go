@@ -339,7 +339,7 @@ func TestTranslateFailures(t *testing.T) {
 		{"duplicate key", []string{"-f", path("dup.yaml")}, 2, path("dup.yaml") + `:2: document 1: invalid YAML: key "a" already set in map`},
 		{"type error names the field", []string{"-f", path("type.yaml")}, 2, `ClusterPolicy "typed": field spec.rules: cannot use a JSON string`},
 		{"missing file", []string{"-f", path("missing.yaml")}, 2, path("missing.yaml") + ": no such file or directory"},
-		{"no policy", []string{"-f", path("empty.yaml"), "-f", path("crd.yaml")}, 2, "no kyverno.io/v1 ClusterPolicy in"},
+		{"no policy", []string{"-f", path("empty.yaml"), "-f", path("crd.yaml")}, 2, "no ClusterPolicy, ValidatingPolicy or NamespacedValidatingPolicy in"},
 		{"same policy twice", []string{"-f", path("policy.yaml"), "-f", path("policy.yaml")}, 2, `two ClusterPolicies are named "replicas"`},
 		{"policy given as --crd", []string{"-f", path("policy.yaml"), "--crd", path("policy.yaml")}, 2, "a --crd file holds apiextensions.k8s.io/v1 CustomResourceDefinitions"},
 		{"no -f", nil, 2, "no input: give at least one -f FILE"},
@@ -584,5 +584,76 @@ func TestTranslateKyvernoConfigJSON(t *testing.T) {
 	vap, _, _ := vapAndBinding(t, "--kyverno-config", filepath.Join(dir, "kyverno.json"))
 	if filters := matchCondition(vap, "kyverno-resource-filters"); !strings.Contains(filters, `.startsWith("skip-")`) {
 		t.Errorf("kyverno-resource-filters = %q, want the file's filter", filters)
+	}
+}
+
+// The policies.kyverno.io kinds go through the policy model: a Pod
+// ValidatingPolicy gets VAPs for its pod-controller variants, a namespaced
+// one is confined to its namespace, a CEL exception folds in, a library
+// call is said, and each verdict line names its kind.
+func TestTranslateValidatingPolicies(t *testing.T) {
+	input := `apiVersion: policies.kyverno.io/v1
+kind: ValidatingPolicy
+metadata: {name: latest}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  validations:
+  - expression: "object.spec.containers.all(c, !c.image.endsWith(':latest'))"
+---
+apiVersion: policies.kyverno.io/v1beta1
+kind: NamespacedValidatingPolicy
+metadata: {name: team, namespace: a}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  validations:
+  - expression: "has(object.metadata.labels)"
+---
+apiVersion: policies.kyverno.io/v1
+kind: ValidatingPolicy
+metadata: {name: lookups}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [services]}
+  validations:
+  - expression: "resource.List('v1', 'services', '').items.size() < 10"
+---
+apiVersion: policies.kyverno.io/v1alpha1
+kind: PolicyException
+metadata: {name: exempt, namespace: default}
+spec:
+  policyRefs: [{name: latest, kind: ValidatingPolicy}]
+  matchConditions: [{name: by-name, expression: "object.metadata.name == 'exempt'"}]
+`
+	res := runCLI(input, "translate", "-f", "-", "--kyverno-config", "none")
+	if res.code != 0 {
+		t.Fatalf("exit code %d, stderr:\n%s", res.code, res.stderr)
+	}
+	for _, want := range []string{
+		"ValidatingPolicy/latest/policy: Translated -> kyvap-latest.vpol-policy.",
+		"ValidatingPolicy/latest/autogen-defaults: Translated -> kyvap-latest.vpol-autogen-defaults.",
+		"ValidatingPolicy/latest/autogen-cronjobs: Translated -> kyvap-latest.vpol-autogen-cronjobs.",
+		"NamespacedValidatingPolicy/a/team/policy: Translated -> kyvap-a-team.nvpol-policy.",
+		"ValidatingPolicy/lookups/policy: Fallback (KyvernoLibrary): uses Kyverno's CEL library resource",
+	} {
+		if !strings.Contains(res.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, res.stderr)
+		}
+	}
+	objs := parseStream(t, res.stdout)
+	if len(objs) != 8 {
+		t.Fatalf("got %d objects, want 4 VAPs and 4 bindings: %v", len(objs), ids(objs))
+	}
+	for _, want := range []string{"request.namespace == \"a\"", "object.metadata.name == 'exempt'", "object.spec.jobTemplate.spec.template.spec.containers", "kyvap.io/policy-kind: NamespacedValidatingPolicy"} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("stdout lacks %q", want)
+		}
+	}
+	if strings.Contains(res.stdout, "resource.List") {
+		t.Error("a library call reached the output")
 	}
 }
