@@ -523,6 +523,9 @@ func (v *ValidatingPolicies) start() error {
 
 // requeueAll re-queues every policy of both kinds. It never blocks.
 func (v *ValidatingPolicies) requeueAll() {
+	if v == nil {
+		return
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for _, r := range v.started {

@@ -1,0 +1,354 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	policiesv1 "github.com/kyverno/api/api/policies.kyverno.io/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kyvap/kyvap/controllers"
+	"github.com/kyvap/kyvap/model"
+	"github.com/kyvap/kyvap/test/controlplane"
+	"github.com/kyvap/kyvap/translate"
+)
+
+// latestMessage is the message of noLatestSpec's validation.
+const latestMessage = "images must not use the latest tag"
+
+// noLatestSpec is a Pod ValidatingPolicy refusing :latest images, confined
+// by its namespaceSelector to the test's namespaces (a ValidatingPolicy is
+// cluster-wide; other tests must not meet it while it goes).
+func noLatestSpec(expression string, namespaces ...string) policiesv1.ValidatingPolicySpec {
+	return policiesv1.ValidatingPolicySpec{
+		MatchConstraints: &admissionregistrationv1.MatchResources{
+			NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+				Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: namespaces,
+			}}},
+			ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+				},
+			}},
+		},
+		Validations: []admissionregistrationv1.Validation{{Expression: expression, Message: latestMessage}},
+	}
+}
+
+const noLatest = "object.spec.containers.all(c, !c.image.endsWith(':latest'))"
+
+func validatingPolicy(name string, spec policiesv1.ValidatingPolicySpec) *policiesv1.ValidatingPolicy {
+	return &policiesv1.ValidatingPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec}
+}
+
+func pod(namespace, name, image string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: image}}},
+	}
+}
+
+func deploymentWithImage(namespace, name, image string) *appsv1.Deployment {
+	d := controlplane.Deployment(namespace, name, 1, nil)
+	d.Spec.Template.Spec.Containers[0].Image = image
+	return d
+}
+
+func cronJob(namespace, name, image string) *batchv1.CronJob {
+	return &batchv1.CronJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: batchv1.CronJobSpec{
+			Schedule: "0 * * * *",
+			JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
+				Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "job", Image: image}}},
+			}}},
+		},
+	}
+}
+
+// vpolStatus is the status of a policy of either policies.kyverno.io kind.
+func vpolStatus(obj client.Object) *policiesv1.ValidatingPolicyStatus {
+	switch p := obj.(type) {
+	case *policiesv1.ValidatingPolicy:
+		return &p.Status
+	case *policiesv1.NamespacedValidatingPolicy:
+		return &p.Status
+	}
+	panic(fmt.Sprintf("not a ValidatingPolicy: %T", obj))
+}
+
+// waitForVPolCondition waits until kyvap's condition on the policy reflects
+// its current generation with the reason, and returns the policy and the
+// condition as read then.
+func waitForVPolCondition(t testing.TB, policy client.Object, reason string) (client.Object, *metav1.Condition) {
+	t.Helper()
+	current := policy.DeepCopyObject().(client.Object)
+	var cond *metav1.Condition
+	err := controlplane.Eventually(context.Background(), controlplane.StatusTimeout, func(ctx context.Context) (bool, error) {
+		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(policy), current); err != nil {
+			return false, err
+		}
+		cond = meta.FindStatusCondition(vpolStatus(current).ConditionStatus.Conditions, controllers.ConditionType)
+		if cond == nil {
+			return false, fmt.Errorf("no %s condition yet", controllers.ConditionType)
+		}
+		if cond.ObservedGeneration != current.GetGeneration() || cond.Reason != reason {
+			return false, fmt.Errorf("condition %s/%s at generation %d (policy generation %d): %s", cond.Status, cond.Reason, cond.ObservedGeneration, current.GetGeneration(), cond.Message)
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("%s never reached reason %s: %v", policy.GetName(), reason, err)
+	}
+	return current, cond
+}
+
+// generatedForModel lists the VAPs and bindings generated for a policy of
+// the policy model, found by kyvap's labels and annotations.
+func generatedForModel(ctx context.Context, kind model.Kind, namespace, name string) ([]admissionregistrationv1.ValidatingAdmissionPolicy, []admissionregistrationv1.ValidatingAdmissionPolicyBinding, error) {
+	sel := client.MatchingLabels{translate.LabelPolicyKind: string(kind), translate.LabelPolicy: name}
+	var vaps admissionregistrationv1.ValidatingAdmissionPolicyList
+	var bindings admissionregistrationv1.ValidatingAdmissionPolicyBindingList
+	if err := cp.Client.List(ctx, &vaps, sel); err != nil {
+		return nil, nil, err
+	}
+	if err := cp.Client.List(ctx, &bindings, sel); err != nil {
+		return nil, nil, err
+	}
+	ours := func(o metav1.Object) bool {
+		return o.GetAnnotations()[translate.AnnotationPolicy] == name && o.GetAnnotations()[translate.AnnotationPolicyNamespace] == namespace
+	}
+	var outV []admissionregistrationv1.ValidatingAdmissionPolicy
+	var outB []admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	for _, v := range vaps.Items {
+		if ours(&v) {
+			outV = append(outV, v)
+		}
+	}
+	for _, b := range bindings.Items {
+		if ours(&b) {
+			outB = append(outB, b)
+		}
+	}
+	return outV, outB, nil
+}
+
+// waitForNoneGenerated waits until nothing generated for the policy is left.
+func waitForNoneGenerated(t testing.TB, kind model.Kind, namespace, name string) {
+	t.Helper()
+	err := controlplane.Eventually(context.Background(), 30*time.Second, func(ctx context.Context) (bool, error) {
+		vaps, bindings, err := generatedForModel(ctx, kind, namespace, name)
+		if err != nil {
+			return false, err
+		}
+		return len(vaps)+len(bindings) == 0, fmt.Errorf("%d VAPs and %d bindings left", len(vaps), len(bindings))
+	})
+	if err != nil {
+		t.Fatalf("the objects of %s %s/%s were not deleted: %v", kind, namespace, name, err)
+	}
+}
+
+func TestValidatingPolicyBecomesVAPsForPodsAndControllers(t *testing.T) {
+	cp.StartOperator(t, generateOn)
+	ctx := context.Background()
+	const ns = "vpol-latest"
+	cp.Namespace(t, ns, nil)
+	policy := validatingPolicy("no-latest", noLatestSpec(noLatest, ns))
+	cp.Create(t, policy)
+
+	got, cond := waitForVPolCondition(t, policy, controllers.ReasonAllRulesTranslated)
+	if cond.Status != metav1.ConditionTrue {
+		t.Errorf("condition = %+v, want True", cond)
+	}
+	status := vpolStatus(got)
+	if !status.Generated {
+		t.Errorf("status.generated = false, want true: kyvap enforces every rule")
+	}
+	if r := status.ConditionStatus.Ready; r == nil || !*r {
+		t.Errorf("status.conditionStatus.ready = %v, want true (Kyverno does not run here)", r)
+	}
+
+	vaps, bindings, err := generatedForModel(ctx, model.KindValidatingPolicy, "", policy.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The policy itself, its Deployment/StatefulSet/... variant and its
+	// CronJob variant.
+	if len(vaps) != 3 || len(bindings) != 3 {
+		t.Fatalf("got %d VAPs and %d bindings, want 3 and 3", len(vaps), len(bindings))
+	}
+	for _, v := range vaps {
+		ref := metav1.GetControllerOf(&v)
+		if ref == nil || ref.UID != got.GetUID() || ref.Kind != "ValidatingPolicy" {
+			t.Errorf("VAP %s controller = %+v, want the ValidatingPolicy", v.Name, ref)
+		}
+	}
+
+	cp.WaitForDenial(t, pod(ns, "latest", "nginx:latest"), latestMessage)
+	cp.WaitForDenial(t, deploymentWithImage(ns, "latest", "nginx:latest"), latestMessage)
+	cp.WaitForDenial(t, cronJob(ns, "latest", "nginx:latest"), latestMessage)
+	cp.MustAdmit(t, pod(ns, "pinned", "nginx:1.27"))
+	cp.MustAdmit(t, deploymentWithImage(ns, "pinned", "nginx:1.27"))
+	cp.MustAdmit(t, cronJob(ns, "pinned", "nginx:1.27"))
+
+	// Deleting a generated VAP is drift: it comes back.
+	victim := vaps[0].DeepCopy()
+	if err := cp.Client.Delete(ctx, victim); err != nil {
+		t.Fatal(err)
+	}
+	err = controlplane.Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		var back admissionregistrationv1.ValidatingAdmissionPolicy
+		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(victim), &back); err != nil {
+			return false, err
+		}
+		return back.UID != victim.UID, nil
+	})
+	if err != nil {
+		t.Fatalf("VAP %s deleted by hand was not restored: %v", victim.Name, err)
+	}
+}
+
+func TestNamespacedValidatingPolicyOnlyInItsNamespace(t *testing.T) {
+	op := cp.StartOperator(t, generateOn)
+	ctx := context.Background()
+	const nsA, nsB = "nvpol-a", "nvpol-b"
+	cp.Namespace(t, nsA, nil)
+	cp.Namespace(t, nsB, nil)
+	spec := noLatestSpec(noLatest, nsA, nsB)
+	spec.MatchConstraints.NamespaceSelector = nil // the policy's namespace confines it
+	policy := &policiesv1.NamespacedValidatingPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: nsA, Name: "no-latest"}, Spec: spec}
+	cp.Create(t, policy)
+
+	got, _ := waitForVPolCondition(t, policy, controllers.ReasonAllRulesTranslated)
+	if !vpolStatus(got).Generated {
+		t.Errorf("status.generated = false, want true")
+	}
+	vaps, bindings, err := generatedForModel(ctx, model.KindNamespacedValidatingPolicy, nsA, policy.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vaps) != 3 || len(bindings) != 3 {
+		t.Fatalf("got %d VAPs and %d bindings, want 3 and 3", len(vaps), len(bindings))
+	}
+	for _, v := range vaps {
+		if len(v.OwnerReferences) != 0 {
+			t.Errorf("VAP %s has owner references %v: a namespaced policy cannot own a cluster-scoped object", v.Name, v.OwnerReferences)
+		}
+	}
+
+	cp.WaitForDenial(t, pod(nsA, "latest", "nginx:latest"), latestMessage)
+	cp.WaitForDenial(t, deploymentWithImage(nsA, "latest", "nginx:latest"), latestMessage)
+	cp.MustAdmit(t, pod(nsB, "latest", "nginx:latest"))
+	cp.MustAdmit(t, deploymentWithImage(nsB, "latest", "nginx:latest"))
+
+	// Deleted: its objects, which no garbage collector would delete, go.
+	if err := cp.Client.Delete(ctx, policy); err != nil {
+		t.Fatal(err)
+	}
+	waitForNoneGenerated(t, model.KindNamespacedValidatingPolicy, nsA, policy.Name)
+
+	// Deleted while kyvap is down: the next operator finds the orphans.
+	again := &policiesv1.NamespacedValidatingPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: nsA, Name: "orphaned"}, Spec: spec}
+	cp.Create(t, again)
+	waitForVPolCondition(t, again, controllers.ReasonAllRulesTranslated)
+	op.Stop()
+	if err := cp.Client.Delete(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	if vaps, _, err := generatedForModel(ctx, model.KindNamespacedValidatingPolicy, nsA, again.Name); err != nil || len(vaps) == 0 {
+		t.Fatalf("the stopped operator's objects are gone already (%d, %v)", len(vaps), err)
+	}
+	cp.StartOperator(t, generateOn)
+	waitForNoneGenerated(t, model.KindNamespacedValidatingPolicy, nsA, again.Name)
+}
+
+func TestPolicyExceptionExemptsThroughTheVAP(t *testing.T) {
+	cp.StartOperator(t, generateOn)
+	const ns = "vpol-exception"
+	cp.Namespace(t, ns, nil)
+	policy := validatingPolicy("no-latest-but", noLatestSpec(noLatest, ns))
+	cp.Create(t, policy)
+	waitForVPolCondition(t, policy, controllers.ReasonAllRulesTranslated)
+	cp.WaitForDenial(t, pod(ns, "exempt", "nginx:latest"), latestMessage)
+
+	// The exception arrives after the policy: its watch re-translates it.
+	exception := &policiesv1.PolicyException{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "exempt-by-name"},
+		Spec: policiesv1.PolicyExceptionSpec{
+			PolicyRefs:      []policiesv1.PolicyRef{{Name: policy.Name, Kind: "ValidatingPolicy"}},
+			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "exempt", Expression: "object.metadata.name == 'exempt'"}},
+		},
+	}
+	cp.Create(t, exception)
+	err := controlplane.WaitForVAPEnforcement(context.Background(), func(ctx context.Context) (bool, error) {
+		_, err := cp.DryRunCreate(ctx, pod(ns, "exempt", "nginx:latest"))
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatalf("the exception never exempted the pod: %v", err)
+	}
+	cp.WaitForDenial(t, pod(ns, "other", "nginx:latest"), latestMessage)
+	// The autogen variants honour it too.
+	cp.MustAdmit(t, deploymentWithImage(ns, "exempt", "nginx:latest"))
+	cp.WaitForDenial(t, deploymentWithImage(ns, "other", "nginx:latest"), latestMessage)
+}
+
+func TestInvalidValidatingPolicyIsReportedOnce(t *testing.T) {
+	cp.StartOperator(t, generateOn)
+	ctx := context.Background()
+	const ns = "vpol-invalid"
+	cp.Namespace(t, ns, nil)
+	policy := validatingPolicy("broken-cel", noLatestSpec("object.spec.containers.all(c, ", ns))
+	cp.Create(t, policy)
+
+	got, cond := waitForVPolCondition(t, policy, controllers.ReasonInvalidRules)
+	if cond.Status != metav1.ConditionFalse || !strings.Contains(cond.Message, `rule "policy": not enforced`) || !strings.Contains(cond.Message, string(translate.ReasonCELCompileError)) {
+		t.Errorf("condition = %s %s %q, want False with the rule not enforced because of a CEL compile error", cond.Status, cond.Reason, cond.Message)
+	}
+	if vpolStatus(got).Generated {
+		t.Errorf("status.generated = true for a policy kyvap does not enforce")
+	}
+	vaps, bindings, err := generatedForModel(ctx, model.KindValidatingPolicy, "", policy.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vaps)+len(bindings) != 0 {
+		t.Errorf("got %d VAPs and %d bindings for an invalid policy, want none", len(vaps), len(bindings))
+	}
+
+	// A reconcile that changes nothing writes nothing: an exception naming
+	// the policy makes it reconcile, and the translation is still invalid.
+	since := controlplane.MetricValue(t, "controller_runtime_reconcile_total", map[string]string{"controller": "validatingpolicy"})
+	cp.Create(t, &policiesv1.PolicyException{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "touch"},
+		Spec: policiesv1.PolicyExceptionSpec{
+			PolicyRefs:      []policiesv1.PolicyRef{{Name: policy.Name, Kind: "ValidatingPolicy"}},
+			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "never", Expression: "false"}},
+		},
+	})
+	err = controlplane.Eventually(ctx, 30*time.Second, func(context.Context) (bool, error) {
+		done := controlplane.MetricValue(t, "controller_runtime_reconcile_total", map[string]string{"controller": "validatingpolicy"})
+		active := controlplane.MetricValue(t, "controller_runtime_active_workers", map[string]string{"controller": "validatingpolicy"})
+		return done > since && active == 0, fmt.Errorf("%v reconciles (%v before), %v running", done, since, active)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := policy.DeepCopy()
+	if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(policy), after); err != nil {
+		t.Fatal(err)
+	}
+	if after.ResourceVersion != got.GetResourceVersion() {
+		t.Errorf("the policy was written again (resourceVersion %s → %s): %+v", got.GetResourceVersion(), after.ResourceVersion, after.Status)
+	}
+}
