@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -159,7 +160,7 @@ func waitForNoneGenerated(t testing.TB, kind model.Kind, namespace, name string)
 }
 
 func TestValidatingPolicyBecomesVAPsForPodsAndControllers(t *testing.T) {
-	cp.StartOperator(t, generateOn)
+	op := cp.StartOperator(t, generateOn)
 	ctx := context.Background()
 	const ns = "vpol-latest"
 	cp.Namespace(t, ns, nil)
@@ -216,6 +217,60 @@ func TestValidatingPolicyBecomesVAPsForPodsAndControllers(t *testing.T) {
 	if err != nil {
 		t.Fatalf("VAP %s deleted by hand was not restored: %v", victim.Name, err)
 	}
+
+	// A new operator reconciles the converged policy and writes nothing.
+	before := modelResourceVersions(t, got, model.KindValidatingPolicy)
+	op.Stop()
+	since := vpolReconciles(t)
+	cp.StartOperator(t, generateOn)
+	waitForVPolReconcile(t, since)
+	if after := modelResourceVersions(t, got, model.KindValidatingPolicy); !maps.Equal(before, after) {
+		t.Errorf("a restart wrote: resourceVersions %v, then %v", before, after)
+	}
+}
+
+// vpolReconciles is how many reconciles the ValidatingPolicy controllers of
+// this process have finished.
+func vpolReconciles(t testing.TB) float64 {
+	t.Helper()
+	return controlplane.MetricValue(t, "controller_runtime_reconcile_total", map[string]string{"controller": "validatingpolicy"})
+}
+
+// waitForVPolReconcile waits until more ValidatingPolicy reconciles than
+// since have finished and none runs.
+func waitForVPolReconcile(t testing.TB, since float64) {
+	t.Helper()
+	err := controlplane.Eventually(context.Background(), 30*time.Second, func(context.Context) (bool, error) {
+		done := vpolReconciles(t)
+		active := controlplane.MetricValue(t, "controller_runtime_active_workers", map[string]string{"controller": "validatingpolicy"})
+		return done > since && active == 0, fmt.Errorf("%v reconciles (%v before), %v running", done, since, active)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// modelResourceVersions maps the policy and its generated objects to their
+// resourceVersions.
+func modelResourceVersions(t testing.TB, policy client.Object, kind model.Kind) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	current := policy.DeepCopyObject().(client.Object)
+	if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(policy), current); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{"policy": current.GetResourceVersion()}
+	vaps, bindings, err := generatedForModel(ctx, kind, policy.GetNamespace(), policy.GetName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vaps {
+		out["VAP/"+v.Name] = v.ResourceVersion
+	}
+	for _, b := range bindings {
+		out["Binding/"+b.Name] = b.ResourceVersion
+	}
+	return out
 }
 
 func TestNamespacedValidatingPolicyOnlyInItsNamespace(t *testing.T) {
@@ -301,6 +356,26 @@ func TestPolicyExceptionExemptsThroughTheVAP(t *testing.T) {
 	// The autogen variants honour it too.
 	cp.MustAdmit(t, deploymentWithImage(ns, "exempt", "nginx:latest"))
 	cp.WaitForDenial(t, deploymentWithImage(ns, "other", "nginx:latest"), latestMessage)
+
+	// An exception that expires stops exempting then: the policy is
+	// translated again at its expiry.
+	expiring := &policiesv1.PolicyException{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "expiring"},
+		Spec: policiesv1.PolicyExceptionSpec{
+			PolicyRefs:      []policiesv1.PolicyRef{{Name: policy.Name, Kind: "ValidatingPolicy"}},
+			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "soon", Expression: "object.metadata.name == 'soon'"}},
+			ExpiresAt:       &metav1.Time{Time: time.Now().Add(5 * time.Second)},
+		},
+	}
+	cp.Create(t, expiring)
+	err = controlplane.WaitForVAPEnforcement(context.Background(), func(ctx context.Context) (bool, error) {
+		_, err := cp.DryRunCreate(ctx, pod(ns, "soon", "nginx:latest"))
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatalf("the expiring exception never exempted the pod: %v", err)
+	}
+	cp.WaitForDenial(t, pod(ns, "soon", "nginx:latest"), latestMessage)
 }
 
 func TestInvalidValidatingPolicyIsReportedOnce(t *testing.T) {
@@ -328,7 +403,7 @@ func TestInvalidValidatingPolicyIsReportedOnce(t *testing.T) {
 
 	// A reconcile that changes nothing writes nothing: an exception naming
 	// the policy makes it reconcile, and the translation is still invalid.
-	since := controlplane.MetricValue(t, "controller_runtime_reconcile_total", map[string]string{"controller": "validatingpolicy"})
+	since := vpolReconciles(t)
 	cp.Create(t, &policiesv1.PolicyException{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "touch"},
 		Spec: policiesv1.PolicyExceptionSpec{
@@ -336,14 +411,7 @@ func TestInvalidValidatingPolicyIsReportedOnce(t *testing.T) {
 			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "never", Expression: "false"}},
 		},
 	})
-	err = controlplane.Eventually(ctx, 30*time.Second, func(context.Context) (bool, error) {
-		done := controlplane.MetricValue(t, "controller_runtime_reconcile_total", map[string]string{"controller": "validatingpolicy"})
-		active := controlplane.MetricValue(t, "controller_runtime_active_workers", map[string]string{"controller": "validatingpolicy"})
-		return done > since && active == 0, fmt.Errorf("%v reconciles (%v before), %v running", done, since, active)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	waitForVPolReconcile(t, since)
 	after := policy.DeepCopy()
 	if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(policy), after); err != nil {
 		t.Fatal(err)
