@@ -2,8 +2,9 @@
 // cli.kyverno.io/v1alpha1 Test) against what kyvap makes of the policies.
 //
 // Load finds and reads the suites (policies, resources, exceptions, values,
-// user info, parameter resources); Run translates each ClusterPolicy as the
-// operator does and evaluates every expected result through two paths:
+// user info, parameter resources); Run translates each ClusterPolicy (and
+// ValidatingPolicy, see below) as the operator does and evaluates every
+// expected result through two paths:
 //
 //   - the VAP path: the generated ValidatingAdmissionPolicies and bindings,
 //     evaluated in-process as kube-apiserver evaluates them (internal/vapsim).
@@ -52,7 +53,16 @@
 //     decision is fail, including CEL errors (Kyverno builds the validator
 //     with a nil failure policy, i.e. Fail); a parameter problem is error.
 //
+// ValidatingPolicies and NamespacedValidatingPolicies (policies.kyverno.io
+// v1alpha1, v1beta1, v1; with the policies.kyverno.io PolicyExceptions of
+// the exceptions files) are lowered to the policy model and translated with
+// translate.TranslatePolicy; their results run on the VAP path only, with
+// Kyverno CLI's mapping (vpol.go): rule names ignored, autogen variants
+// reported under the policy name, exceptions before matchConditions, a CEL
+// error is error, background-only policies evaluated in-process.
+//
 // Results kyvap cannot evaluate (rules that are not CEL, rules that need
-// Kyverno's JMESPath engine, CEL that does not compile, non-ClusterPolicy
-// policies) are Skipped with the reason and do not fail a run.
+// Kyverno's JMESPath engine or its CEL libraries, CEL that does not
+// compile, other policy kinds) are Skipped with the reason and do not fail
+// a run.
 package kyvernosuite

@@ -132,8 +132,8 @@ func TestLoadConformanceCorpus(t *testing.T) {
 		if len(s.Test.Results) == 0 {
 			t.Errorf("%s: no results", s.Path)
 		}
-		if len(s.Policies) == 0 {
-			t.Errorf("%s: no ClusterPolicy", s.Path)
+		if len(s.Policies) == 0 && len(s.ValidatingPolicies) == 0 {
+			t.Errorf("%s: no ClusterPolicy nor ValidatingPolicy", s.Path)
 		}
 	}
 }

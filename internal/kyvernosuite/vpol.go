@@ -72,10 +72,11 @@ type vpolPaths struct {
 	// fullProbe its probes (do the rules apply?); condProbe the rules
 	// without their matchConditions (exceptions kept); bareProbe the rules'
 	// matchConstraints alone (and the namespace confinement), for every
-	// rule, even those that are no VAP (Kyverno libraries).
-	full, fullProbe, condProbe, bareProbe *vapsim.Simulator
-	vaps                                  map[string]vpolRuleRef
-	notes                                 []string
+	// rule, even those that are no VAP (Kyverno libraries); confinedProbe
+	// the same confined to a namespaced policy's namespace, as deployed.
+	full, fullProbe, condProbe, bareProbe, confinedProbe *vapsim.Simulator
+	vaps                                                 map[string]vpolRuleRef
+	notes                                                []string
 }
 
 // vpolOutcome is the VAP path's result for one rule of a ValidatingPolicy.
@@ -153,18 +154,23 @@ func vpolSkipReason(st *vpolState, id string) string {
 	if rr == nil {
 		return fmt.Sprintf("%s: rule %s has no translation", st.label(), id)
 	}
-	what := "not evaluated by kyvap"
-	switch {
-	case rr.Fallback != nil && rr.Fallback.NotEnforced != "":
-		what = "not evaluated by kyvap (no VAP, and kyvap's fallback engine does not evaluate ValidatingPolicies)"
-	case rr.Verdict == translate.VerdictInvalid:
-		what = "invalid"
+	what := "not evaluated by kyvap: no VAP, and kyvap's fallback engine does not evaluate ValidatingPolicies"
+	if rr.Verdict == translate.VerdictInvalid {
+		what = "invalid: Kyverno refuses the policy"
 	}
-	return fmt.Sprintf("%s: %s (%s): %s", rr.Reason, what, id, rr.Message)
+	if id != model.RuleIDPolicy {
+		what += " (" + id + ")"
+	}
+	return fmt.Sprintf("%s: %s; %s", rr.Reason, rr.Message, what)
 }
 
-// forEvaluation is the policy as the VAP path evaluates it: every rule at
-// admission (Kyverno's CLI evaluates background-only rules too).
+// forEvaluation is the policy as the VAP path evaluates it, as Kyverno's
+// CLI does: every rule at admission (the CLI evaluates background-only
+// rules too) and in every namespace (the CLI applies a
+// NamespacedValidatingPolicy to resources of any namespace: it passes the
+// vpol engine no namespace predicate, processor/policy_processor.go, where
+// Kyverno's webhook selects namespaced policies by the request's
+// namespace, pkg/cel/policies/vpol/engine/predicate.go).
 func forEvaluation(p model.Policy) model.Policy {
 	out := p
 	out.Rules = make([]model.Rule, len(p.Rules))
@@ -173,6 +179,7 @@ func forEvaluation(p model.Policy) model.Policy {
 		if out.Rules[i].Mode != model.ModeJSON {
 			out.Rules[i].Admission = true
 		}
+		out.Rules[i].Namespace = ""
 	}
 	return out
 }
@@ -186,13 +193,16 @@ func withoutConditions(p model.Policy) model.Policy {
 	return out
 }
 
-// constraintsOnly keeps the rules' matchConstraints (and namespace
-// confinement) alone, with a validation that always holds: a rule that
-// applies matches the request.
-func constraintsOnly(p model.Policy) model.Policy {
+// constraintsOnly keeps the rules' matchConstraints alone (with the
+// namespace confinement when confined), with a validation that always
+// holds: a rule that applies matches the request.
+func constraintsOnly(p model.Policy, confined bool) model.Policy {
 	out := withoutConditions(p)
 	for i := range out.Rules {
 		rl := &out.Rules[i]
+		if confined {
+			rl.Namespace = p.Rules[i].Namespace
+		}
 		rl.Exceptions, rl.Variables, rl.AuditAnnotations, rl.Libraries = nil, nil, nil, nil
 		rl.Validations = []admissionregistrationv1.Validation{{Expression: "true"}}
 		rl.Unsupported = ""
@@ -208,7 +218,7 @@ func newVpolPaths(r *runner) *vpolPaths {
 		vaps     []admissionregistrationv1.ValidatingAdmissionPolicy
 		bindings []admissionregistrationv1.ValidatingAdmissionPolicyBinding
 	}
-	var full, cond, bare set
+	var full, cond, bare, confined set
 	add := func(s *set, st *vpolState, plan translate.Plan, only func(string) bool) {
 		keep := map[string]bool{}
 		for _, v := range plan.ValidatingAdmissionPolicies {
@@ -230,12 +240,17 @@ func newVpolPaths(r *runner) *vpolPaths {
 		isEvaluable := func(id string) bool { return evaluable(st.rules[id]) }
 		add(&full, st, translate.TranslatePolicy(forEvaluation(st.lowered), r.resolver, opts), isEvaluable)
 		add(&cond, st, translate.TranslatePolicy(withoutConditions(st.lowered), r.resolver, opts), isEvaluable)
-		add(&bare, st, translate.TranslatePolicy(constraintsOnly(st.lowered), r.resolver, opts), func(string) bool { return true })
+		all := func(string) bool { return true }
+		add(&bare, st, translate.TranslatePolicy(constraintsOnly(st.lowered, false), r.resolver, opts), all)
+		if st.vp.Namespaced != nil {
+			add(&confined, st, translate.TranslatePolicy(constraintsOnly(st.lowered, true), r.resolver, opts), all)
+		}
 	}
 	p.full = vapsim.New(full.vaps, full.bindings)
 	p.fullProbe = vapsim.New(probes(full.vaps), full.bindings)
 	p.condProbe = vapsim.New(probes(cond.vaps), cond.bindings)
 	p.bareProbe = vapsim.New(probes(bare.vaps), bare.bindings)
+	p.confinedProbe = vapsim.New(probes(confined.vaps), confined.bindings)
 	for _, n := range p.full.Notes() {
 		if !strings.Contains(n, "matchPolicy Equivalent") {
 			p.notes = append(p.notes, "VAP simulation: "+n)
@@ -288,6 +303,10 @@ func (p *vpolPaths) evaluate(ctx context.Context, req *admissionv1.AdmissionRequ
 	if err != nil {
 		return nil, err
 	}
+	confinedApplies, err := p.applying(ctx, p.confinedProbe, req)
+	if err != nil {
+		return nil, err
+	}
 	out := map[*vpolState]map[string]vpolOutcome{}
 	set := func(st *vpolState, id string, o vpolOutcome) {
 		if out[st] == nil {
@@ -322,13 +341,25 @@ func (p *vpolPaths) evaluate(ctx context.Context, req *admissionv1.AdmissionRequ
 			set(st, id, vpolOutcome{result: PathResult{Result: Skip, Message: "matchConditions not met"}})
 		}
 	}
+	note := func(o *vpolOutcome, n string) {
+		if o.result.Message == "" {
+			o.result.Message = n
+		} else {
+			o.result.Message += "; " + n
+		}
+	}
 	for st, rules := range out {
 		for id, o := range rules {
-			if rr := st.rules[id]; o.skipped == "" && rr != nil && rr.Verdict == translate.VerdictNotHandled {
-				o.result.Message = strings.TrimPrefix(o.result.Message+"; ", "; ") +
-					"background-only policy (evaluation.admission.enabled: false): no VAP is deployed; evaluated in-process as Kyverno's CLI does"
-				rules[id] = o
+			if o.skipped != "" {
+				continue
 			}
+			if rr := st.rules[id]; rr != nil && rr.Verdict == translate.VerdictNotHandled {
+				note(&o, "background-only policy (evaluation.admission.enabled: false): no VAP is deployed; evaluated in-process as Kyverno's CLI does")
+			}
+			if st.vp.Namespaced != nil && !confinedApplies[st][id] {
+				note(&o, fmt.Sprintf("outside the policy's namespace %s: Kyverno's CLI applies a NamespacedValidatingPolicy to every namespace, while at admission neither Kyverno nor kyvap's VAP (checked) applies it here", st.vp.Namespace()))
+			}
+			rules[id] = o
 		}
 	}
 	return out, nil
