@@ -10,6 +10,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/internal/vapdefaults"
+	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
 )
 
@@ -101,6 +102,44 @@ func TestIsOwnedBy(t *testing.T) {
 	otherPolicy.Annotations[translate.AnnotationPolicy] = "q"
 	if isOwnedBy(otherPolicy, policy) {
 		t.Error("another policy's VAP is taken for this policy's")
+	}
+	vpol := generatedVAP()
+	vpol.OwnerReferences = []metav1.OwnerReference{{APIVersion: "policies.kyverno.io/v1", Kind: "ValidatingPolicy", Name: "p", UID: "uid-vpol", Controller: ptr.To(true)}}
+	vpol.Annotations[translate.AnnotationPolicyKind] = "ValidatingPolicy"
+	if isOwnedBy(vpol, policy) {
+		t.Error("the VAP of a ValidatingPolicy with the same name is taken for the ClusterPolicy's")
+	}
+}
+
+func TestModelOwnerOwns(t *testing.T) {
+	vap := func(kind, namespace string) *admissionregistrationv1.ValidatingAdmissionPolicy {
+		v := generatedVAP()
+		v.OwnerReferences = nil
+		v.Annotations[translate.AnnotationPolicyKind] = kind
+		if namespace != "" {
+			v.Annotations[translate.AnnotationPolicyNamespace] = namespace
+		}
+		return v
+	}
+	nvpol := modelOwner{source: model.Source{Kind: model.KindNamespacedValidatingPolicy, Namespace: "a", Name: "p"}}
+	vpol := modelOwner{source: model.Source{Kind: model.KindValidatingPolicy, Name: "p", UID: "uid-vpol"}}
+	tests := []struct {
+		name  string
+		owner modelOwner
+		obj   *admissionregistrationv1.ValidatingAdmissionPolicy
+		want  bool
+	}{
+		{"namespaced, by annotations", nvpol, vap("NamespacedValidatingPolicy", "a"), true},
+		{"namespaced, another namespace", nvpol, vap("NamespacedValidatingPolicy", "b"), false},
+		{"namespaced, another kind", nvpol, vap("ValidatingPolicy", ""), false},
+		{"a ClusterPolicy's object", vpol, generatedVAP(), false},
+		{"cluster-scoped, by annotations", vpol, vap("ValidatingPolicy", ""), true},
+		{"cluster-scoped, the namespaced one's", vpol, vap("NamespacedValidatingPolicy", "a"), false},
+	}
+	for _, tt := range tests {
+		if got := tt.owner.owns(tt.obj); got != tt.want {
+			t.Errorf("%s: owns = %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }
 
