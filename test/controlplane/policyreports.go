@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -104,4 +105,47 @@ func (cp *ControlPlane) InstallPolicyReportCRDs(t testing.TB) {
 	if err != nil {
 		t.Fatalf("the PolicyReport CRDs are not served: %v", err)
 	}
+}
+
+// WithoutPoliciesCRDs uninstalls the policies.kyverno.io CRDs kyvap reads
+// (PoliciesCRDFiles) and waits until they are gone; the returned function
+// installs them again and waits until they are served. It runs when the
+// test ends too (once), so that the suite's other tests see the control
+// plane as Start made it.
+func (cp *ControlPlane) WithoutPoliciesCRDs(t testing.TB) (reinstall func()) {
+	t.Helper()
+	files, err := PoliciesCRDFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := envtest.CRDInstallOptions{Paths: files, ErrorIfPathMissing: true, MaxTime: 2 * time.Minute}
+	if err := envtest.ReadCRDFiles(&opts); err != nil {
+		t.Fatal(err)
+	}
+	if err := envtest.UninstallCRDs(cp.Config, envtest.CRDInstallOptions{CRDs: opts.CRDs}); err != nil {
+		t.Fatalf("uninstalling the policies.kyverno.io CRDs: %v", err)
+	}
+	err = Eventually(context.Background(), 5*time.Minute, func(ctx context.Context) (bool, error) {
+		for _, crd := range opts.CRDs {
+			obj := &metav1.PartialObjectMetadata{}
+			obj.SetGroupVersionKind(crdGVK)
+			if err := cp.Client.Get(ctx, client.ObjectKey{Name: crd.Name}, obj); !apierrors.IsNotFound(err) {
+				return false, fmt.Errorf("CRD %s still there (%w)", crd.Name, err)
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("uninstalling the policies.kyverno.io CRDs: %v", err)
+	}
+	var once sync.Once
+	reinstall = func() {
+		once.Do(func() {
+			if _, err := envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{Paths: files, ErrorIfPathMissing: true, MaxTime: 2 * time.Minute}); err != nil {
+				t.Errorf("installing the policies.kyverno.io CRDs again: %v", err)
+			}
+		})
+	}
+	t.Cleanup(reinstall)
+	return reinstall
 }

@@ -219,6 +219,22 @@ func TestValidatingPolicyBecomesVAPsForPodsAndControllers(t *testing.T) {
 	}
 
 	// A new operator reconciles the converged policy and writes nothing.
+	// (Once every VAP is type-checked: kube-controller-manager writes that.)
+	err = controlplane.Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+		vaps, _, err := generatedForModel(ctx, model.KindValidatingPolicy, "", policy.Name)
+		if err != nil {
+			return false, err
+		}
+		for _, v := range vaps {
+			if v.Status.ObservedGeneration != v.Generation {
+				return false, fmt.Errorf("VAP %s not type-checked yet", v.Name)
+			}
+		}
+		return len(vaps) == 3, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	before := modelResourceVersions(t, got, model.KindValidatingPolicy)
 	op.Stop()
 	since := vpolReconciles(t)
@@ -419,4 +435,28 @@ func TestInvalidValidatingPolicyIsReportedOnce(t *testing.T) {
 	if after.ResourceVersion != got.GetResourceVersion() {
 		t.Errorf("the policy was written again (resourceVersion %s → %s): %+v", got.GetResourceVersion(), after.ResourceVersion, after.Status)
 	}
+}
+
+// TestValidatingPoliciesStartWhenTheirCRDsAppear: kyvap started without the
+// policies.kyverno.io CRDs runs as usual, and translates ValidatingPolicies
+// once the CRDs are installed, without a restart.
+func TestValidatingPoliciesStartWhenTheirCRDsAppear(t *testing.T) {
+	reinstall := cp.WithoutPoliciesCRDs(t)
+	cp.StartOperator(t, generateOn)
+	cp.CreatePolicy(t, controlplane.ReplicasPolicy("without-vpol-crds", "Enforce"), controllers.ReasonAllRulesTranslated)
+
+	reinstall()
+	const ns = "vpol-later"
+	cp.Namespace(t, ns, nil)
+	policy := validatingPolicy("no-latest-later", noLatestSpec(noLatest, ns))
+	err := controlplane.Eventually(context.Background(), time.Minute, func(ctx context.Context) (bool, error) {
+		err := cp.Client.Create(ctx, policy) // the suite's client may not map the kind at once
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatalf("creating the ValidatingPolicy once its CRD is back: %v", err)
+	}
+	t.Cleanup(func() { _ = cp.Client.Delete(context.Background(), policy) })
+	waitForVPolCondition(t, policy, controllers.ReasonAllRulesTranslated)
+	cp.WaitForDenial(t, pod(ns, "latest", "nginx:latest"), latestMessage)
 }
