@@ -86,7 +86,11 @@ func (r *ValidatingPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	plan := translate.TranslatePolicy(lowered, r.Resolvers.Resolver(), translationOptions(r.Options, r.Config))
+	opts := translationOptions(r.Options, r.Config)
+	// A running Kyverno makes the VAPs of the policies that opt into its
+	// own generator: those are left to it, never generated twice.
+	opts.KyvernoGeneratesVAPs = kyvernoRunning(r.Kyverno)
+	plan := translate.TranslatePolicy(lowered, r.Resolvers.Resolver(), opts)
 	outcomes := r.apply(ctx, policy, lowered.Source, &plan)
 	if err := r.report(ctx, policy, &plan, outcomes); err != nil {
 		return ctrl.Result{}, err
