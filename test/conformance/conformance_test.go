@@ -659,6 +659,37 @@ func flagRun() string {
 // server's answers must be Kyverno's expected results, for every request
 // the API server can be sent (CREATE, UPDATE and DELETE, custom
 // resources, impersonated users).
+// TestClusterReplayReusesNamespaces replays a suite that creates namespaces
+// twice in a row: the first replay deletes them, and the second needs them
+// gone (the control plane runs the namespace controller, as a cluster does;
+// without it the second replay would find them terminating forever).
+func TestClusterReplayReusesNamespaces(t *testing.T) {
+	ctx := context.Background()
+	cp.EnsureNamespace(t, controlplane.OperatorNamespace, nil)
+	cp.StartWebhookOperator(t, translate.Options{GenerateValidatingAdmissionPolicy: true}, controlplane.FreePort(t))
+	replay := cluster(t)
+	var suite *kyvernosuite.Suite
+	for _, s := range corpus(t) {
+		if strings.HasPrefix(s.Path, "namespaces/") {
+			suite = &s
+		}
+	}
+	if suite == nil {
+		t.Fatal("suite namespaces not found")
+	}
+	for round := 1; round <= 2; round++ {
+		report := kyvernosuite.RunCluster(ctx, suite, replay, kyvernosuite.Options{})
+		if report.Summary.Failed > 0 || report.Summary.Passed == 0 {
+			for _, row := range report.Rows {
+				if row.Status == kyvernosuite.StatusFail {
+					t.Errorf("round %d: %s/%s on %s: %s", round, row.Policy, row.Rule, row.Resource, row.Reason)
+				}
+			}
+			t.Fatalf("round %d: %s", round, report.Summary)
+		}
+	}
+}
+
 func TestClusterReplay(t *testing.T) {
 	if kyvernosuite.DefaultStatusCondition != controllers.ConditionType {
 		t.Fatalf("kyvernosuite.DefaultStatusCondition %q is not controllers.ConditionType %q", kyvernosuite.DefaultStatusCondition, controllers.ConditionType)

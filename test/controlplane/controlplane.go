@@ -43,8 +43,9 @@ const (
 // Options say what to start beside kube-apiserver and etcd.
 type Options struct {
 	// GarbageCollector runs kube-controller-manager with its garbage
-	// collector (owner references are honoured) and its
-	// ValidatingAdmissionPolicy status controller (VAPs get type-checked).
+	// collector (owner references are honoured), its
+	// ValidatingAdmissionPolicy status controller (VAPs get type-checked)
+	// and its namespace controller (deleted namespaces go).
 	GarbageCollector bool
 	// AllKyvernoCRDs also installs the CRDs Kyverno's admission controller
 	// needs to run (every policies.kyverno.io kind, reports.kyverno.io,
@@ -159,10 +160,12 @@ func (cp *ControlPlane) startControllerManager(assets string, logf func(string, 
 	cmd := exec.Command(filepath.Join(assets, "kube-controller-manager"),
 		"--kubeconfig="+kubeconfigPath,
 		// The garbage collector honours owner references; the VAP status
-		// controller type-checks VAPs and writes status.typeChecking, and the
+		// controller type-checks VAPs and writes status.typeChecking, the
 		// aggregation controller fills aggregated ClusterRoles (kyvap's
-		// params-reader), as in a real cluster.
-		"--controllers=garbagecollector,validatingadmissionpolicy-status-controller,clusterrole-aggregation",
+		// params-reader), and the namespace controller finishes deleting
+		// namespaces (kyvap test --cluster replays suites that reuse one), as
+		// in a real cluster.
+		"--controllers=garbagecollector,validatingadmissionpolicy-status-controller,clusterrole-aggregation,namespace",
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--use-service-account-credentials=false",
