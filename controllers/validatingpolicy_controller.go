@@ -92,7 +92,7 @@ func (r *ValidatingPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	opts.KyvernoGeneratesVAPs = kyvernoRunning(r.Kyverno)
 	plan := translate.TranslatePolicy(lowered, r.Resolvers.Resolver(), opts)
 	outcomes := r.apply(ctx, policy, lowered.Source, &plan)
-	if err := r.report(ctx, policy, &plan, outcomes); err != nil {
+	if err := r.report(ctx, policy, &plan, outcomes, scannedByKyverno(&lowered)); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := outcomeError(outcomes); err != nil {
@@ -272,7 +272,24 @@ func (r *ValidatingPolicyReconciler) deleteGenerated(ctx context.Context, key ty
 
 // report writes kyvap's part of the status when it changed (a no-op
 // reconcile writes nothing), and emits an Event when the condition changes.
-func (r *ValidatingPolicyReconciler) report(ctx context.Context, policy client.Object, plan *translate.Plan, outcomes []objectOutcome) error {
+// scannedByKyverno reports whether the policy has background scans on:
+// kyvap does not scan ValidatingPolicies yet, so generated stays false for
+// such a policy and a running Kyverno keeps writing its background results
+// (it also evaluates it at admission, with the same verdicts as the VAPs).
+func scannedByKyverno(p *model.Policy) bool {
+	for _, r := range p.Rules {
+		if r.Background {
+			return true
+		}
+	}
+	return false
+}
+
+// backgroundNotice is appended to the condition message of a policy whose
+// generated field is held false for Kyverno's background scans.
+const backgroundNotice = "generated stays false: background scans are on (evaluation.background) and kyvap does not scan ValidatingPolicies yet, so a running Kyverno keeps scanning (and evaluating) this policy"
+
+func (r *ValidatingPolicyReconciler) report(ctx context.Context, policy client.Object, plan *translate.Plan, outcomes []objectOutcome, background bool) error {
 	warnings, err := generatedTypeWarnings(ctx, r.Client, plan)
 	if err != nil {
 		return err
@@ -297,13 +314,18 @@ func (r *ValidatingPolicyReconciler) report(ctx context.Context, policy client.O
 		previous := meta.FindStatusCondition(statusOf(current).ConditionStatus.Conditions, ConditionType)
 		updated := current.DeepCopyObject().(client.Object)
 		st := statusOf(updated)
-		// generated: true tells a running Kyverno to skip the whole policy.
-		st.Generated = status.VAP.Generated
+		// generated: true tells a running Kyverno to skip the whole policy,
+		// its background scans included.
+		st.Generated = status.VAP.Generated && !background
+		if status.VAP.Generated && background {
+			status.Condition.Message = truncate(status.Condition.Message+"; "+backgroundNotice, maxConditionMessage)
+		}
 		meta.SetStatusCondition(&st.ConditionStatus.Conditions, status.Condition)
 		if !running {
 			// Kyverno writes ready when it runs; otherwise it is kyvap's
 			// to say whether the policy is enforced (the CRD's READY column).
-			st.ConditionStatus.Ready = &st.Generated
+			ready := status.Condition.Status == metav1.ConditionTrue
+			st.ConditionStatus.Ready = &ready
 		}
 		if equality.Semantic.DeepEqual(statusOf(current), st) {
 			return nil // nothing changed: no write

@@ -172,8 +172,14 @@ func TestValidatingPolicyBecomesVAPsForPodsAndControllers(t *testing.T) {
 		t.Errorf("condition = %+v, want True", cond)
 	}
 	status := vpolStatus(got)
-	if !status.Generated {
-		t.Errorf("status.generated = false, want true: kyvap enforces every rule")
+	// Background scans are on (the default) and kyvap does not scan
+	// ValidatingPolicies: generated stays false so that a running Kyverno
+	// keeps scanning it, and the condition says why.
+	if status.Generated {
+		t.Errorf("status.generated = true, want false: Kyverno must keep the policy's background scans")
+	}
+	if !strings.Contains(cond.Message, "background scans are on") {
+		t.Errorf("condition message %q does not say why generated is false", cond.Message)
 	}
 	if r := status.ConditionStatus.Ready; r == nil || !*r {
 		t.Errorf("status.conditionStatus.ready = %v, want true (Kyverno does not run here)", r)
@@ -297,6 +303,9 @@ func TestNamespacedValidatingPolicyOnlyInItsNamespace(t *testing.T) {
 	cp.Namespace(t, nsB, nil)
 	spec := noLatestSpec(noLatest, nsA, nsB)
 	spec.MatchConstraints.NamespaceSelector = nil // the policy's namespace confines it
+	// Without background scans kyvap enforces all of the policy: generated.
+	off := false
+	spec.EvaluationConfiguration = &policiesv1.EvaluationConfiguration{Background: &policiesv1.BackgroundConfiguration{Enabled: &off}}
 	policy := &policiesv1.NamespacedValidatingPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: nsA, Name: "no-latest"}, Spec: spec}
 	cp.Create(t, policy)
 
