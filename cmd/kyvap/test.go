@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	policiesv1 "github.com/kyverno/api/api/policies.kyverno.io/v1"
+
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 
@@ -209,6 +211,7 @@ func liveCluster(f testFlags) (*kyvernosuite.Cluster, error) {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(kyvernov1.AddToScheme(scheme))
 	utilruntime.Must(kyvernov2.AddToScheme(scheme))
+	utilruntime.Must(policiesv1.AddToScheme(scheme))
 	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
 	return &kyvernosuite.Cluster{Config: cfg, Scheme: scheme}, nil
 }

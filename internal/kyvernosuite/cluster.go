@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	policiesv1 "github.com/kyverno/api/api/policies.kyverno.io/v1"
+
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -115,7 +117,7 @@ type Installation struct {
 // Install creates what a replay of the suite needs, except its policies:
 // the CRDs (waiting until they are served), the namespaces (with the values' labels; a namespace that exists gets
 // them and has its own restored by Remove), the parameter objects that do
-// not exist yet, the PolicyExceptions, and, for a suite with a user, that
+// not exist yet, the PolicyExceptions (kyverno.io and policies.kyverno.io), and, for a suite with a user, that
 // user's role bindings. Remove undoes it, also when Install fails half way.
 func (c *Cluster) Install(ctx context.Context, s *Suite) (*Installation, error) {
 	cl, err := client.New(c.Config, client.Options{Scheme: c.Scheme})
@@ -156,6 +158,20 @@ func (c *Cluster) Install(ctx context.Context, s *Suite) (*Installation, error) 
 		}
 		if err := in.create(ctx, ex, false); err != nil {
 			return in, fmt.Errorf("PolicyException %s/%s: %w", ex.Namespace, ex.Name, err)
+		}
+	}
+	for i := range s.CELExceptions {
+		ex := s.CELExceptions[i].DeepCopy()
+		ex.ResourceVersion, ex.UID = "", ""
+		ex.APIVersion, ex.Kind = policiesv1.GroupVersion.String(), "PolicyException"
+		if ex.Namespace == "" {
+			ex.Namespace = "default"
+		}
+		if err := in.namespace(ctx, ex.Namespace, nil); err != nil {
+			return in, err
+		}
+		if err := in.create(ctx, ex, false); err != nil {
+			return in, fmt.Errorf("policies.kyverno.io PolicyException %s/%s: %w", ex.Namespace, ex.Name, err)
 		}
 	}
 	if err := in.addCRDs(ctx, s.CRDs); err != nil {
@@ -345,12 +361,12 @@ func (in *Installation) RemovePolicies(ctx context.Context) error {
 	var kept []client.Object
 	var errs []error
 	for _, obj := range in.created {
-		if _, isPolicy := obj.(*kyvernov1.ClusterPolicy); !isPolicy || !names[obj.GetName()] {
+		if !isPolicy(obj) || !names[obj.GetName()] {
 			kept = append(kept, obj)
 			continue
 		}
 		if err := in.c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("deleting ClusterPolicy %s: %w", obj.GetName(), err))
+			errs = append(errs, fmt.Errorf("deleting %s %s: %w", policyKind(obj), obj.GetName(), err))
 			kept = append(kept, obj)
 		}
 	}
@@ -362,6 +378,91 @@ func (in *Installation) RemovePolicies(ctx context.Context) error {
 	}
 	in.policies = nil
 	return errors.Join(errs...)
+}
+
+// isPolicy: a ClusterPolicy, ValidatingPolicy or NamespacedValidatingPolicy.
+func isPolicy(obj client.Object) bool {
+	switch obj.(type) {
+	case *kyvernov1.ClusterPolicy, *policiesv1.ValidatingPolicy, *policiesv1.NamespacedValidatingPolicy:
+		return true
+	}
+	return false
+}
+
+func policyKind(obj client.Object) string {
+	switch obj.(type) {
+	case *policiesv1.ValidatingPolicy:
+		return "ValidatingPolicy"
+	case *policiesv1.NamespacedValidatingPolicy:
+		return "NamespacedValidatingPolicy"
+	}
+	return "ClusterPolicy"
+}
+
+// AddValidatingPolicy creates a ValidatingPolicy or NamespacedValidatingPolicy
+// (and the latter's namespace, if need be) and waits until kyvap reports
+// it in its status (status.conditionStatus.conditions) for the current
+// generation.
+func (in *Installation) AddValidatingPolicy(ctx context.Context, vp *ValidatingPolicy, timeout time.Duration) error {
+	var obj client.Object
+	if vp.Namespaced != nil {
+		p := vp.Namespaced.DeepCopy()
+		p.ResourceVersion, p.UID = "", ""
+		p.APIVersion, p.Kind = policiesv1.GroupVersion.String(), "NamespacedValidatingPolicy"
+		if err := in.namespace(ctx, p.Namespace, nil); err != nil {
+			return err
+		}
+		obj = p
+	} else {
+		p := vp.Cluster.DeepCopy()
+		p.ResourceVersion, p.UID = "", ""
+		p.APIVersion, p.Kind = policiesv1.GroupVersion.String(), "ValidatingPolicy"
+		obj = p
+	}
+	if err := in.create(ctx, obj, false); err != nil {
+		return fmt.Errorf("%s %s: %w", vp.Kind, vp.Key(), err)
+	}
+	in.policies = append(in.policies, obj.GetName())
+	return in.waitForVpolStatus(ctx, vp, timeout)
+}
+
+func (in *Installation) waitForVpolStatus(ctx context.Context, vp *ValidatingPolicy, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	condition := in.cluster.StatusCondition
+	if condition == "" {
+		condition = DefaultStatusCondition
+	}
+	key := client.ObjectKey{Namespace: vp.Namespace(), Name: vp.Name()}
+	var last string
+	for {
+		var err error
+		var generation int64
+		var conditions []metav1.Condition
+		if vp.Namespaced != nil {
+			p := &policiesv1.NamespacedValidatingPolicy{}
+			err = in.c.Get(ctx, key, p)
+			generation, conditions = p.Generation, p.Status.ConditionStatus.Conditions
+		} else {
+			p := &policiesv1.ValidatingPolicy{}
+			err = in.c.Get(ctx, key, p)
+			generation, conditions = p.Generation, p.Status.ConditionStatus.Conditions
+		}
+		if err == nil {
+			c := meta.FindStatusCondition(conditions, condition)
+			if c != nil && c.ObservedGeneration == generation {
+				return nil
+			}
+			last = "no status for the current generation yet"
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s %s: kyvap did not report it within %s (is kyvap running, with the policies.kyverno.io CRDs installed?): %s", vp.Kind, vp.Key(), timeout, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 func (in *Installation) waitForStatus(ctx context.Context, name string, timeout time.Duration) error {

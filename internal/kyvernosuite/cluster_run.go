@@ -115,19 +115,51 @@ type clusterRequest struct {
 	req *admissionv1.AdmissionRequest
 	// obj is what is sent; old the stored object an UPDATE or DELETE needs.
 	obj, old *unstructured.Unstructured
+	// admit: the API server must admit the request whatever the expected
+	// result (a NamespacedValidatingPolicy's resource in another
+	// namespace), and why.
+	admit string
+}
+
+// replayTarget is the policy a set of requests is checked against: how it
+// is installed (and kyvap's status awaited), its VAPs in the cluster (name
+// → rule), and how an answer is judged.
+type replayTarget struct {
+	install  func(ctx context.Context) error
+	vapRules func(ctx context.Context) (map[string]string, error)
+	judge    func(a Answer, cr *clusterRequest, vapRules map[string]string) PathResult
+}
+
+// request builds the request of one resource of a result, or the row that
+// says why it is not sent.
+func (r *runner) request(base Row, res *TestResult, policy string, resource *Resource) (*clusterRequest, *Row) {
+	spec := r.suite.requestFor(policy, resource, res.Operation)
+	row := base
+	row.Resource, row.Operation = resource.Key(), string(spec.operation)
+	req, _, err := r.builder.admissionRequest(spec)
+	if err != nil {
+		row.Status, row.Reason = StatusFail, err.Error()
+		return nil, &row
+	}
+	if req.SubResource != "" {
+		row := skippedRow(base, resource.Key(), "a subresource request: kyvap test --cluster sends objects through their own resource only")
+		return nil, &row
+	}
+	obj, old, err := RequestObjects(req)
+	if err != nil {
+		row.Status, row.Reason = StatusFail, err.Error()
+		return nil, &row
+	}
+	if spec.operation == admissionv1.Delete {
+		obj = old
+	}
+	return &clusterRequest{row: row, res: res, req: req, obj: obj, old: old}, nil
 }
 
 // replayPolicy checks the results of one policy.
 func (r *runner) replayPolicy(ctx context.Context, c *Cluster, in *Installation, p *kyvernov1.ClusterPolicy, results []int) ([]Row, error) {
 	var rows []Row
 	var requests []clusterRequest
-	var olds []client.Object
-	defer func() {
-		for _, o := range olds {
-			_ = in.retried(context.Background(), func() error { return in.c.Delete(context.Background(), o) })
-		}
-	}()
-	seenOld := map[string]bool{}
 	for _, i := range results {
 		res := &r.suite.Test.Results[i]
 		base := Row{Policy: res.Policy, Rule: res.Rule, Expected: res.Result}
@@ -150,34 +182,40 @@ func (r *runner) replayPolicy(ctx context.Context, c *Cluster, in *Installation,
 				rows = append(rows, skippedRow(base, resource.Key(), "the test gives no user, so Kyverno ignores the rule's user filters (its background-scan behaviour); admission requests always have a user"))
 				continue
 			}
-			spec := r.suite.requestFor(p.Name, resource, res.Operation)
-			row := base
-			row.Resource, row.Operation = resource.Key(), string(spec.operation)
-			req, _, err := r.builder.admissionRequest(spec)
-			if err != nil {
-				row.Status, row.Reason = StatusFail, err.Error()
-				rows = append(rows, row)
+			cr, row := r.request(base, res, p.Name, resource)
+			if row != nil {
+				rows = append(rows, *row)
 				continue
 			}
-			if req.SubResource != "" {
-				rows = append(rows, skippedRow(base, resource.Key(), "a subresource request: kyvap test --cluster sends objects through their own resource only"))
-				continue
-			}
-			obj, old, err := RequestObjects(req)
-			if err != nil {
-				row.Status, row.Reason = StatusFail, err.Error()
-				rows = append(rows, row)
-				continue
-			}
-			if spec.operation == admissionv1.Delete {
-				obj = old
-			}
-			requests = append(requests, clusterRequest{row: row, res: res, req: req, obj: obj, old: old})
+			requests = append(requests, *cr)
 		}
 	}
-	// CREATE requests first; then the old objects of the others are stored
-	// (before the policy exists, which might deny them) and the policy is
-	// installed again for them.
+	target := &replayTarget{
+		install: func(ctx context.Context) error {
+			return in.AddPolicies(ctx, []kyvernov1.ClusterPolicy{*p}, time.Minute)
+		},
+		vapRules: func(ctx context.Context) (map[string]string, error) { return in.vapRules(ctx, p.Name) },
+		judge: func(a Answer, cr *clusterRequest, vapRules map[string]string) PathResult {
+			return judge(a, p, cr.res, vapRules)
+		},
+	}
+	checked, err := r.sendRequests(ctx, c, in, target, requests)
+	return append(rows, checked...), err
+}
+
+// sendRequests checks the requests against the target: the CREATE
+// requests first; then the old objects of the others are stored (before
+// the policy exists, which might deny them) and the policy is installed
+// again for them.
+func (r *runner) sendRequests(ctx context.Context, c *Cluster, in *Installation, target *replayTarget, requests []clusterRequest) ([]Row, error) {
+	var rows []Row
+	var olds []client.Object
+	defer func() {
+		for _, o := range olds {
+			_ = in.retried(context.Background(), func() error { return in.c.Delete(context.Background(), o) })
+		}
+	}()
+	seenOld := map[string]bool{}
 	var creates, others []clusterRequest
 	for _, cr := range requests {
 		if cr.req.Operation == admissionv1.Create {
@@ -186,7 +224,7 @@ func (r *runner) replayPolicy(ctx context.Context, c *Cluster, in *Installation,
 			others = append(others, cr)
 		}
 	}
-	checked, err := r.checkRequests(ctx, c, in, p, creates)
+	checked, err := r.checkRequests(ctx, c, in, target, creates)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +249,7 @@ func (r *runner) replayPolicy(ctx context.Context, c *Cluster, in *Installation,
 		}
 		ready = append(ready, cr)
 	}
-	checked, err = r.checkRequests(ctx, c, in, p, ready)
+	checked, err = r.checkRequests(ctx, c, in, target, ready)
 	if err != nil {
 		return nil, err
 	}
@@ -220,16 +258,16 @@ func (r *runner) replayPolicy(ctx context.Context, c *Cluster, in *Installation,
 
 // checkRequests installs the policy, sends the requests and removes the
 // policy again.
-func (r *runner) checkRequests(ctx context.Context, c *Cluster, in *Installation, p *kyvernov1.ClusterPolicy, requests []clusterRequest) ([]Row, error) {
+func (r *runner) checkRequests(ctx context.Context, c *Cluster, in *Installation, target *replayTarget, requests []clusterRequest) ([]Row, error) {
 	if len(requests) == 0 {
 		return nil, nil
 	}
 	var rows []Row
-	if err := in.AddPolicies(ctx, []kyvernov1.ClusterPolicy{*p}, time.Minute); err != nil {
+	if err := target.install(ctx); err != nil {
 		return nil, err
 	}
 	defer func() { _ = in.RemovePolicies(context.Background()) }()
-	vapRules, err := in.vapRules(ctx, p.Name)
+	vapRules, err := target.vapRules(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -238,13 +276,14 @@ func (r *runner) checkRequests(ctx context.Context, c *Cluster, in *Installation
 	if settle == 0 {
 		settle = 15 * time.Second
 	}
-	for _, cr := range requests {
+	for i := range requests {
+		cr := &requests[i]
 		var answer Answer
 		var judged PathResult
 		deadline := time.Now().Add(settle)
 		for {
 			answer = c.Ask(ctx, cfg, cr.req, cr.obj)
-			judged = judge(answer, p, cr.res, vapRules)
+			judged = target.judge(answer, cr, vapRules)
 			if *judged.Match || time.Now().After(deadline) || ctx.Err() != nil {
 				break
 			}
@@ -253,6 +292,10 @@ func (r *runner) checkRequests(ctx context.Context, c *Cluster, in *Installation
 		row := cr.row
 		row.Cluster = &judged
 		row.VAP, row.Engine = PathResult{Result: NotApplicable}, PathResult{Result: NotApplicable}
+		want := cr.res.Result
+		if cr.admit != "" {
+			want = "admitted (" + cr.admit + ")"
+		}
 		switch {
 		case answer.NotAdmissible != nil:
 			row.Status, row.Reason = StatusSkipped, "the API server refuses the object before admission: "+firstLine(answer.NotAdmissible.Error())
@@ -262,8 +305,11 @@ func (r *runner) checkRequests(ctx context.Context, c *Cluster, in *Installation
 		case *judged.Match:
 			row.Status = StatusPass
 			row.Reason = judged.Message
+			if cr.admit != "" {
+				row.Reason = "admitted: " + cr.admit + "; " + judged.Message
+			}
 		default:
-			row.Status, row.Reason = StatusFail, fmt.Sprintf("API server: want %s, got %s: %s", cr.res.Result, judged.Result, answer)
+			row.Status, row.Reason = StatusFail, fmt.Sprintf("API server: want %s, got %s: %s", want, judged.Result, answer)
 		}
 		rows = append(rows, row)
 	}
