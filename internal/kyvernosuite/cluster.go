@@ -2,6 +2,7 @@ package kyvernosuite
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -382,19 +383,19 @@ func (in *Installation) RemovePolicies(ctx context.Context) error {
 
 // isPolicy: a ClusterPolicy, ValidatingPolicy or NamespacedValidatingPolicy.
 func isPolicy(obj client.Object) bool {
-	switch obj.(type) {
-	case *kyvernov1.ClusterPolicy, *policiesv1.ValidatingPolicy, *policiesv1.NamespacedValidatingPolicy:
+	switch o := obj.(type) {
+	case *kyvernov1.ClusterPolicy:
 		return true
+	case *unstructured.Unstructured:
+		gvk := o.GroupVersionKind()
+		return gvk.Group == policiesv1.GroupName && (gvk.Kind == "ValidatingPolicy" || gvk.Kind == "NamespacedValidatingPolicy")
 	}
 	return false
 }
 
 func policyKind(obj client.Object) string {
-	switch obj.(type) {
-	case *policiesv1.ValidatingPolicy:
-		return "ValidatingPolicy"
-	case *policiesv1.NamespacedValidatingPolicy:
-		return "NamespacedValidatingPolicy"
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u.GetKind()
 	}
 	return "ClusterPolicy"
 }
@@ -404,26 +405,57 @@ func policyKind(obj client.Object) string {
 // it in its status (status.conditionStatus.conditions) for the current
 // generation.
 func (in *Installation) AddValidatingPolicy(ctx context.Context, vp *ValidatingPolicy, timeout time.Duration) error {
-	var obj client.Object
-	if vp.Namespaced != nil {
-		p := vp.Namespaced.DeepCopy()
-		p.ResourceVersion, p.UID = "", ""
-		p.APIVersion, p.Kind = policiesv1.GroupVersion.String(), "NamespacedValidatingPolicy"
-		if err := in.namespace(ctx, p.Namespace, nil); err != nil {
+	obj, err := vp.object()
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", vp.Kind, vp.Key(), err)
+	}
+	if ns := obj.GetNamespace(); ns != "" {
+		if err := in.namespace(ctx, ns, nil); err != nil {
 			return err
 		}
-		obj = p
-	} else {
-		p := vp.Cluster.DeepCopy()
-		p.ResourceVersion, p.UID = "", ""
-		p.APIVersion, p.Kind = policiesv1.GroupVersion.String(), "ValidatingPolicy"
-		obj = p
 	}
 	if err := in.create(ctx, obj, false); err != nil {
 		return fmt.Errorf("%s %s: %w", vp.Kind, vp.Key(), err)
 	}
 	in.policies = append(in.policies, obj.GetName())
 	return in.waitForVpolStatus(ctx, vp, timeout)
+}
+
+// object is the policy to create: the document as written (at
+// policies.kyverno.io/v1, the same spec in every version kyvap reads),
+// without its server-set fields; a NamespacedValidatingPolicy without a
+// namespace is in "default".
+func (vp *ValidatingPolicy) object() (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	if len(vp.Raw) > 0 {
+		if err := json.Unmarshal(vp.Raw, &u.Object); err != nil {
+			return nil, err
+		}
+	} else {
+		var src any = vp.Cluster
+		if vp.Namespaced != nil {
+			src = vp.Namespaced
+		}
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(src)
+		if err != nil {
+			return nil, err
+		}
+		u.Object = m
+	}
+	u.SetAPIVersion(policiesv1.GroupVersion.String())
+	u.SetKind(vp.Kind)
+	if vp.Namespaced != nil {
+		u.SetNamespace(vp.Namespace())
+	} else {
+		u.SetNamespace("")
+	}
+	u.SetResourceVersion("")
+	u.SetUID("")
+	u.SetGeneration(0)
+	u.SetManagedFields(nil)
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	unstructured.RemoveNestedField(u.Object, "status")
+	return u, nil
 }
 
 func (in *Installation) waitForVpolStatus(ctx context.Context, vp *ValidatingPolicy, timeout time.Duration) error {

@@ -47,6 +47,13 @@ var (
 // server cannot tell them apart); error must be named unless the policy's
 // failurePolicy is Ignore. Rows kyvap does not enforce are skipped, with
 // the reason, as in Run.
+//
+// ValidatingPolicies and NamespacedValidatingPolicies are replayed the
+// same way, one policy at a time, after the ClusterPolicies (see
+// cluster_vpol.go for where the API server's answer differs from Kyverno's
+// CLI: policies kyvap does not enforce, background-only and Audit-only
+// policies are skipped; a NamespacedValidatingPolicy's resources in other
+// namespaces must be admitted).
 func RunCluster(ctx context.Context, s *Suite, c *Cluster, opts Options) Report {
 	r := newRunner(s, opts)
 	r.cluster = true
@@ -89,6 +96,34 @@ func RunCluster(ctx context.Context, s *Suite, c *Cluster, opts Options) Report 
 		}
 		if ctx.Err() != nil {
 			return fail("interrupted: %v", ctx.Err())
+		}
+	}
+	// ValidatingPolicies and NamespacedValidatingPolicies (a name that is
+	// also a ClusterPolicy's is the ClusterPolicy's, as offline).
+	count := map[string]int{}
+	for _, st := range r.vpols {
+		count[st.vp.Name()]++
+	}
+	for _, st := range r.vpols {
+		name := st.vp.Name()
+		if r.policies[name] != nil {
+			continue
+		}
+		rows, err := r.replayVpol(ctx, c, in, st, byPolicy[name], count[name] > 1)
+		if err != nil {
+			return fail("%s %s: %v", st.vp.Kind, st.vp.Key(), err)
+		}
+		for _, row := range rows {
+			report.Summary.count(row)
+			report.Rows = append(report.Rows, row)
+		}
+		if ctx.Err() != nil {
+			return fail("interrupted: %v", ctx.Err())
+		}
+	}
+	for _, st := range r.vpols {
+		if r.policies[st.vp.Name()] == nil {
+			delete(byPolicy, st.vp.Name())
 		}
 	}
 	// Results naming no policy of the suite: as offline.

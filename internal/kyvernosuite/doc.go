@@ -61,6 +61,12 @@
 // reported under the policy name, exceptions before matchConditions, a CEL
 // error is error, background-only policies evaluated in-process.
 //
+// RunCluster (kyvap test --cluster) replays the suites on a live cluster
+// running kyvap: ClusterPolicies, ValidatingPolicies and
+// NamespacedValidatingPolicies (with both kinds of PolicyExceptions) are
+// created one policy at a time and every request is sent to the API server
+// as a dry run (cluster.go, cluster_run.go, cluster_vpol.go).
+//
 // Results kyvap cannot evaluate (rules that are not CEL, rules that need
 // Kyverno's JMESPath engine or its CEL libraries, CEL that does not
 // compile, other policy kinds) are Skipped with the reason and do not fail

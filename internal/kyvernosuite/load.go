@@ -100,6 +100,11 @@ type ValidatingPolicy struct {
 	Cluster    *policiesv1.ValidatingPolicy
 	Namespaced *policiesv1.NamespacedValidatingPolicy
 	File       string
+	// Raw is the document as written, in JSON: kyvap test --cluster
+	// creates the policy from it, as kubectl would (the Go types drop
+	// empty lists, such as autogen.podControllers.controllers: [], that
+	// mean something).
+	Raw []byte
 }
 
 // Name is the policy's name; Namespace its namespace (empty for a
@@ -520,7 +525,7 @@ var celVersions = map[string]bool{"v1alpha1": true, "v1beta1": true, "v1": true}
 // ValidatingPolicy in Envoy or HTTP mode is not an admission policy: it is
 // ignored with the reason.
 func (s *Suite) addValidatingPolicy(file string, raw []byte, meta metav1.TypeMeta) error {
-	vp := ValidatingPolicy{Kind: meta.Kind, APIVersion: meta.APIVersion, File: file}
+	vp := ValidatingPolicy{Kind: meta.Kind, APIVersion: meta.APIVersion, File: file, Raw: raw}
 	if meta.Kind == "NamespacedValidatingPolicy" {
 		vp.Namespaced = &policiesv1.NamespacedValidatingPolicy{}
 		if err := manifest.Decode(raw, vp.Namespaced, meta); err != nil {

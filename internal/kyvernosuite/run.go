@@ -59,7 +59,7 @@ type runner struct {
 	// vpols are the suite's ValidatingPolicies, vpaths their evaluation.
 	vpols  []*vpolState
 	vpaths *vpolPaths
-	// cluster: a --cluster replay (ValidatingPolicy results are skipped).
+	// cluster: a --cluster replay (RunCluster sends ValidatingPolicy results itself).
 	cluster bool
 	// noUser: the test's request info is empty (no user-info file), in
 	// which case Kyverno's matcher ignores user filters in match blocks.

@@ -698,18 +698,30 @@ func TestClusterReplay(t *testing.T) {
 	cp.EnsureNamespace(t, controlplane.OperatorNamespace, nil)
 	cp.StartWebhookOperator(t, translate.Options{GenerateValidatingAdmissionPolicy: true}, controlplane.FreePort(t))
 	replay := cluster(t)
-	var total kyvernosuite.Summary
+	var total, vpolTotal kyvernosuite.Summary
 	operations := map[string]int{}
+	vpolDenied, vpolOutside := 0, 0
 	for _, s := range corpus(t) {
-		t.Run(strings.TrimSuffix(s.Path, "/kyverno-test.yaml"), func(t *testing.T) {
+		name := strings.TrimSuffix(s.Path, "/kyverno-test.yaml")
+		t.Run(name, func(t *testing.T) {
 			report := kyvernosuite.RunCluster(ctx, &s, replay, kyvernosuite.Options{})
 			total.Add(report.Summary)
+			if len(s.ValidatingPolicies) > 0 {
+				vpolTotal.Add(report.Summary)
+			}
 			for _, row := range report.Rows {
 				switch row.Status {
 				case kyvernosuite.StatusFail:
 					t.Errorf("%s/%s on %s (%s): %s", row.Policy, row.Rule, row.Resource, row.Operation, row.Reason)
 				case kyvernosuite.StatusPass:
 					operations[row.Operation]++
+					if len(s.ValidatingPolicies) > 0 && row.Cluster != nil {
+						if strings.HasPrefix(row.Reason, "admitted: outside the NamespacedValidatingPolicy's namespace") {
+							vpolOutside++
+						} else if row.Cluster.Result == kyvernosuite.Fail {
+							vpolDenied++
+						}
+					}
 				case kyvernosuite.StatusSkipped:
 					if strings.HasPrefix(row.Reason, kyvernosuite.ForeignDenial) {
 						// Only the suite's own policy is installed here.
@@ -725,6 +737,15 @@ func TestClusterReplay(t *testing.T) {
 		})
 	}
 	t.Logf("API server agreed with Kyverno's expected results: %s; by operation %v", total, operations)
+	t.Logf("of which ValidatingPolicy suites: %s (%d named by the API server, %d NamespacedValidatingPolicy resources in other namespaces admitted)", vpolTotal, vpolDenied, vpolOutside)
+	if run := flagRun(); run == "" || strings.Contains(run, "vpol") {
+		// The vpol suites are replayed on the real server: denials and
+		// warnings naming the policies' VAPs, and an nvpol that does not
+		// leak into another namespace.
+		if vpolDenied < 10 || (vpolOutside == 0 && (run == "" || strings.Contains(run, "nvpol"))) {
+			t.Errorf("ValidatingPolicy rows: %d denied or warned, %d outside the namespace admitted", vpolDenied, vpolOutside)
+		}
+	}
 	if flagRun() == "" && (total.Passed < 150 || operations["UPDATE"] == 0 || operations["DELETE"] == 0) {
 		t.Errorf("only %d rows replayed (%v)", total.Passed, operations)
 	}
