@@ -211,3 +211,47 @@ spec:
 		}
 	}
 }
+
+// FuzzTranslatePolicy feeds arbitrary manifests (policies.kyverno.io
+// ValidatingPolicies, NamespacedValidatingPolicies and PolicyExceptions) to
+// the policy model and TranslatePolicy: no panic, deterministic, the input
+// unchanged, and everything emitted compiles and has valid names and labels.
+func FuzzTranslatePolicy(f *testing.F) {
+	for _, c := range loadModelCases(f) {
+		if data, err := os.ReadFile(filepath.Join(c.dir, "input.yaml")); err == nil {
+			f.Add(data)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var set manifest.Set
+		if set.Read("fuzz", data, manifest.AcceptAll) != nil {
+			return
+		}
+		before, _ := yaml.Marshal(set)
+		opts := Options{GenerateValidatingAdmissionPolicy: true}
+		var policies []model.Policy
+		for i := range set.ValidatingPolicies {
+			policies = append(policies, model.FromValidatingPolicy(&set.ValidatingPolicies[i], set.CELExceptions, modelNow))
+		}
+		for i := range set.NamespacedValidatingPolicies {
+			policies = append(policies, model.FromNamespacedValidatingPolicy(&set.NamespacedValidatingPolicies[i], set.CELExceptions, modelNow))
+		}
+		for _, p := range policies {
+			first := TranslatePolicy(p, NewStaticResolver(), opts)
+			second := TranslatePolicy(p, NewStaticResolver(), opts)
+			if !bytes.Equal(marshalJSON(t, first), marshalJSON(t, second)) {
+				t.Fatal("translation is not deterministic")
+			}
+			assertCompiles(t, first)
+			for _, vap := range first.ValidatingAdmissionPolicies {
+				assertMeta(t, vap.Name, vap.Labels)
+			}
+			for _, b := range first.Bindings {
+				assertMeta(t, b.Name, b.Labels)
+			}
+		}
+		if after, _ := yaml.Marshal(set); !bytes.Equal(before, after) {
+			t.Fatal("the input was changed")
+		}
+	})
+}
