@@ -211,7 +211,7 @@ func liveCluster(f testFlags) (*kyvernosuite.Cluster, error) {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(kyvernov1.AddToScheme(scheme))
 	utilruntime.Must(kyvernov2.AddToScheme(scheme))
-	utilruntime.Must(policiesv1.AddToScheme(scheme))
+	utilruntime.Must(policiesv1.Install(scheme))
 	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
 	return &kyvernosuite.Cluster{Config: cfg, Scheme: scheme}, nil
 }

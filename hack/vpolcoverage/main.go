@@ -107,11 +107,11 @@ func main() {
 			if r.Reason == translate.ReasonKyvernoLibrary {
 				r.Reason = translate.Reason(string(r.Reason) + " (" + strings.Join(p.Rules[i].Libraries, ", ") + ")")
 			}
-			switch {
-			case r.Verdict == translate.VerdictTranslated:
+			switch r.Verdict {
+			case translate.VerdictTranslated:
 				vapRules++
 				atAdmission = true
-			case r.Verdict == translate.VerdictNotHandled:
+			case translate.VerdictNotHandled:
 			default:
 				all, atAdmission = false, true
 				reasons = append(reasons, r.Rule+": "+string(r.Reason))

@@ -5,7 +5,8 @@ import (
 	"strings"
 )
 
-// Kyverno v1.19.1 compiles every ClusterPolicy CEL rule and every
+// RewriteOrValue gives the API server's CEL the meaning Kyverno gives
+// orValue. Kyverno v1.19.1 compiles every ClusterPolicy CEL rule and every
 // ValidatingPolicy with a compatibility macro (pkg/cel/compiler/env.go,
 // OrValueCompatEnvOptions): cel-go 0.28 made `x.orValue(y)` on a value that
 // is not an optional fail with "no such overload"; Kyverno rewrites every
@@ -14,8 +15,7 @@ import (
 // propagated). The API server has no such macro, so the same expression
 // denies (or errors) in a VAP where Kyverno passes.
 //
-// RewriteOrValue gives the API server's CEL that meaning with standard CEL
-// only: every `X.orValue(Y)` becomes
+// The rewrite uses standard CEL only: every `X.orValue(Y)` becomes
 //
 //	(type(X) == optional_type ? dyn(X).orValue(Y) : [dyn(X), dyn(Y)][0])
 //

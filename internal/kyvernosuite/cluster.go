@@ -425,16 +425,16 @@ func (in *Installation) AddValidatingPolicy(ctx context.Context, vp *ValidatingP
 // policies.kyverno.io/v1, the same spec in every version kyvap reads),
 // without its server-set fields; a NamespacedValidatingPolicy without a
 // namespace is in "default".
-func (vp *ValidatingPolicy) object() (*unstructured.Unstructured, error) {
+func (v *ValidatingPolicy) object() (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
-	if len(vp.Raw) > 0 {
-		if err := json.Unmarshal(vp.Raw, &u.Object); err != nil {
+	if len(v.Raw) > 0 {
+		if err := json.Unmarshal(v.Raw, &u.Object); err != nil {
 			return nil, err
 		}
 	} else {
-		var src any = vp.Cluster
-		if vp.Namespaced != nil {
-			src = vp.Namespaced
+		var src any = v.Cluster
+		if v.Namespaced != nil {
+			src = v.Namespaced
 		}
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(src)
 		if err != nil {
@@ -443,9 +443,9 @@ func (vp *ValidatingPolicy) object() (*unstructured.Unstructured, error) {
 		u.Object = m
 	}
 	u.SetAPIVersion(policiesv1.GroupVersion.String())
-	u.SetKind(vp.Kind)
-	if vp.Namespaced != nil {
-		u.SetNamespace(vp.Namespace())
+	u.SetKind(v.Kind)
+	if v.Namespaced != nil {
+		u.SetNamespace(v.Namespace())
 	} else {
 		u.SetNamespace("")
 	}

@@ -173,7 +173,7 @@ func (r *runner) rowsFor(ctx context.Context, i int) []Row {
 	if states := r.vpolsNamed(name); len(states) > 0 && r.policies[name] == nil {
 		return r.vpolRows(ctx, i, states)
 	}
-	if kind := nonKyvernoResult(res); kind != "" && !(res.IsValidatingPolicy && r.policies[name] != nil) {
+	if kind := nonKyvernoResult(res); kind != "" && (!res.IsValidatingPolicy || r.policies[name] == nil) {
 		if res.IsValidatingPolicy {
 			for _, ig := range r.suite.Ignored {
 				if ig.Name == res.Policy || strings.HasSuffix(ig.Name, "/"+name) || ig.Name == name {
