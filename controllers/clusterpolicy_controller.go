@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/retry"
@@ -125,12 +126,19 @@ func (r *ClusterPolicyReconciler) gather(ctx context.Context, policy *kyvernov1.
 // apply writes the plan's objects and deletes the ones no longer wanted.
 func (r *ClusterPolicyReconciler) apply(ctx context.Context, policy *kyvernov1.ClusterPolicy, plan *translate.Plan, toWebhook map[string]bool) []objectOutcome {
 	desired := desiredObjects(plan)
+	outcomes := applyAll(r.Recorder, policy, desired, func(obj client.Object) objectOutcome { return r.applyOne(ctx, policy, obj) })
+	return append(outcomes, r.deleteStale(ctx, policy, desired, toWebhook)...)
+}
+
+// applyAll applies each desired object with applyOne, counting drift
+// reverts (with an Event on the policy) and failed writes.
+func applyAll(recorder events.EventRecorder, policy runtime.Object, desired []client.Object, applyOne func(client.Object) objectOutcome) []objectOutcome {
 	var outcomes []objectOutcome
 	for _, obj := range desired {
-		o := r.applyOne(ctx, policy, obj)
+		o := applyOne(obj)
 		if o.Drift && o.Err == nil {
 			driftReverts.WithLabelValues(o.Kind).Inc()
-			r.Recorder.Eventf(policy, nil, corev1.EventTypeNormal, EventDriftReverted, "Revert",
+			recorder.Eventf(policy, nil, corev1.EventTypeNormal, EventDriftReverted, "Revert",
 				"%s %s was changed or deleted outside kyvap and has been restored", o.Kind, o.Name)
 		}
 		if o.Err != nil {
@@ -138,7 +146,7 @@ func (r *ClusterPolicyReconciler) apply(ctx context.Context, policy *kyvernov1.C
 		}
 		outcomes = append(outcomes, o)
 	}
-	return append(outcomes, r.deleteStale(ctx, policy, desired, toWebhook)...)
+	return outcomes
 }
 
 // report writes the status when it changed, and emits an Event when the

@@ -9,7 +9,6 @@ import (
 
 	policiesv1 "github.com/kyverno/api/api/policies.kyverno.io/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -194,19 +193,7 @@ func (r *ValidatingPolicyReconciler) apply(ctx context.Context, policy client.Ob
 	owner := modelOwner{source: src, policy: policy}
 	writer := applier{Client: r.Client, APIReader: r.APIReader}
 	desired := desiredObjects(plan)
-	var outcomes []objectOutcome
-	for _, obj := range desired {
-		o := writer.applyOne(ctx, owner, obj)
-		if o.Drift && o.Err == nil {
-			driftReverts.WithLabelValues(o.Kind).Inc()
-			r.Recorder.Eventf(policy, nil, corev1.EventTypeNormal, EventDriftReverted, "Revert",
-				"%s %s was changed or deleted outside kyvap and has been restored", o.Kind, o.Name)
-		}
-		if o.Err != nil {
-			applyErrors.WithLabelValues(o.Kind, string(o.Action)).Inc()
-		}
-		outcomes = append(outcomes, o)
-	}
+	outcomes := applyAll(r.Recorder, policy, desired, func(obj client.Object) objectOutcome { return writer.applyOne(ctx, owner, obj) })
 	wanted := map[string]bool{}
 	for _, d := range desired {
 		wanted[kindOf(d)+"/"+d.GetName()] = true
