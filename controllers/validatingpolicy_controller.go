@@ -302,8 +302,11 @@ func (r *ValidatingPolicyReconciler) report(ctx context.Context, policy client.O
 		updated := current.DeepCopyObject().(client.Object)
 		st := statusOf(updated)
 		// generated: true tells a running Kyverno to skip the whole policy,
-		// its background scans included.
-		st.Generated = status.VAP.Generated && !background
+		// its background scans included. A policy Kyverno's own generator
+		// takes is Kyverno's to mark.
+		if !leftToKyvernosGenerator(plan) {
+			st.Generated = status.VAP.Generated && !background
+		}
 		if status.VAP.Generated && background {
 			status.Condition.Message = truncate(status.Condition.Message+"; "+backgroundNotice, maxConditionMessage)
 		}
@@ -317,7 +320,7 @@ func (r *ValidatingPolicyReconciler) report(ctx context.Context, policy client.O
 		if equality.Semantic.DeepEqual(statusOf(current), st) {
 			return nil // nothing changed: no write
 		}
-		if err := r.Status().Patch(ctx, updated, vpolStatusPatch{rv: current.GetResourceVersion(), status: st, ready: !running}); err != nil {
+		if err := r.Status().Patch(ctx, updated, vpolStatusPatch{rv: current.GetResourceVersion(), status: st, ready: !running, generated: !leftToKyvernosGenerator(plan)}); err != nil {
 			return err
 		}
 		if eventType, ok := transitionEvent(previous, status.Condition); ok {
@@ -353,6 +356,20 @@ type vpolStatusPatch struct {
 	rv     string
 	status *policiesv1.ValidatingPolicyStatus
 	ready  bool
+	// generated is whether kyvap writes status.generated (not for a policy
+	// Kyverno's own generator takes).
+	generated bool
+}
+
+// leftToKyvernosGenerator reports a plan whose policy Kyverno's own VAP
+// generator turns into a VAP (KyvernoGeneratesVAP).
+func leftToKyvernosGenerator(plan *translate.Plan) bool {
+	for _, r := range plan.Rules {
+		if r.Reason == translate.ReasonKyvernoGeneratesVAP {
+			return true
+		}
+	}
+	return false
 }
 
 func (p vpolStatusPatch) Type() types.PatchType { return types.MergePatchType }
@@ -362,10 +379,29 @@ func (p vpolStatusPatch) Data(client.Object) ([]byte, error) {
 	if p.ready {
 		conditionStatus["ready"] = p.status.ConditionStatus.Ready
 	}
+	status := map[string]any{"conditionStatus": conditionStatus}
+	if p.generated {
+		status["generated"] = p.status.Generated
+	}
 	return json.Marshal(map[string]any{
 		"metadata": map[string]any{"resourceVersion": p.rv},
-		"status":   map[string]any{"generated": p.status.Generated, "conditionStatus": conditionStatus},
+		"status":   status,
 	})
+}
+
+// generatedRewritten lets through a change of status.generated: Kyverno's
+// own VAP generator rewrites it (false, "not enabled") whenever a VAP owned
+// by the policy changes, i.e. after kyvap applies its VAPs. kyvap writes it
+// back once; Kyverno's generator reacts to spec and VAP changes only, not
+// to status, so this does not loop.
+var generatedRewritten = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		before, after := statusOf(e.ObjectOld), statusOf(e.ObjectNew)
+		return before != nil && after != nil && before.Generated != after.Generated
+	},
 }
 
 // SetupWithManager registers the controller and its watches.
@@ -384,7 +420,7 @@ func (r *ValidatingPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}))
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
-		For(r.newPolicy(), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(r.newPolicy(), builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, generatedRewritten))).
 		Watches(&admissionregistrationv1.ValidatingAdmissionPolicy{}, handler.EnqueueRequestsFromMapFunc(r.generatedRequests), ofKind).
 		Watches(&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, handler.EnqueueRequestsFromMapFunc(r.generatedRequests), ofKind).
 		Watches(&policiesv1.PolicyException{}, handler.EnqueueRequestsFromMapFunc(r.exceptionRequests)).
