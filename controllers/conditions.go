@@ -15,6 +15,10 @@ const (
 	ReasonGenerationDisabled = "GenerationDisabled"
 	// ReasonNoCELRules: the policy has no CEL validate rule for kyvap.
 	ReasonNoCELRules = "NoCELRules"
+	// ReasonNotForKyvap: nothing of a ValidatingPolicy is for kyvap to
+	// enforce at admission (background only, JSON payloads, or left to
+	// Kyverno's own VAP generator); each rule's clause says which.
+	ReasonNotForKyvap = "NotForKyvap"
 	// ReasonInvalidRules: some CEL rules cannot run anywhere (e.g. CEL that
 	// does not compile); they are not enforced.
 	ReasonInvalidRules = "InvalidRules"

@@ -30,6 +30,10 @@ type statusInput struct {
 	KyvernoRunning bool
 	// TypeWarnings are the VAPs' status.typeChecking warnings, by VAP name.
 	TypeWarnings map[string][]string
+	// PolicyModel: the plan is of a policy-model kind (ValidatingPolicy...),
+	// whose rules are all CEL: a policy with nothing for kyvap says that
+	// none of it is enforced at admission by kyvap, not that it has no CEL.
+	PolicyModel bool
 }
 
 // policyStatus is kyvap's part of a ClusterPolicy's status.
@@ -94,6 +98,9 @@ func computeStatus(in statusInput) policyStatus {
 
 	cond := metav1.Condition{Type: ConditionType, Status: metav1.ConditionFalse, ObservedGeneration: in.Generation}
 	switch {
+	case celRules == 0 && in.PolicyModel:
+		cond.Reason = ReasonNotForKyvap
+		reasonLines = append(reasonLines, "nothing of the policy is for kyvap to enforce at admission")
 	case celRules == 0:
 		cond.Reason = ReasonNoCELRules
 		reasonLines = append(reasonLines, "the policy has no CEL validate rule to translate")

@@ -297,6 +297,7 @@ func (r *ValidatingPolicyReconciler) report(ctx context.Context, policy client.O
 			FallbackEnforced: true,
 			KyvernoRunning:   running,
 			TypeWarnings:     warnings,
+			PolicyModel:      true,
 		})
 		previous := meta.FindStatusCondition(statusOf(current).ConditionStatus.Conditions, ConditionType)
 		updated := current.DeepCopyObject().(client.Object)

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	policiesv1 "github.com/kyverno/api/api/policies.kyverno.io/v1"
@@ -52,5 +53,22 @@ func TestGeneratedRewrittenPredicate(t *testing.T) {
 	}
 	if generatedRewritten.Update(event.UpdateEvent{ObjectOld: before, ObjectNew: other}) {
 		t.Error("another status change is let through")
+	}
+}
+
+// A ValidatingPolicy with nothing for kyvap at admission says so, not that
+// it has no CEL rule (the ClusterPolicy wording).
+func TestPolicyModelWithNothingForKyvap(t *testing.T) {
+	plan := &translate.Plan{Rules: []translate.RuleResult{{Rule: "policy", Verdict: translate.VerdictNotHandled, Reason: translate.ReasonAdmissionDisabled, Message: "background scans only"}}}
+	st := computeStatus(statusInput{Plan: plan, GenerateEnabled: true, PolicyModel: true})
+	if st.Condition.Reason != ReasonNotForKyvap || !strings.Contains(st.Condition.Message, "nothing of the policy is for kyvap to enforce at admission") || strings.Contains(st.Condition.Message, "no CEL") {
+		t.Errorf("condition %s: %s", st.Condition.Reason, st.Condition.Message)
+	}
+	if st.VAP.Generated {
+		t.Error("generated: Kyverno must keep a policy kyvap does not enforce")
+	}
+	cp := computeStatus(statusInput{Plan: plan, GenerateEnabled: true})
+	if cp.Condition.Reason != ReasonNoCELRules {
+		t.Errorf("ClusterPolicy reason %s", cp.Condition.Reason)
 	}
 }

@@ -166,7 +166,7 @@ func TestValidatingPoliciesWithKyvernosGenerator(t *testing.T) {
 
 		// kyvap leaves the policy to Kyverno's generator and says so.
 		got := waitForVPol(t, name, func(_ *policiesv1.ValidatingPolicy, c *metav1.Condition) error {
-			if !strings.Contains(c.Message, string(translate.ReasonKyvernoGeneratesVAP)) && !strings.Contains(c.Message, "Kyverno's own generator makes") {
+			if c.Reason != controllers.ReasonNotForKyvap || !strings.Contains(c.Message, string(translate.ReasonKyvernoGeneratesVAP)) {
 				return fmt.Errorf("condition %s/%s: %q does not leave the policy to Kyverno's generator", c.Status, c.Reason, c.Message)
 			}
 			return nil
