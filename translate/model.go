@@ -79,6 +79,9 @@ func TranslatePolicy(p model.Policy, resolver KindResolver, opts Options) Plan {
 	for i := range p.Rules {
 		plan.Rules = append(plan.Rules, t.modelRule(&plan, &p.Source, &p.Rules[i]))
 	}
+	if len(p.Rules) > 0 {
+		plan.Warnings = append(plan.Warnings, resourceWarnings(t.resolver, &p.Source, &p.Rules[0])...)
+	}
 	sort.Slice(plan.ValidatingAdmissionPolicies, func(i, j int) bool {
 		return plan.ValidatingAdmissionPolicies[i].Name < plan.ValidatingAdmissionPolicies[j].Name
 	})
@@ -324,4 +327,51 @@ func RewriteOrValue(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec,
 // orValueWarning is the plan warning of a rewritten rule.
 func orValueWarning(rule string) string {
 	return rule + ": calls to orValue are rewritten for the API server so that a receiver that is not an optional gives its own value, as Kyverno's compatibility macro does (the API server alone would fail with \"no such overload\")"
+}
+
+// resourceWarnings says which resources a policy's match constraints name
+// that the cluster does not serve (such a rule never matches them), and, for
+// a namespaced policy, which it names that are cluster-scoped (a namespaced
+// policy never applies to them, except its own Namespace object). Wildcards
+// are not checked.
+func resourceWarnings(resolver KindResolver, src *model.Source, rule *model.Rule) []string {
+	served, err := resolver.Resolve("*")
+	if err != nil || len(served) == 0 {
+		return nil
+	}
+	namespaced := map[string]bool{} // group/resource -> namespaced
+	for _, r := range served {
+		namespaced[r.Group+"/"+r.Resource] = r.Namespaced
+	}
+	var unknown, clusterScoped []string
+	seen := map[string]bool{}
+	for _, rr := range rule.MatchConstraints.ResourceRules {
+		for _, group := range rr.APIGroups {
+			for _, resource := range rr.Resources {
+				resource, _, _ = strings.Cut(resource, "/")
+				key := group + "/" + resource
+				if group == "*" || resource == "*" || seen[key] {
+					continue
+				}
+				seen[key] = true
+				isNamespaced, ok := namespaced[key]
+				switch {
+				case !ok:
+					unknown = append(unknown, key)
+				case src.Namespaced() && !isNamespaced && key != "/namespaces":
+					clusterScoped = append(clusterScoped, key)
+				}
+			}
+		}
+	}
+	var out []string
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		out = append(out, fmt.Sprintf("%s: matchConstraints name resources the cluster does not serve (%s): the policy never applies to them", src, strings.Join(unknown, ", ")))
+	}
+	if len(clusterScoped) > 0 {
+		sort.Strings(clusterScoped)
+		out = append(out, fmt.Sprintf("%s: matchConstraints name cluster-scoped resources (%s): a namespaced policy applies only to requests in its namespace, never to them", src, strings.Join(clusterScoped, ", ")))
+	}
+	return out
 }

@@ -255,3 +255,36 @@ func FuzzTranslatePolicy(f *testing.F) {
 		}
 	})
 }
+
+// TestModelResourceWarnings: resources the cluster does not serve, and
+// cluster-scoped resources in a namespaced policy, are said.
+func TestModelResourceWarnings(t *testing.T) {
+	var set manifest.Set
+	err := set.Read("inline", []byte(`
+apiVersion: policies.kyverno.io/v1
+kind: NamespacedValidatingPolicy
+metadata: {name: scoped, namespace: team}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps, namespaces, nodes, podz]}
+    - {apiGroups: [rbac.authorization.k8s.io], apiVersions: [v1], operations: [CREATE], resources: [clusterroles, roles]}
+    - {apiGroups: ["*"], apiVersions: ["*"], operations: [CREATE], resources: [widgets]}
+  validations:
+  - expression: "true"
+`), manifest.AcceptAll)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := TranslatePolicy(model.FromNamespacedValidatingPolicy(&set.NamespacedValidatingPolicies[0], nil, modelNow), NewStaticResolver(), Options{GenerateValidatingAdmissionPolicy: true})
+	want := []string{
+		"NamespacedValidatingPolicy/team/scoped: matchConstraints name resources the cluster does not serve (/podz): the policy never applies to them",
+		"NamespacedValidatingPolicy/team/scoped: matchConstraints name cluster-scoped resources (/nodes, rbac.authorization.k8s.io/clusterroles): a namespaced policy applies only to requests in its namespace, never to them",
+	}
+	if diff := cmp.Diff(want, plan.Warnings); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	if len(plan.ValidatingAdmissionPolicies) != 1 {
+		t.Errorf("the policy is still translated: %+v", plan.Rules)
+	}
+}
