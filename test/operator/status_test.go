@@ -1,9 +1,11 @@
 package operator
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/controllers"
@@ -20,7 +22,17 @@ func TestStatusOfManyInvalidRulesIsBounded(t *testing.T) {
 		rules = append(rules, controlplane.CELRule(fmt.Sprintf("broken-%03d", i), "Pod", expression, "broken"))
 	}
 	policy := controlplane.ClusterPolicy("many-invalid", kyvernov1.Enforce, rules...)
-	got := cp.CreatePolicy(t, policy, controllers.ReasonInvalidRules)
+	cp.Create(t, policy)
+	// 500 rules that fail to compile, each tried at several CEL versions,
+	// take ~40 s under the race detector on 2 idle cores: a minute was too
+	// short with the other suites running beside it.
+	got, cond, err := controlplane.WaitForPolicyStatus(context.Background(), cp.Client, policy.Name, 5*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cond.Reason != controllers.ReasonInvalidRules {
+		t.Fatalf("condition %s/%s, want %s", cond.Status, cond.Reason, controllers.ReasonInvalidRules)
+	}
 	msg := got.Status.ValidatingAdmissionPolicy.Message
 	t.Logf("status message: %d bytes", len(msg))
 	if len(msg) > 4096 {
