@@ -28,6 +28,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -41,6 +42,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/controllers"
 	"github.com/kyvap/kyvap/test/controlplane"
 	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/webhook"
@@ -108,7 +110,7 @@ func (d *demo) run(ctx context.Context) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, d.stopOperator()) }()
-	steps := []func(context.Context) error{d.startOperator, d.applySamples, d.showStatus, d.showAdmission, d.showReports}
+	steps := []func(context.Context) error{d.startOperator, d.applySamples, d.showStatus, d.showAdmission, d.showValidatingPolicies, d.showReports}
 	for _, step := range steps {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -320,7 +322,7 @@ func (d *demo) stopOperator() error {
 	if d.manager == nil {
 		return nil
 	}
-	d.heading(7, "Stopping")
+	d.heading(8, "Stopping")
 	took, err := d.manager.stop()
 	if err != nil {
 		d.printf("operator: %v; its log:", err)
@@ -828,6 +830,10 @@ func kindOf(obj client.Object) string {
 		return "Deployment"
 	case *corev1.Pod:
 		return "Pod"
+	case *corev1.ConfigMap:
+		return "ConfigMap"
+	case *batchv1.CronJob:
+		return "CronJob"
 	}
 	return fmt.Sprintf("%T", obj)
 }
@@ -862,6 +868,147 @@ func deployment(namespace, name string, replicas int32) *appsv1.Deployment {
 }
 
 // ----------------------------------------------------------------------------
+// 6. ValidatingPolicies
+
+// showValidatingPolicies applies the policies.kyverno.io samples of
+// config/samples/validatingpolicies (a Pod ValidatingPolicy, a
+// NamespacedValidatingPolicy and a CEL PolicyException), prints kyvap's
+// condition on each policy, and lets the API server judge.
+func (d *demo) showValidatingPolicies(ctx context.Context) error {
+	d.heading(6, "ValidatingPolicies (config/samples/validatingpolicies/)")
+	dir := filepath.Join(d.root, "config", "samples", "validatingpolicies")
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return err
+	}
+	sort.Strings(files)
+	var policies []*unstructured.Unstructured
+	w := d.table()
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(data, &obj.Object); err != nil {
+			return fmt.Errorf("reading %s: %w", relativeTo(d.root, file), err)
+		}
+		if err := d.client.Create(ctx, obj, client.FieldValidation(metav1.FieldValidationStrict)); err != nil {
+			return fmt.Errorf("creating %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+		name := obj.GetName()
+		if obj.GetNamespace() != "" {
+			name = obj.GetNamespace() + "/" + name
+		}
+		fmt.Fprintf(w, "%s.policies.kyverno.io/%s created\t%s\n", strings.ToLower(obj.GetKind()), name, obj.GetAnnotations()["policies.kyverno.io/title"])
+		if obj.GetKind() != "PolicyException" {
+			policies = append(policies, obj)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(d.out)
+	w = d.table()
+	fmt.Fprintln(w, "POLICY\tGENERATED\tREASON\tMESSAGE")
+	for _, p := range policies {
+		got, cond, err := d.waitForModelStatus(ctx, p)
+		if err != nil {
+			return err
+		}
+		generated, _, _ := unstructured.NestedBool(got.Object, "status", "generated")
+		lines := wrap(cond["message"], 72)
+		fmt.Fprintf(w, "%s/%s\t%t\t%s\t%s\n", got.GetKind(), got.GetName(), generated, cond["reason"], lines[0])
+		for _, l := range lines[1:] {
+			fmt.Fprintf(w, "\t\t\t%s\n", l)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+
+	hostPath := func(name string) corev1.PodSpec {
+		return corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}},
+			Volumes:    []corev1.Volume{{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/" + name}}}},
+		}
+	}
+	withHostPath := func(dep *appsv1.Deployment) *appsv1.Deployment {
+		dep.Spec.Template.Spec = hostPath(dep.Name)
+		return dep
+	}
+	team := map[string]string{"team": "shop"}
+	cronJob := &batchv1.CronJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: devNamespace, Name: "backup", Labels: team},
+		Spec: batchv1.CronJobSpec{Schedule: "0 * * * *", JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: team},
+			Spec:       withRestartNever(hostPath("backup")),
+		}}}},
+	}
+	const byVAP = "hostPath volumes are not allowed"
+	checks := []admissionCheck{
+		{what: "a Pod with a hostPath volume", object: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: devNamespace, Name: "host-pod", Labels: team}, Spec: hostPath("pod")}, want: denied, message: byVAP},
+		{what: "a Deployment whose pods have one (autogen variant)", object: withHostPath(deployment(devNamespace, "host-deploy", 1)), want: denied, message: byVAP},
+		{what: "a CronJob whose pods have one (autogen variant)", object: cronJob, want: denied, message: byVAP},
+		{what: "the same Deployment named node-exporter (PolicyException)", object: withHostPath(deployment(devNamespace, "node-exporter", 1)), want: admitted},
+		{what: "a ConfigMap without an owner label", object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: devNamespace, Name: "no-owner"}}, want: denied, message: "need an owner label"},
+		{what: "the same ConfigMap in another namespace (the nvpol is demo-dev's)", object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: prodNamespace, Name: "no-owner"}}, want: admitted},
+	}
+	w = d.table()
+	for _, c := range checks {
+		got, text, err := d.check(ctx, c)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%s\t%s %s/%s: %s\n", got, kindOf(c.object), c.object.GetNamespace(), c.object.GetName(), c.what)
+		for _, l := range wrap(text, 100) {
+			if l != "" {
+				fmt.Fprintf(w, "\t  %s\n", l)
+			}
+		}
+	}
+	return w.Flush()
+}
+
+func withRestartNever(spec corev1.PodSpec) corev1.PodSpec {
+	spec.RestartPolicy = corev1.RestartPolicyNever
+	return spec
+}
+
+// waitForModelStatus waits until kyvap's condition on a ValidatingPolicy or
+// NamespacedValidatingPolicy reflects its generation, and returns the policy
+// and the condition's fields.
+func (d *demo) waitForModelStatus(ctx context.Context, policy *unstructured.Unstructured) (*unstructured.Unstructured, map[string]string, error) {
+	got := &unstructured.Unstructured{}
+	got.SetGroupVersionKind(policy.GroupVersionKind())
+	cond := map[string]string{}
+	err := controlplane.Eventually(ctx, statusTimeout, func(ctx context.Context) (bool, error) {
+		if err := d.client.Get(ctx, client.ObjectKeyFromObject(policy), got); err != nil {
+			return false, err
+		}
+		conditions, _, _ := unstructured.NestedSlice(got.Object, "status", "conditionStatus", "conditions")
+		for _, c := range conditions {
+			m, _ := c.(map[string]any)
+			if m["type"] != controllers.ConditionType {
+				continue
+			}
+			if observed, _ := m["observedGeneration"].(int64); observed != got.GetGeneration() {
+				return false, fmt.Errorf("condition at generation %d, policy at %d", observed, got.GetGeneration())
+			}
+			for _, k := range []string{"reason", "message", "status"} {
+				cond[k], _ = m[k].(string)
+			}
+			return true, nil
+		}
+		return false, fmt.Errorf("no %s condition yet", controllers.ConditionType)
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s %s got no status from the operator (log: %s): %w", policy.GetKind(), policy.GetName(), d.manager.logPath, err)
+	}
+	return got, cond, nil
+}
+
+// ----------------------------------------------------------------------------
 // DEMO_KEEP=1
 
 func (d *demo) waitForInterrupt(ctx context.Context) error {
@@ -893,8 +1040,9 @@ func (d *demo) waitForInterrupt(ctx context.Context) error {
 // shows the PolicyReport kyvap's background scan writes for the resource
 // that existed before its policy.
 func (d *demo) showReports(ctx context.Context) error {
-	d.heading(6, "PolicyReports for resources that existed before their policy")
-	legacy := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: devNamespace, Name: "legacy-settings"}, Data: map[string]string{"mode": "old"}}
+	d.heading(7, "PolicyReports for resources that existed before their policy")
+	// An owner label for step 6's NamespacedValidatingPolicy; no team label.
+	legacy := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: devNamespace, Name: "legacy-settings", Labels: map[string]string{"owner": "ops"}}, Data: map[string]string{"mode": "old"}}
 	if err := d.client.Create(ctx, legacy); err != nil {
 		return err
 	}
