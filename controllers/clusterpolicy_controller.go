@@ -152,7 +152,7 @@ func applyAll(recorder events.EventRecorder, policy runtime.Object, desired []cl
 // report writes the status when it changed, and emits an Event when the
 // condition changes.
 func (r *ClusterPolicyReconciler) report(ctx context.Context, policy *kyvernov1.ClusterPolicy, plan *translate.Plan, outcomes []objectOutcome) (policyStatus, error) {
-	warnings, err := r.typeWarnings(ctx, plan)
+	warnings, err := generatedTypeWarnings(ctx, r.Client, plan)
 	if err != nil {
 		return policyStatus{}, err
 	}
@@ -190,22 +190,6 @@ func (r *ClusterPolicyReconciler) report(ctx context.Context, policy *kyvernov1.
 		return nil
 	})
 	return status, err
-}
-
-func (r *ClusterPolicyReconciler) typeWarnings(ctx context.Context, plan *translate.Plan) (map[string][]string, error) {
-	var vaps []admissionregistrationv1.ValidatingAdmissionPolicy
-	for _, want := range plan.ValidatingAdmissionPolicies {
-		var vap admissionregistrationv1.ValidatingAdmissionPolicy
-		err := r.Get(ctx, types.NamespacedName{Name: want.Name}, &vap)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		vaps = append(vaps, vap)
-	}
-	return typeWarnings(vaps), nil
 }
 
 // outcomeError makes failed writes retried (with backoff). Name conflicts
