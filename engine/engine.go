@@ -33,6 +33,7 @@ import (
 	"github.com/kyvap/kyvap/engine/celeval"
 	"github.com/kyvap/kyvap/engine/match"
 	"github.com/kyvap/kyvap/internal/kyverno"
+	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
 )
 
@@ -75,6 +76,17 @@ type Outcome struct {
 	Reason metav1.StatusReason `json:"reason,omitempty"`
 	// AuditAnnotations are the rule's auditAnnotations, keyed as written.
 	AuditAnnotations map[string]string `json:"auditAnnotations,omitempty"`
+	// Kind is the kind of a policy-model policy (ValidatingPolicy,
+	// NamespacedValidatingPolicy), empty for a ClusterPolicy; Namespace is
+	// a namespaced policy's namespace.
+	Kind      string `json:"kind,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	// RuleID is a policy-model rule's model.Rule.ID ("policy",
+	// "autogen-defaults", ...).
+	RuleID string `json:"ruleID,omitempty"`
+	// Warn: the policy's validationActions include Warn, so a failure or
+	// an error is a warning to the client.
+	Warn bool `json:"warn,omitempty"`
 }
 
 // ParamSource finds parameter objects for rules with a paramKind.
@@ -104,7 +116,17 @@ type Request struct {
 	ResourceKind *schema.GroupVersionKind
 	// Policies, when set, limits evaluation to the policies it accepts (the
 	// webhook evaluates, per configured webhook, the policies it serves).
-	Policies func(policy string, spec *kyvernov1.Spec) bool
+	Policies func(PolicyGroup) bool
+}
+
+// PolicyGroup is what decides which configured webhook serves a policy:
+// the API server applies a failure policy and a timeout per webhook.
+type PolicyGroup struct {
+	// Policy is the policy's key: a ClusterPolicy's name, Kind/name or
+	// Kind/namespace/name for the policy model's.
+	Policy         string
+	FailurePolicy  admissionregistrationv1.FailurePolicyType
+	TimeoutSeconds *int32
 }
 
 // Engine holds the compiled fallback rules of every policy. The zero value
@@ -141,7 +163,21 @@ type compiledPolicy struct {
 	rules  []*compiledRule
 	// applyOne stops at the first rule that passed or failed (spec.applyRules: One).
 	applyOne bool
+	// failurePolicy and timeoutSeconds place the policy in a PolicyGroup.
+	failurePolicy  admissionregistrationv1.FailurePolicyType
+	timeoutSeconds *int32
+	// modelSource, modelSourceRules and modelRules are set instead of
+	// source and rules for a policy of the policy model.
+	modelSource      model.Source
+	modelSourceRules []model.Rule
+	modelRules       []*compiledModelRule
 }
+
+func (p *compiledPolicy) group() PolicyGroup {
+	return PolicyGroup{Policy: p.name, FailurePolicy: p.failurePolicy, TimeoutSeconds: p.timeoutSeconds}
+}
+
+func (p *compiledPolicy) size() int { return len(p.rules) + len(p.modelRules) }
 
 type compiledRule struct {
 	policy     string
@@ -267,6 +303,13 @@ func compilePolicy(name string, rules []translate.FallbackRule) *compiledPolicy 
 	for i := range rules {
 		fr := &rules[i]
 		p.applyOne = p.applyOne || (fr.Spec.ApplyRules != nil && *fr.Spec.ApplyRules == "One")
+		if i == 0 {
+			p.failurePolicy = admissionregistrationv1.Fail
+			if fr.Spec.FailurePolicy != nil && *fr.Spec.FailurePolicy == kyvernov1.Ignore {
+				p.failurePolicy = admissionregistrationv1.Ignore
+			}
+			p.timeoutSeconds = fr.Spec.WebhookTimeoutSeconds
+		}
 		for _, r := range append([]kyvernov1.Rule{fr.Rule}, fr.AdditionalRules...) {
 			p.rules = append(p.rules, compileRule(name, r, fr))
 		}
@@ -397,13 +440,14 @@ func (e *Engine) Evaluate(ctx context.Context, req Request) ([]Outcome, error) {
 	selected := make([]*compiledPolicy, 0, len(snap.policies))
 	total := 0
 	for _, p := range snap.policies {
-		if req.Policies != nil && len(p.rules) > 0 && !req.Policies(p.name, p.rules[0].spec) {
+		if req.Policies != nil && !req.Policies(p.group()) {
 			continue
 		}
 		selected = append(selected, p)
-		total += len(p.rules)
+		total += p.size()
 	}
 	var out []Outcome
+	var modelAttrs *admission.VersionedAttributes
 	evaluated := 0
 	outOfTime := func() error {
 		return &OutOfTimeError{Evaluated: evaluated, Rules: total, Cause: context.Cause(ctx)}
@@ -429,8 +473,36 @@ func (e *Engine) Evaluate(ctx context.Context, req Request) ([]Outcome, error) {
 				break
 			}
 		}
+		for _, r := range p.modelRules {
+			if ctx.Err() != nil {
+				return out, outOfTime()
+			}
+			if modelAttrs == nil {
+				if modelAttrs, err = modelAttributes(req.Admission, attrs); err != nil {
+					return out, err
+				}
+			}
+			o, ok, interrupted := r.evaluate(ctx, &req, modelAttrs, namespace)
+			if interrupted {
+				return out, outOfTime()
+			}
+			evaluated++
+			if ok {
+				out = append(out, o)
+			}
+		}
 	}
 	return out, nil
+}
+
+// modelAttributes are the request's attributes as Kyverno's
+// ValidatingPolicy engine presents them: unlike its ClusterPolicy handler
+// (celRequest), a Namespace's request keeps its namespace.
+func modelAttributes(req *admissionv1.AdmissionRequest, attrs *admission.VersionedAttributes) (*admission.VersionedAttributes, error) {
+	if celRequest(req) == req {
+		return attrs, nil
+	}
+	return celeval.Attributes(req)
 }
 
 // celRequest is the request as Kyverno's CEL handler presents it: a

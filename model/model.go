@@ -91,6 +91,10 @@ type Rule struct {
 	AuditAnnotations []admissionregistrationv1.AuditAnnotation
 	FailurePolicy    admissionregistrationv1.FailurePolicyType
 	Actions          []admissionregistrationv1.ValidationAction
+	// TimeoutSeconds is the webhook timeout Kyverno's webhook gives the
+	// policy (spec.webhookConfiguration.timeoutSeconds); nil is Kyverno's
+	// default. kyvap's webhook serves the rule with it when it enforces it.
+	TimeoutSeconds *int32
 
 	// Namespace confines the rule to one namespace (a namespaced policy's
 	// own): it can never apply to a request in another namespace, nor to a

@@ -55,6 +55,10 @@ func lowerValidating(src Source, spec *policiesv1.ValidatingPolicySpec, exceptio
 	if spec.FailurePolicy != nil {
 		base.FailurePolicy = *spec.FailurePolicy
 	}
+	if spec.WebhookConfiguration != nil && spec.WebhookConfiguration.TimeoutSeconds != nil {
+		t := *spec.WebhookConfiguration.TimeoutSeconds
+		base.TimeoutSeconds = &t
+	}
 	if spec.MatchConstraints != nil {
 		base.MatchConstraints = *spec.MatchConstraints
 	}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/engine"
 	"github.com/kyvap/kyvap/internal/kyverno"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -32,11 +33,20 @@ type Group struct {
 // GroupOf is the group a policy belongs to. Timeouts are clamped to what the
 // API server accepts (1 to 30 seconds).
 func GroupOf(spec *kyvernov1.Spec) Group {
-	g := Group{FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: DefaultTimeoutSeconds}
+	failurePolicy := admissionregistrationv1.Fail
 	if spec.FailurePolicy != nil && *spec.FailurePolicy == kyvernov1.Ignore {
+		failurePolicy = admissionregistrationv1.Ignore
+	}
+	return GroupFor(engine.PolicyGroup{FailurePolicy: failurePolicy, TimeoutSeconds: spec.WebhookTimeoutSeconds})
+}
+
+// GroupFor is the group of a policy the engine holds.
+func GroupFor(p engine.PolicyGroup) Group {
+	g := Group{FailurePolicy: admissionregistrationv1.Fail, TimeoutSeconds: DefaultTimeoutSeconds}
+	if p.FailurePolicy == admissionregistrationv1.Ignore {
 		g.FailurePolicy = admissionregistrationv1.Ignore
 	}
-	if t := spec.WebhookTimeoutSeconds; t != nil {
+	if t := p.TimeoutSeconds; t != nil {
 		g.TimeoutSeconds = min(max(*t, 1), 30)
 	}
 	return g

@@ -22,7 +22,6 @@ import (
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/engine"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -99,7 +98,7 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 			return admission.Errored(http.StatusNotFound, err)
 		}
 		group, budgetOf = &g, g
-		in.Policies = func(_ string, spec *kyvernov1.Spec) bool { return GroupOf(spec) == g }
+		in.Policies = func(p engine.PolicyGroup) bool { return GroupFor(p) == g }
 	}
 	budget := h.budget(budgetOf)
 	ctx, cancel := context.WithTimeout(ctx, budget)
@@ -234,6 +233,27 @@ func Response(outcomes []engine.Outcome) admission.Response {
 				resp.AuditAnnotations = map[string]string{}
 			}
 			resp.AuditAnnotations[AuditAnnotationKey(o.Policy, o.Rule, k)] = v
+		}
+		if o.Kind != "" {
+			// Kyverno's ValidatingPolicy webhook's words
+			// (webhooks/resource/vpol/handler.go).
+			verb := "failed"
+			if o.Result == engine.Error {
+				verb = "error"
+			}
+			if o.Result == engine.Fail || o.Result == engine.Error {
+				text := fmt.Sprintf("Policy %s %s: %s", o.Policy, verb, o.Message)
+				if o.Blocking {
+					if len(denials) == 0 {
+						reason = o.Reason
+					}
+					denials = append(denials, text)
+				}
+				if o.Warn {
+					resp.Warnings = append(resp.Warnings, text)
+				}
+			}
+			continue
 		}
 		if !o.Blocking {
 			continue

@@ -298,8 +298,10 @@ func (p *paths) vap(ctx context.Context, req *admissionv1.AdmissionRequest) (map
 	return results, nil
 }
 
-// engineResults is the fallback engine's result for every rule that matched.
-func (p *paths) engineResults(ctx context.Context, req *admissionv1.AdmissionRequest) (map[string]map[string]PathResult, error) {
+// engineResults is the fallback engine's result for every rule that
+// matched: ClusterPolicy rules by policy and rule name, policy-model rules
+// by ValidatingPolicy and rule ID.
+func (p *paths) engineResults(ctx context.Context, req *admissionv1.AdmissionRequest) (map[string]map[string]PathResult, map[*vpolState]map[string]PathResult, error) {
 	info := p.r.suite.UserInfo
 	ereq := engine.Request{
 		Admission:    req,
@@ -312,14 +314,26 @@ func (p *paths) engineResults(ctx context.Context, req *admissionv1.AdmissionReq
 	}
 	outcomes, err := p.engine.Evaluate(ctx, ereq)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := map[string]map[string]PathResult{}
+	vpols := map[*vpolState]map[string]PathResult{}
 	for _, o := range outcomes {
+		if o.Kind != "" {
+			st := p.r.vpolOf(o)
+			if st == nil {
+				continue
+			}
+			if vpols[st] == nil {
+				vpols[st] = map[string]PathResult{}
+			}
+			vpols[st][o.RuleID] = PathResult{Result: Result(o.Result), Message: o.Message}
+			continue
+		}
 		if out[o.Policy] == nil {
 			out[o.Policy] = map[string]PathResult{}
 		}
 		out[o.Policy][o.Rule] = PathResult{Result: Result(o.Result), Message: o.Message}
 	}
-	return out, nil
+	return out, vpols, nil
 }

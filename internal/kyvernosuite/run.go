@@ -72,8 +72,10 @@ type evaluation struct {
 	vap map[string]map[string]PathResult
 	// engine maps policy → reported rule name → result.
 	engine map[string]map[string]PathResult
-	// vpol maps each ValidatingPolicy to its rules' outcomes.
-	vpol map[*vpolState]map[string]vpolOutcome
+	// vpol maps each ValidatingPolicy to its rules' outcomes on the VAP
+	// path; vpolEngine to their outcomes on the engine path.
+	vpol       map[*vpolState]map[string]vpolOutcome
+	vpolEngine map[*vpolState]map[string]PathResult
 	// err is why the request could not be evaluated; vpolErr why the
 	// ValidatingPolicies could not be.
 	err, vpolErr error
@@ -377,7 +379,7 @@ func (r *runner) evaluate(ctx context.Context, spec requestSpec) *evaluation {
 		ev.err = fmt.Errorf("VAP path: %w", err)
 		return ev
 	}
-	if ev.engine, err = r.paths.engineResults(ctx, req); err != nil {
+	if ev.engine, ev.vpolEngine, err = r.paths.engineResults(ctx, req); err != nil {
 		ev.err = fmt.Errorf("engine path: %w", err)
 	}
 	if r.vpaths != nil {

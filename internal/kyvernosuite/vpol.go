@@ -11,6 +11,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 
+	"github.com/kyvap/kyvap/engine"
 	"github.com/kyvap/kyvap/internal/vapsim"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
@@ -41,8 +42,10 @@ import (
 //     otherwise; a resource no variant reports on is then "Not found" (a
 //     failure) or "excluded" (a pass) in commands/test/output.go.
 //
-// The fallback engine does not evaluate policy-model rules: the engine
-// column of these rows is n/a.
+// The fallback engine evaluates the same rules (forEvaluation) with
+// Kyverno's ValidatingPolicy engine semantics (engine.SetModelRules): its
+// column is checked too, except for rules it cannot evaluate
+// (engine.ModelRuleNotEnforced), whose column is n/a.
 
 // vpolState is one ValidatingPolicy or NamespacedValidatingPolicy, lowered
 // and translated.
@@ -154,7 +157,7 @@ func vpolSkipReason(st *vpolState, id string) string {
 	if rr == nil {
 		return fmt.Sprintf("%s: rule %s has no translation", st.label(), id)
 	}
-	what := "not evaluated by kyvap: no VAP, and kyvap's fallback engine does not evaluate ValidatingPolicies"
+	what := "no VAP"
 	if rr.Verdict == translate.VerdictInvalid {
 		what = "invalid: Kyverno refuses the policy"
 	}
@@ -237,6 +240,7 @@ func newVpolPaths(r *runner) *vpolPaths {
 		}
 	}
 	for _, st := range r.vpols {
+		r.paths.engine.SetModelRules(st.lowered.Source, forEvaluation(st.lowered).Rules)
 		isEvaluable := func(id string) bool { return evaluable(st.rules[id]) }
 		add(&full, st, translate.TranslatePolicy(forEvaluation(st.lowered), r.resolver, opts), isEvaluable)
 		add(&cond, st, translate.TranslatePolicy(withoutConditions(st.lowered), r.resolver, opts), isEvaluable)
@@ -440,11 +444,75 @@ func plainConstraints(m *admissionregistrationv1.MatchResources) bool {
 	return len(m.ExcludeResourceRules) == 0 && len(m.ResourceRules) == 1 && len(m.ResourceRules[0].ResourceNames) == 0
 }
 
+// vpolOf is the ValidatingPolicy an engine outcome is about.
+func (r *runner) vpolOf(o engine.Outcome) *vpolState {
+	for _, st := range r.vpols {
+		src := st.lowered.Source
+		if string(src.Kind) == o.Kind && src.Namespace == o.Namespace && src.Name == o.Policy {
+			return st
+		}
+	}
+	return nil
+}
+
+// vpolEngineResult is the engine column for one rule: its outcome, or why
+// the engine does not evaluate the rule (n/a), or no result.
+func vpolEngineResult(st *vpolState, id string, ev *evaluation) PathResult {
+	if res, ok := ev.vpolEngine[st][id]; ok {
+		return res
+	}
+	if rule := st.modelRules[id]; rule != nil {
+		if why := engine.ModelRuleNotEnforced(rule); why != "" {
+			return PathResult{Result: NotApplicable, Message: "not evaluated by kyvap's engine: " + why}
+		}
+	}
+	return PathResult{Result: None}
+}
+
+// checkColumns compares every evaluated column (not n/a) with the expected
+// result; a row no column evaluated is skipped with why.
+func checkColumns(row *Row, want, why string) {
+	var problems []string
+	evaluated := 0
+	for _, c := range []struct {
+		name string
+		res  *PathResult
+	}{{"VAP path", &row.VAP}, {"engine path", &row.Engine}} {
+		if c.res.Result == NotApplicable {
+			continue
+		}
+		evaluated++
+		ok := string(c.res.Result) == want
+		c.res.Match = &ok
+		if !ok {
+			problems = append(problems, vpolMismatch(c.name, want, c.res))
+		}
+	}
+	switch {
+	case evaluated == 0:
+		row.Status, row.Reason = StatusSkipped, why
+	case len(problems) > 0:
+		row.Status, row.Reason = StatusFail, strings.Join(problems, "; ")
+	default:
+		row.Status = StatusPass
+	}
+}
+
+// joinNonEmpty joins the parts that are not empty.
+func joinNonEmpty(sep string, parts ...string) string {
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, sep)
+}
+
 // vpolRows checks test result i against the ValidatingPolicies it names.
 func (r *runner) vpolRows(ctx context.Context, i int, states []*vpolState) []Row {
 	res := &r.suite.Test.Results[i]
 	base := Row{Policy: res.Policy, Rule: res.Rule, Expected: res.Result}
-	notEvaluated := PathResult{Result: NotApplicable, Message: "kyvap's fallback engine does not evaluate ValidatingPolicies"}
 	if r.cluster {
 		row := base
 		// RunCluster replays these itself (replayVpol); not reached.
@@ -461,7 +529,6 @@ func (r *runner) vpolRows(ctx context.Context, i int, states []*vpolState) []Row
 	for _, resource := range selected {
 		row := base
 		row.Resource = resource.Key()
-		row.Engine = notEvaluated
 		if why := r.unserved(resource); why != "" {
 			row.Status, row.Reason = StatusSkipped, why
 			row.VAP, row.Engine = PathResult{Result: NotApplicable}, PathResult{Result: NotApplicable}
@@ -492,6 +559,11 @@ func (r *runner) vpolRows(ctx context.Context, i int, states []*vpolState) []Row
 			for id := range ev.vpol[st] {
 				ids = append(ids, id)
 			}
+			for id := range ev.vpolEngine[st] {
+				if _, done := ev.vpol[st][id]; !done {
+					ids = append(ids, id)
+				}
+			}
 			sort.Slice(ids, func(a, b int) bool { return vpolRuleOrder(st, ids[a]) < vpolRuleOrder(st, ids[b]) })
 			for _, id := range ids {
 				o := ev.vpol[st][id]
@@ -502,24 +574,22 @@ func (r *runner) vpolRows(ctx context.Context, i int, states []*vpolState) []Row
 						row.ReportedRule = st.label() + " " + id
 					}
 				}
-				if o.skipped != "" {
-					row.Status, row.Reason = StatusSkipped, o.skipped
-					row.VAP, row.Engine = PathResult{Result: NotApplicable}, PathResult{Result: NotApplicable}
-					produced = append(produced, row)
-					continue
+				o, onVAP := ev.vpol[st][id]
+				switch {
+				case !onVAP:
+					row.VAP = PathResult{Result: None, Message: "the VAP does not apply"}
+				case o.skipped != "":
+					row.VAP = PathResult{Result: NotApplicable, Message: o.skipped}
+				default:
+					row.VAP = o.result
 				}
-				row.VAP = o.result
-				ok := string(o.result.Result) == res.Result
-				row.VAP.Match = &ok
-				row.Status = StatusPass
-				if !ok {
-					row.Status, row.Reason = StatusFail, vpolMismatch(res.Result, &row.VAP)
-				}
+				row.Engine = vpolEngineResult(st, id, ev)
+				checkColumns(&row, res.Result, joinNonEmpty("; ", o.skipped, row.Engine.Message))
 				produced = append(produced, row)
 			}
 		}
 		if len(produced) == 0 {
-			row.VAP = PathResult{Result: None}
+			row.VAP, row.Engine = PathResult{Result: None}, PathResult{Result: None}
 			switch {
 			case plain:
 				row.Status, row.Reason = StatusFail, "no result: the policy does not match the resource, and Kyverno's CLI reports such a resource as not found (a failure) when every compiled variant of the policy has plain matchConstraints"
@@ -546,8 +616,8 @@ func vpolRuleOrder(st *vpolState, id string) int {
 }
 
 // vpolMismatch explains why the VAP path's result is not the expected one.
-func vpolMismatch(want string, p *PathResult) string {
-	msg := fmt.Sprintf("VAP path: want %s, got %s", want, p.Result)
+func vpolMismatch(path, want string, p *PathResult) string {
+	msg := fmt.Sprintf("%s: want %s, got %s", path, want, p.Result)
 	if want == "warn" {
 		msg += " (Kyverno's CLI never reports warn for a ValidatingPolicy: it compares results without audit-warn, whatever the validationActions)"
 	}

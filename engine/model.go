@@ -1,0 +1,410 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/rules"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/engine/celeval"
+	"github.com/kyvap/kyvap/model"
+	"github.com/kyvap/kyvap/translate"
+)
+
+// SetModelRules compiles the rules of a policy of the policy model (a
+// ValidatingPolicy or NamespacedValidatingPolicy) that the engine must
+// enforce, replacing those set before for the same source (unless they are
+// unchanged), and publishes a new snapshot. No rules removes the policy.
+func (e *Engine) SetModelRules(source model.Source, rules []model.Rule) {
+	key := modelKey(source)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(rules) == 0 {
+		if _, ok := e.policies[key]; !ok {
+			return
+		}
+		delete(e.policies, key)
+	} else {
+		if old, ok := e.policies[key]; ok && old.modelSource == source && reflect.DeepEqual(old.modelSourceRules, rules) {
+			return
+		}
+		e.policies[key] = compileModelPolicy(key, source, rules)
+	}
+	e.publish()
+}
+
+// ModelPolicy is one policy of the policy model as the engine holds it.
+type ModelPolicy struct {
+	Source model.Source
+	Rules  []model.Rule
+}
+
+// ModelRules returns the policy-model rules the engine enforces, per
+// policy, in the engine's evaluation order.
+func (e *Engine) ModelRules() []ModelPolicy {
+	var out []ModelPolicy
+	for _, p := range e.current.Load().policies {
+		if len(p.modelRules) > 0 {
+			out = append(out, ModelPolicy{Source: p.modelSource, Rules: p.modelSourceRules})
+		}
+	}
+	return out
+}
+
+// modelKey keys a model policy among the engine's policies: it contains a
+// "/", which no ClusterPolicy name does, so the two never collide.
+func modelKey(s model.Source) string { return s.String() }
+
+// compiledModelRule is one rule of the policy model, compiled to Kyverno's
+// ValidatingPolicy engine semantics (pkg/cel/policies/vpol/engine and
+// compiler in Kyverno's module): match constraints (Kyverno's matcher),
+// then the PolicyExceptions' conditions, then the rule's matchConditions,
+// then the validations in order, the first that does not hold deciding.
+type compiledModelRule struct {
+	source model.Source
+	rule   *model.Rule
+	// constraints are the rule's match constraints.
+	constraints admissionregistrationv1.MatchResources
+	// exceptions are the conditions of each CEL PolicyException (a program
+	// with those matchConditions and no validation).
+	exceptions []*celeval.Program
+	// conditions are the rule's matchConditions, nil when it has none.
+	conditions *celeval.Program
+	program    *celeval.Program
+	// notEnforced says why the engine cannot evaluate the rule.
+	notEnforced string
+	ignore      bool
+	deny, warn  bool
+}
+
+func compileModelPolicy(key string, source model.Source, rules []model.Rule) *compiledPolicy {
+	p := &compiledPolicy{name: key, modelSource: source, modelSourceRules: rules}
+	for i := range rules {
+		p.modelRules = append(p.modelRules, compileModelRule(source, &rules[i]))
+	}
+	p.failurePolicy = admissionregistrationv1.Fail
+	if len(rules) > 0 && rules[0].FailurePolicy == admissionregistrationv1.Ignore {
+		p.failurePolicy = admissionregistrationv1.Ignore
+	}
+	if len(rules) > 0 {
+		p.timeoutSeconds = rules[0].TimeoutSeconds
+	}
+	return p
+}
+
+// ModelRuleNotEnforced says why the engine cannot evaluate a rule of the
+// policy model, or "" when it can.
+func ModelRuleNotEnforced(r *model.Rule) string {
+	switch {
+	case r.Unsupported != "":
+		return r.Unsupported
+	case r.Mode == model.ModeJSON:
+		return "evaluation.mode JSON is not evaluated by kyvap"
+	case len(r.Libraries) > 0:
+		return "uses Kyverno CEL libraries kyvap's engine does not implement: " + strings.Join(r.Libraries, ", ")
+	}
+	return ""
+}
+
+func compileModelRule(source model.Source, r *model.Rule) *compiledModelRule {
+	c := &compiledModelRule{
+		source: source, rule: r, constraints: *r.MatchConstraints.DeepCopy(),
+		ignore: r.FailurePolicy == admissionregistrationv1.Ignore,
+		deny:   slices.Contains(r.Actions, admissionregistrationv1.Deny),
+		warn:   slices.Contains(r.Actions, admissionregistrationv1.Warn),
+	}
+	if c.notEnforced = ModelRuleNotEnforced(r); c.notEnforced != "" {
+		return c
+	}
+	name := source.String()
+	if r.ID != model.RuleIDPolicy {
+		name += "/" + r.ID
+	}
+	fail := admissionregistrationv1.Fail
+	for i := range r.Exceptions {
+		ex := &r.Exceptions[i]
+		spec := &admissionregistrationv1.ValidatingAdmissionPolicySpec{MatchConditions: slices.Clone(ex.MatchConditions), FailurePolicy: &fail}
+		translate.RewriteOrValue(spec, nil)
+		c.exceptions = append(c.exceptions, celeval.Compile(name+"/exception/"+ex.Key(), spec))
+	}
+	if len(r.MatchConditions) > 0 {
+		spec := &admissionregistrationv1.ValidatingAdmissionPolicySpec{MatchConditions: slices.Clone(r.MatchConditions), FailurePolicy: &fail}
+		translate.RewriteOrValue(spec, nil)
+		c.conditions = celeval.Compile(name+"/conditions", spec)
+	}
+	validations := make([]admissionregistrationv1.Validation, len(r.Validations))
+	for i, v := range r.Validations {
+		validations[i] = *v.DeepCopy()
+		if validations[i].Message == "" {
+			// Kyverno's message for a validation without one
+			// (vpol/compiler/policy.go); the API server's would be
+			// "failed expression: ...".
+			validations[i].Message = fmt.Sprintf("CEL expression validation failed at index %d", i)
+		}
+	}
+	spec := &admissionregistrationv1.ValidatingAdmissionPolicySpec{
+		Variables:        slices.Clone(r.Variables),
+		Validations:      validations,
+		AuditAnnotations: slices.Clone(r.AuditAnnotations),
+		FailurePolicy:    &fail,
+	}
+	translate.RewriteOrValue(spec, nil)
+	// Kyverno compiles ValidatingPolicies in the API server's
+	// stored-expressions environment: every library this build knows.
+	c.program = celeval.Compile(name, spec)
+	return c
+}
+
+// action is the Outcome's action: Enforce when the rule denies.
+func (r *compiledModelRule) action() kyvernov1.ValidationFailureAction {
+	if r.deny {
+		return kyvernov1.Enforce
+	}
+	return kyvernov1.Audit
+}
+
+// evaluate is compiledRule.evaluate for a rule of the policy model.
+func (r *compiledModelRule) evaluate(ctx context.Context, req *Request, attrs *admission.VersionedAttributes, namespace *corev1.Namespace) (o Outcome, matchedRule, interrupted bool) {
+	o = Outcome{Policy: r.source.Name, Rule: r.rule.Name, RuleID: r.rule.ID, Kind: string(r.source.Kind), Namespace: r.source.Namespace, Action: r.action(), Warn: r.warn}
+	// A namespaced policy applies only to requests in its namespace
+	// (Kyverno's webhook: vpol/engine/predicate.go NamespacedPolicy).
+	if r.rule.Namespace != "" && req.Admission.Namespace != r.rule.Namespace {
+		return o, false, false
+	}
+	matched, err := matchConstraints(&r.constraints, attrs, namespace, req.Admission)
+	if err != nil {
+		return r.errorOutcome(o, "failed to execute matching: "+err.Error()), true, false
+	}
+	if !matched || r.notEnforced != "" {
+		return o, false, false
+	}
+	resource := schema.GroupVersionResource{Group: req.Admission.Resource.Group, Version: req.Admission.Resource.Version, Resource: req.Admission.Resource.Resource}
+	in := celeval.Input{Attributes: attrs, MatchedResource: resource, Namespace: namespace, Authorizer: req.Authorizer}
+	// PolicyExceptions first: the first that matches exempts.
+	var exempted []string
+	for i, ex := range r.exceptions {
+		res := ex.Validate(ctx, in)
+		if res.Interrupted {
+			return o, true, true
+		}
+		if res.Excluded {
+			continue
+		}
+		if len(res.Decisions) > 0 {
+			// Kyverno: an erring exception is no match under
+			// failurePolicy Ignore, an error otherwise, unless an earlier
+			// exception already exempted the request.
+			if r.ignore || len(exempted) > 0 {
+				continue
+			}
+			return r.errorOutcome(o, fmt.Sprintf("PolicyException %s: %s", r.rule.Exceptions[i].Key(), res.Decisions[0].Message)), true, false
+		}
+		if r.rule.Exceptions[i].Full() {
+			exempted = append(exempted, r.rule.Exceptions[i].Key())
+		}
+	}
+	if len(exempted) > 0 {
+		o.Result = Skip
+		first := slices.IndexFunc(r.rule.Exceptions, func(ex model.Exception) bool { return ex.Key() == exempted[0] })
+		if r.rule.Exceptions[first].ReportResult == "pass" {
+			o.Result = Pass
+		}
+		o.Message = "exempted by PolicyException " + strings.Join(exempted, ", ")
+		return o, true, false
+	}
+	if r.conditions != nil {
+		res := r.conditions.Validate(ctx, in)
+		switch {
+		case res.Interrupted:
+			return o, true, true
+		case res.Excluded, len(res.Decisions) > 0 && r.ignore:
+			// Kyverno reports the policy as skipped; a condition that errs
+			// under failurePolicy Ignore is a false one.
+			o.Result, o.Message = Skip, "matchConditions not met"
+			return o, true, false
+		case len(res.Decisions) > 0:
+			return r.errorOutcome(o, res.Decisions[0].Message), true, false
+		}
+	}
+	res := r.program.Validate(ctx, in)
+	if res.Interrupted {
+		return o, true, true
+	}
+	o.Result = Pass
+	for _, d := range res.Decisions {
+		switch d.Evaluation {
+		case celeval.EvalError:
+			// Kyverno: an error is the rule's result whatever the
+			// failurePolicy, and denies when the policy denies.
+			return r.errorOutcome(o, d.Message), true, false
+		case celeval.EvalDeny:
+			o.Result, o.Blocking = Fail, r.deny
+			o.addViolation(d)
+			o.Message = d.Message
+		}
+		if o.Result == Fail {
+			break
+		}
+	}
+	for _, a := range res.AuditAnnotations {
+		switch a.Action {
+		case celeval.AuditAnnotationActionPublish:
+			if o.AuditAnnotations == nil {
+				o.AuditAnnotations = map[string]string{}
+			}
+			o.AuditAnnotations[a.Key] = a.Value
+		case celeval.AuditAnnotationActionError:
+			return r.errorOutcome(o, fmt.Sprintf("failed to evaluate auditAnnotation '%s': %s", a.Key, a.Error)), true, false
+		}
+	}
+	return o, true, false
+}
+
+func (r *compiledModelRule) errorOutcome(o Outcome, message string) Outcome {
+	o.Result, o.Message, o.Messages, o.AuditAnnotations = Error, message, []string{message}, nil
+	o.Blocking = r.deny
+	return o
+}
+
+// matchConstraints is Kyverno's matcher for a ValidatingPolicy
+// (pkg/cel/matching/matcher.go): the API server's policy matching without
+// matchPolicy Equivalent, the namespace selector evaluated against the
+// request's namespace (or a Namespace's own labels), and resource names
+// also matching a generateName that starts with them.
+func matchConstraints(m *admissionregistrationv1.MatchResources, attrs *admission.VersionedAttributes, namespace *corev1.Namespace, req *admissionv1.AdmissionRequest) (bool, error) {
+	nsMatches, nsErr := matchNamespaceSelector(m.NamespaceSelector, attrs, namespace)
+	if !nsMatches && nsErr == nil {
+		return false, nil
+	}
+	objMatches, objErr := matchObjectSelector(m.ObjectSelector, attrs)
+	if !objMatches && objErr == nil {
+		return false, nil
+	}
+	if matchResourceRules(m.ExcludeResourceRules, attrs) {
+		return false, nil
+	}
+	if len(m.ResourceRules) > 0 && !matchResourceRules(m.ResourceRules, attrs) {
+		return false, nil
+	}
+	if nsErr != nil {
+		return false, nsErr
+	}
+	return true, objErr
+}
+
+func selectorOf(s *metav1.LabelSelector) (labels.Selector, error) {
+	if s == nil {
+		return labels.Everything(), nil
+	}
+	return metav1.LabelSelectorAsSelector(s)
+}
+
+func matchNamespaceSelector(s *metav1.LabelSelector, attrs *admission.VersionedAttributes, namespace *corev1.Namespace) (bool, error) {
+	name := attrs.GetNamespace()
+	isNamespace := attrs.GetResource().Resource == "namespaces"
+	if name == "" && !isNamespace {
+		// A cluster-scoped object other than a Namespace is never
+		// exempted by a namespace selector.
+		return true, nil
+	}
+	selector, err := selectorOf(s)
+	if err != nil {
+		return false, apierrors.NewInternalError(err)
+	}
+	if selector.Empty() {
+		return true, nil
+	}
+	var nsLabels map[string]string
+	op := attrs.GetOperation()
+	switch {
+	case isNamespace && attrs.GetSubresource() == "" && (op == admission.Create || op == admission.Update):
+		accessor, err := meta.Accessor(attrs.GetObject())
+		if err != nil {
+			return false, err
+		}
+		nsLabels = accessor.GetLabels()
+	case namespace != nil && namespace.Name == name && namespace.Labels != nil:
+		nsLabels = namespace.Labels
+	default:
+		// Kyverno: a namespace it cannot read has only its name label.
+		nsLabels = map[string]string{corev1.LabelMetadataName: name}
+	}
+	return selector.Matches(labels.Set(nsLabels)), nil
+}
+
+func matchObjectSelector(s *metav1.LabelSelector, attrs *admission.VersionedAttributes) (bool, error) {
+	selector, err := selectorOf(s)
+	if err != nil {
+		return false, apierrors.NewInternalError(err)
+	}
+	if selector.Empty() {
+		return true, nil
+	}
+	for _, obj := range []any{attrs.GetObject(), attrs.GetOldObject()} {
+		if obj == nil || reflect.ValueOf(obj).IsNil() {
+			continue
+		}
+		accessor, err := meta.Accessor(obj)
+		if err != nil {
+			continue
+		}
+		if selector.Matches(labels.Set(accessor.GetLabels())) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func matchResourceRules(named []admissionregistrationv1.NamedRuleWithOperations, attrs *admission.VersionedAttributes) bool {
+	for _, nr := range named {
+		if !(&rules.Matcher{Rule: nr.RuleWithOperations, Attr: attrs}).Matches() {
+			continue
+		}
+		if len(nr.ResourceNames) == 0 {
+			return true
+		}
+		name := attrs.GetName()
+		if name == "" {
+			if generateNameMatches(nr.ResourceNames, attrs) {
+				return true
+			}
+			continue
+		}
+		if slices.Contains(nr.ResourceNames, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// generateNameMatches: Kyverno matches a request without a name whose
+// object's generateName starts with one of the names.
+func generateNameMatches(names []string, attrs *admission.VersionedAttributes) bool {
+	obj := attrs.GetObject()
+	if obj == nil || reflect.ValueOf(obj).IsNil() {
+		return false
+	}
+	accessor, err := meta.Accessor(obj)
+	if err != nil {
+		return false
+	}
+	for _, n := range names {
+		if strings.HasPrefix(accessor.GetGenerateName(), n) {
+			return true
+		}
+	}
+	return false
+}
