@@ -162,9 +162,8 @@ func repeatGen(re *syntax.Regexp, lo, hi int) (func() string, error) {
 }
 
 // charClassGen picks a rune uniformly among a class's ranges (pairs of
-// bounds). Like goregen it moves a range starting at 0 to 1, and panics on
-// an empty range (the class [\x00]): Kyverno's evaluation then fails with
-// an internal error.
+// bounds). Like goregen it moves a range starting at 0 to 1 and panics where
+// goregen panics: Kyverno's evaluation then fails with an internal error.
 func charClassGen(ranges []rune) func() string {
 	type span struct {
 		start rune
@@ -185,6 +184,11 @@ func charClassGen(ranges []rune) func() string {
 		total += size
 	}
 	return func() string {
+		if total <= 0 {
+			// An empty class ([^\x00-\x{10FFFF}]): goregen's
+			// math/rand panics so, at generation time.
+			panic("invalid argument to Int31n")
+		}
 		i := rand.Int32N(total)
 		for _, s := range spans {
 			if i < s.size {
