@@ -4,6 +4,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
 )
 
@@ -22,6 +23,13 @@ type FallbackSink interface {
 	OnEnforcingChange(func())
 	// Rules returns every policy's fallback rules, ordered by policy.
 	Rules() []translate.FallbackRule
+	// SetModelRules replaces the rules of a policy of the policy model
+	// (ValidatingPolicy, NamespacedValidatingPolicy) that the webhook
+	// enforces; none removes the policy.
+	SetModelRules(source model.Source, rules []model.Rule)
+	// ModelRulesOf returns the rules SetModelRules set for the policy
+	// (matched by kind, namespace and name).
+	ModelRulesOf(source model.Source) []model.Rule
 }
 
 // FallbackStore is a FallbackSink that only remembers the rules. It is what
@@ -29,11 +37,31 @@ type FallbackSink interface {
 type FallbackStore struct {
 	mu    sync.RWMutex
 	rules map[string][]translate.FallbackRule
+	// models are the policy model's rules, by model.Source.String().
+	models map[string][]model.Rule
 }
 
 // NewFallbackStore returns an empty store.
 func NewFallbackStore() *FallbackStore {
-	return &FallbackStore{rules: map[string][]translate.FallbackRule{}}
+	return &FallbackStore{rules: map[string][]translate.FallbackRule{}, models: map[string][]model.Rule{}}
+}
+
+// SetModelRules implements FallbackSink.
+func (s *FallbackStore) SetModelRules(source model.Source, rules []model.Rule) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(rules) == 0 {
+		delete(s.models, source.String())
+		return
+	}
+	s.models[source.String()] = rules
+}
+
+// ModelRulesOf implements FallbackSink.
+func (s *FallbackStore) ModelRulesOf(source model.Source) []model.Rule {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.models[source.String()]
 }
 
 // SetFallbackRules implements FallbackSink.

@@ -53,16 +53,73 @@ type FallbackSyncReconciler struct {
 	// kindsChanged re-queues every policy (requeueAll).
 	kindsChanged chan event.TypedGenericEvent[*kyvernov1.ClusterPolicy]
 
-	// pending are the policies that existed when the cache synced and have
-	// not been loaded yet; the replica is not ready until there are none.
+	loads loadTracker
+	cache interface {
+		WaitForCacheSync(ctx context.Context) bool
+	}
+}
+
+// loadTracker tracks the policies that existed when the cache synced and
+// are not loaded into the engine yet: the replica is not ready until there
+// are none.
+type loadTracker struct {
 	mu      sync.Mutex
 	pending map[string]bool
 	// loaded are policies loaded before Start listed them.
 	loaded map[string]bool
 	synced atomic.Bool
-	cache  interface {
-		WaitForCacheSync(ctx context.Context) bool
+}
+
+// expect records the policies to load before the replica is ready, minus
+// those already loaded.
+func (t *loadTracker) expect(names []string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.pending = map[string]bool{}
+	for _, n := range names {
+		if !t.loaded[n] {
+			t.pending[n] = true
+		}
 	}
+	t.loaded = nil
+	t.synced.Store(len(t.pending) == 0)
+}
+
+// done records that a policy is loaded (or gone).
+func (t *loadTracker) done(name string) {
+	if t.synced.Load() {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.pending == nil {
+		// Start has not listed yet: remember, so it does not wait for it.
+		if t.loaded == nil {
+			t.loaded = map[string]bool{}
+		}
+		t.loaded[name] = true
+		return
+	}
+	delete(t.pending, name)
+	if len(t.pending) == 0 {
+		t.synced.Store(true)
+	}
+}
+
+// Loaded reports whether every expected policy is loaded.
+func (t *loadTracker) Loaded() bool { return t.synced.Load() }
+
+// notLoaded says what the replica still waits for, or nil.
+func (t *loadTracker) notLoaded(what string) error {
+	if t.synced.Load() {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.pending == nil {
+		return errors.New("waiting for the policy cache to sync")
+	}
+	return fmt.Errorf("%d %s not loaded into the fallback engine yet", len(t.pending), what)
 }
 
 // Start implements manager.Runnable: once the cache has synced it records
@@ -79,68 +136,24 @@ func (r *FallbackSyncReconciler) Start(ctx context.Context) error {
 	for i, p := range policies.Items {
 		names[i] = p.Name
 	}
-	r.expect(names)
+	r.loads.expect(names)
 	return nil
-}
-
-// expect records the policies to load before the replica is ready, minus
-// those already loaded.
-func (r *FallbackSyncReconciler) expect(names []string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.pending = map[string]bool{}
-	for _, n := range names {
-		if !r.loaded[n] {
-			r.pending[n] = true
-		}
-	}
-	r.loaded = nil
-	r.synced.Store(len(r.pending) == 0)
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: every
 // replica loads its own engine.
 func (r *FallbackSyncReconciler) NeedLeaderElection() bool { return false }
 
-// done records that a policy is loaded (or gone).
-func (r *FallbackSyncReconciler) done(name string) {
-	if r.synced.Load() {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.pending == nil {
-		// Start has not listed yet: remember, so it does not wait for it.
-		if r.loaded == nil {
-			r.loaded = map[string]bool{}
-		}
-		r.loaded[name] = true
-		return
-	}
-	delete(r.pending, name)
-	if len(r.pending) == 0 {
-		r.synced.Store(true)
-	}
-}
-
 // Loaded reports whether every policy that existed at start-up is loaded
 // into the engine: until then the engine's rules are a subset of what it
 // will enforce.
-func (r *FallbackSyncReconciler) Loaded() bool { return r.synced.Load() }
+func (r *FallbackSyncReconciler) Loaded() bool { return r.loads.Loaded() }
 
 // Checker is a readiness check: a replica is ready to judge admission
 // requests once every policy that existed at start-up is loaded into its
 // engine, so that a new replica never admits unchecked during a rollout.
 func (r *FallbackSyncReconciler) Checker(*http.Request) error {
-	if r.synced.Load() {
-		return nil
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.pending == nil {
-		return errors.New("waiting for the policy cache to sync")
-	}
-	return fmt.Errorf("%d ClusterPolicies not loaded into the fallback engine yet", len(r.pending))
+	return r.loads.notLoaded("ClusterPolicies")
 }
 
 // Reconcile translates one policy and hands its fallback rules to the sink.
@@ -150,7 +163,7 @@ func (r *FallbackSyncReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		if apierrors.IsNotFound(err) {
 			r.Sink.SetFallbackRules(req.Name, nil)
 			r.plans.forget(req.Name)
-			r.done(req.Name)
+			r.loads.done(req.Name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -169,7 +182,7 @@ func (r *FallbackSyncReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	}
 	rules, holding := handOver(ctx, r.Client, r.Sink, policy.Name, &plan, fallbackRules(&plan, kyvernoRunning(r.Kyverno)))
 	r.Sink.SetFallbackRules(policy.Name, rules)
-	r.done(policy.Name)
+	r.loads.done(policy.Name)
 	if holding {
 		// The rule stays in this replica's engine until its VAPs exist.
 		return ctrl.Result{RequeueAfter: handoverPoll}, nil

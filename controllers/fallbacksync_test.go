@@ -7,23 +7,23 @@ func TestFallbackSyncReadiness(t *testing.T) {
 	if r.Checker(nil) == nil {
 		t.Fatal("ready before the cache synced")
 	}
-	r.done("early") // loaded before the start-up list was taken
-	r.expect([]string{"early", "a", "b"})
+	r.loads.done("early") // loaded before the start-up list was taken
+	r.loads.expect([]string{"early", "a", "b"})
 	if err := r.Checker(nil); err == nil || err.Error() != "2 ClusterPolicies not loaded into the fallback engine yet" {
 		t.Fatalf("Checker = %v, want 2 pending", err)
 	}
-	r.done("a")
-	r.done("b")
+	r.loads.done("a")
+	r.loads.done("b")
 	if err := r.Checker(nil); err != nil {
 		t.Fatalf("not ready after every policy loaded: %v", err)
 	}
-	r.done("later") // policies created afterwards do not matter
+	r.loads.done("later") // policies created afterwards do not matter
 	if err := r.Checker(nil); err != nil {
 		t.Fatal(err)
 	}
 
 	empty := &FallbackSyncReconciler{}
-	empty.expect(nil)
+	empty.loads.expect(nil)
 	if err := empty.Checker(nil); err != nil {
 		t.Fatalf("a cluster without policies is ready at once: %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
 )
 
@@ -50,39 +51,57 @@ func heldRules(previous, next []translate.FallbackRule, plan *translate.Plan, pr
 			handed[n] = true
 		}
 	}
-	bindingsOf := map[string][]string{}
-	for i := range plan.Bindings {
-		b := &plan.Bindings[i]
-		bindingsOf[b.Spec.PolicyName] = append(bindingsOf[b.Spec.PolicyName], b.Name)
-	}
-	vapsOf := map[string][]string{}
-	for _, rr := range plan.Rules {
-		vapsOf[rr.Rule] = append(vapsOf[rr.Rule], rr.ValidatingAdmissionPolicies...)
-	}
 	var held []translate.FallbackRule
 	for i := range previous {
 		fr := &previous[i]
 		if handed[fr.Rule.Name] {
 			continue // still the webhook's
 		}
-		missing := false
 		for _, n := range ruleNames(fr) {
-			for _, vap := range vapsOf[n] {
-				if !present(kindVAP, vap) {
-					missing = true
-				}
-				for _, b := range bindingsOf[vap] {
-					if !present(kindBinding, b) {
-						missing = true
-					}
-				}
+			if !inPlace(plan, n, present) {
+				held = append(held, *fr)
+				break
 			}
-		}
-		if missing {
-			held = append(held, *fr)
 		}
 	}
 	return held
+}
+
+// heldModelRules is heldRules for the rules of a policy of the policy
+// model, which the plan names by rule ID.
+func heldModelRules(previous, next []model.Rule, plan *translate.Plan, present func(kind, name string) bool) []model.Rule {
+	handed := map[string]bool{}
+	for i := range next {
+		handed[next[i].ID] = true
+	}
+	var held []model.Rule
+	for i := range previous {
+		if !handed[previous[i].ID] && !inPlace(plan, previous[i].ID, present) {
+			held = append(held, previous[i])
+		}
+	}
+	return held
+}
+
+// inPlace reports whether every VAP the plan enforces rule with exists,
+// with its bindings.
+func inPlace(plan *translate.Plan, rule string, present func(kind, name string) bool) bool {
+	for _, rr := range plan.Rules {
+		if rr.Rule != rule {
+			continue
+		}
+		for _, vap := range rr.ValidatingAdmissionPolicies {
+			if !present(kindVAP, vap) {
+				return false
+			}
+			for i := range plan.Bindings {
+				if b := &plan.Bindings[i]; b.Spec.PolicyName == vap && !present(kindBinding, b.Name) {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 // Kinds of generated objects, as objectOutcome.Kind spells them.
@@ -106,15 +125,57 @@ func previousRules(sink FallbackSink, policy string) []translate.FallbackRule {
 // the previous ones whose VAPs are not in place yet; requeue is true while
 // any is held.
 func handOver(ctx context.Context, reader client.Reader, sink FallbackSink, policy string, plan *translate.Plan, next []translate.FallbackRule) (rules []translate.FallbackRule, requeue bool) {
-	held := heldRules(previousRules(sink, policy), next, plan, func(kind, name string) bool {
+	held := heldRules(previousRules(sink, policy), next, plan, presentIn(ctx, reader))
+	return append(next, held...), len(held) > 0
+}
+
+// presentIn reports, through reader, whether a generated object exists.
+// Any error but a found object says no: keeping a rule twice is safe.
+func presentIn(ctx context.Context, reader client.Reader) func(kind, name string) bool {
+	return func(kind, name string) bool {
 		var obj client.Object = &admissionregistrationv1.ValidatingAdmissionPolicy{}
 		if kind == kindBinding {
 			obj = &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
 		}
-		// Any error but a found object holds: keeping a rule twice is safe.
 		return reader.Get(ctx, types.NamespacedName{Name: name}, obj) == nil
-	})
+	}
+}
+
+// handOverModel is handOver for a policy of the policy model.
+func handOverModel(ctx context.Context, reader client.Reader, sink FallbackSink, source model.Source, plan *translate.Plan, next []model.Rule) (rules []model.Rule, requeue bool) {
+	held := heldModelRules(sink.ModelRulesOf(source), next, plan, presentIn(ctx, reader))
 	return append(next, held...), len(held) > 0
+}
+
+// webhookModelRules are the rules of a lowered policy that the plan hands
+// to kyvap's webhook (its engine can evaluate them): none when Kyverno runs
+// and enforces them itself.
+func webhookModelRules(p *model.Policy, plan *translate.Plan, kyvernoRunning bool) []model.Rule {
+	if kyvernoRunning {
+		return nil
+	}
+	toWebhook := map[string]bool{}
+	for _, rr := range plan.Rules {
+		if rr.Verdict == translate.VerdictFallback && rr.Fallback != nil && rr.Fallback.NotEnforced == "" {
+			toWebhook[rr.Rule] = true
+		}
+	}
+	var out []model.Rule
+	for _, r := range p.Rules {
+		if toWebhook[r.ID] {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// webhookModelRuleIDs are the IDs of rules.
+func webhookModelRuleIDs(rules []model.Rule) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range rules {
+		out[r.ID] = true
+	}
+	return out
 }
 
 // webhookRuleNames are the names of the rules the plan hands to kyvap's

@@ -11,6 +11,7 @@ import (
 
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/internal/kyverno"
+	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
 )
 
@@ -113,7 +114,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) (*Controllers, err
 		Kyverno:   cfg.Kyverno,
 		Options:   cfg.Options,
 		Config:    cfg.KyvernoConfig,
+		Sink:      cfg.Fallback,
+		Coverage:  cfg.Coverage,
 	}}
+	if enforcing {
+		c.Validating.newSync = func(kind model.Kind) *ModelSyncReconciler {
+			return &ModelSyncReconciler{Client: mgr.GetClient(), Resolvers: cfg.Resolvers, Sink: cfg.Fallback, Kyverno: cfg.Kyverno, Options: cfg.Options, Effective: cfg.SyncOptions, Config: cfg.KyvernoConfig, Kind: kind}
+		}
+	}
 	if err := c.Validating.start(); err != nil {
 		return nil, err
 	}
@@ -124,7 +132,17 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) (*Controllers, err
 	if err := c.Sync.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
+	if err := mgr.AddReadyzCheck("validatingpolicies-loaded", c.Validating.Checker); err != nil {
+		return nil, err
+	}
 	return c, mgr.AddReadyzCheck("fallback-rules-loaded", c.Sync.Checker)
+}
+
+// Loaded reports whether this replica's engine holds every policy that
+// existed when its loaders started (ClusterPolicies and policies.kyverno.io
+// kinds).
+func (c *Controllers) Loaded() bool {
+	return (c.Sync == nil || c.Sync.Loaded()) && c.Validating.Loaded()
 }
 
 // registerIndexes adds the cache indexes the controllers look up: generated

@@ -291,12 +291,10 @@ func fallbackText(r translate.RuleResult, msg string, enforced, kyvernoRunning b
 		// No second webhook doing Kyverno's work: the policy is not marked
 		// generated, so Kyverno enforces it whole.
 		where = "left to Kyverno, whose admission controller runs in this cluster"
+	case r.Fallback != nil && r.Fallback.NotEnforced != "":
+		where = "NOT ENFORCED by kyvap: " + r.Fallback.NotEnforced
 	case !enforced:
 		where = "NOT ENFORCED: left to kyvap's webhook, which is not serving"
-	case r.Fallback != nil:
-		if r.Fallback.NotEnforced != "" {
-			where = "NOT ENFORCED by kyvap: " + r.Fallback.NotEnforced
-		}
 	}
 	text := fmt.Sprintf("%s (%s: %s)", where, r.Reason, msg)
 	if r.Fallback != nil && len(r.Fallback.WebhookExempt) > 0 && !kyvernoRunning {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -35,10 +36,10 @@ import (
 
 // ValidatingPolicyReconciler turns each policies.kyverno.io ValidatingPolicy
 // (or, with Kind NamespacedValidatingPolicy, each NamespacedValidatingPolicy)
-// into the VAPs and bindings of its plan, and reports in the policy's
-// status. The rules kyvap cannot turn into VAPs have no engine in kyvap yet
-// (its webhook evaluates ClusterPolicies only): the status says they are
-// left to Kyverno, and the policy is not marked generated.
+// into the VAPs and bindings of its plan, hands the rules that cannot be
+// VAPs to kyvap's webhook (Sink) when its engine can evaluate them, and
+// reports in the policy's status. A rule moving between a VAP and the
+// webhook is handed over as a ClusterPolicy's is (handover.go).
 type ValidatingPolicyReconciler struct {
 	// Client reads from the cache (which holds only kyvap's generated VAPs
 	// and bindings) and writes to the API server.
@@ -59,6 +60,12 @@ type ValidatingPolicyReconciler struct {
 	Kind model.Kind
 	// Now is the clock exceptions expire by; nil is time.Now.
 	Now func() time.Time
+	// Sink receives the rules kyvap's webhook enforces (a FallbackStore
+	// when no webhook serves).
+	Sink FallbackSink
+	// Coverage says when the webhook configuration covers a rule; nil: no
+	// webhook, stale VAPs go at once.
+	Coverage WebhookCoverage
 
 	// requeue re-queues every policy of the kind (requeueAll).
 	requeue chan event.GenericEvent
@@ -74,6 +81,7 @@ func (r *ValidatingPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	policy := r.newPolicy()
 	if err := r.Get(ctx, req.NamespacedName, policy); err != nil {
 		if apierrors.IsNotFound(err) {
+			r.Sink.SetModelRules(model.Source{Kind: r.Kind, Namespace: req.Namespace, Name: req.Name}, nil)
 			return ctrl.Result{}, r.deleteOrphans(ctx, req.NamespacedName)
 		}
 		return ctrl.Result{}, err
@@ -90,22 +98,40 @@ func (r *ValidatingPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	// own generator: those are left to it, never generated twice.
 	opts.KyvernoGeneratesVAPs = kyvernoRunning(r.Kyverno)
 	plan := translate.TranslatePolicy(lowered, r.Resolvers.Resolver(), opts)
-	outcomes := r.apply(ctx, policy, lowered.Source, &plan)
+	next := webhookModelRules(&lowered, &plan, kyvernoRunning(r.Kyverno))
+	// The engine gets the rules before stale VAPs go, and keeps the rules
+	// moving to VAPs until those exist.
+	rules, holding := handOverModel(ctx, r.Client, r.Sink, lowered.Source, &plan, next)
+	r.Sink.SetModelRules(lowered.Source, rules)
+	outcomes := r.apply(ctx, policy, lowered.Source, &plan, webhookModelRuleIDs(next))
 	if err := r.report(ctx, policy, &plan, outcomes, scannedByKyverno(&lowered)); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := outcomeError(outcomes); err != nil {
 		return ctrl.Result{}, err
 	}
-	if lowered.NextExpiry != nil {
-		// An exception expires: the VAPs must stop honouring it then.
-		return ctrl.Result{RequeueAfter: max(time.Until(*lowered.NextExpiry)+expiryMargin, expiryMargin)}, nil
-	}
-	return ctrl.Result{}, nil
+	return modelRequeue(&lowered, holding || held(outcomes)), nil
 }
 
-func (r *ValidatingPolicyReconciler) newPolicy() client.Object {
-	if r.Kind == model.KindNamespacedValidatingPolicy {
+// modelRequeue is when a policy of the policy model is reconciled again: at
+// handoverPoll while a hand-over is held, at the next expiry of one of its
+// exceptions (the VAPs must stop honouring it then).
+func modelRequeue(p *model.Policy, holding bool) ctrl.Result {
+	var after time.Duration
+	if p.NextExpiry != nil {
+		after = max(time.Until(*p.NextExpiry)+expiryMargin, expiryMargin)
+	}
+	if holding && (after == 0 || handoverPoll < after) {
+		after = handoverPoll
+	}
+	return ctrl.Result{RequeueAfter: after}
+}
+
+func (r *ValidatingPolicyReconciler) newPolicy() client.Object { return newModelPolicy(r.Kind) }
+
+// newModelPolicy is an empty policy of a policies.kyverno.io kind.
+func newModelPolicy(kind model.Kind) client.Object {
+	if kind == model.KindNamespacedValidatingPolicy {
 		return &policiesv1.NamespacedValidatingPolicy{}
 	}
 	return &policiesv1.ValidatingPolicy{}
@@ -125,13 +151,19 @@ func statusOf(policy client.Object) *policiesv1.ValidatingPolicyStatus {
 // gather lowers the policy with every policies.kyverno.io PolicyException
 // of the cluster (the model keeps those naming it, unexpired).
 func (r *ValidatingPolicyReconciler) gather(ctx context.Context, policy client.Object) (model.Policy, error) {
+	return lowerModelPolicy(ctx, r.Client, policy, r.Now)
+}
+
+// lowerModelPolicy lowers a policies.kyverno.io policy with the CEL
+// PolicyExceptions reader lists; now is the clock (nil: time.Now).
+func lowerModelPolicy(ctx context.Context, reader client.Reader, policy client.Object, clock func() time.Time) (model.Policy, error) {
 	var exceptions policiesv1.PolicyExceptionList
-	if err := r.List(ctx, &exceptions); err != nil {
+	if err := reader.List(ctx, &exceptions); err != nil {
 		return model.Policy{}, fmt.Errorf("listing policies.kyverno.io PolicyExceptions: %w", err)
 	}
 	now := time.Now()
-	if r.Now != nil {
-		now = r.Now()
+	if clock != nil {
+		now = clock()
 	}
 	switch p := policy.(type) {
 	case *policiesv1.NamespacedValidatingPolicy:
@@ -189,7 +221,7 @@ func generatedSelector(kind model.Kind, key types.NamespacedName) client.Matchin
 
 // apply writes the plan's objects and deletes the policy's objects the plan
 // no longer wants (rule gone, translation now fails, generation off).
-func (r *ValidatingPolicyReconciler) apply(ctx context.Context, policy client.Object, src model.Source, plan *translate.Plan) []objectOutcome {
+func (r *ValidatingPolicyReconciler) apply(ctx context.Context, policy client.Object, src model.Source, plan *translate.Plan, toWebhook map[string]bool) []objectOutcome {
 	owner := modelOwner{source: src, policy: policy}
 	writer := applier{Client: r.Client, APIReader: r.APIReader}
 	desired := desiredObjects(plan)
@@ -201,6 +233,8 @@ func (r *ValidatingPolicyReconciler) apply(ctx context.Context, policy client.Ob
 	key := types.NamespacedName{Namespace: src.Namespace, Name: src.Name}
 	return append(outcomes, r.deleteGenerated(ctx, key, func(obj client.Object, kind string) bool {
 		return !wanted[kind+"/"+obj.GetName()] && owner.owns(obj)
+	}, func(obj client.Object) bool {
+		return holdStale(obj, src.String(), toWebhook, r.Coverage)
 	})...)
 }
 
@@ -215,14 +249,14 @@ func (r *ValidatingPolicyReconciler) deleteOrphans(ctx context.Context, key type
 	}
 	outcomes := r.deleteGenerated(ctx, key, func(obj client.Object, _ string) bool {
 		return generatedFrom(obj, r.Kind, key)
-	})
+	}, nil)
 	return outcomeError(outcomes)
 }
 
 // deleteGenerated deletes the policy's generated objects that stale says
 // must go, bindings before their VAPs (a binding without its VAP is an
-// error the API server reports).
-func (r *ValidatingPolicyReconciler) deleteGenerated(ctx context.Context, key types.NamespacedName, stale func(obj client.Object, kind string) bool) []objectOutcome {
+// error the API server reports), except those hold keeps (nil keeps none).
+func (r *ValidatingPolicyReconciler) deleteGenerated(ctx context.Context, key types.NamespacedName, stale func(obj client.Object, kind string) bool, hold func(obj client.Object) bool) []objectOutcome {
 	var bindings admissionregistrationv1.ValidatingAdmissionPolicyBindingList
 	var vaps admissionregistrationv1.ValidatingAdmissionPolicyList
 	sel := generatedSelector(r.Kind, key)
@@ -245,6 +279,10 @@ func (r *ValidatingPolicyReconciler) deleteGenerated(ctx context.Context, key ty
 			kind = "ValidatingAdmissionPolicy"
 		}
 		if !stale(obj, kind) {
+			continue
+		}
+		if hold != nil && hold(obj) {
+			outcomes = append(outcomes, objectOutcome{Kind: kind, Name: obj.GetName(), Action: actionHeld})
 			continue
 		}
 		out := objectOutcome{Kind: kind, Name: obj.GetName(), Action: actionDeleted}
@@ -292,9 +330,7 @@ func (r *ValidatingPolicyReconciler) report(ctx context.Context, policy client.O
 			Plan:            plan,
 			Outcomes:        outcomes,
 			GenerateEnabled: r.Options.GenerateValidatingAdmissionPolicy,
-			// No kyvap webhook serves policy-model rules: each fallback
-			// rule's own NotEnforced text says so (and who could).
-			FallbackEnforced: true,
+			FallbackEnforced: r.Sink.Enforcing(),
 			KyvernoRunning:   running,
 			TypeWarnings:     warnings,
 			PolicyModel:      true,
@@ -408,6 +444,9 @@ var generatedRewritten = predicate.Funcs{
 // SetupWithManager registers the controller and its watches.
 func (r *ValidatingPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.requeue = make(chan event.GenericEvent, 1)
+	// Whether the webhook serves is part of the status of every policy
+	// with rules for it.
+	r.Sink.OnEnforcingChange(r.requeueAll)
 	name := "validatingpolicy"
 	if r.Kind == model.KindNamespacedValidatingPolicy {
 		name = "namespacedvalidatingpolicy"
@@ -441,32 +480,43 @@ func (r *ValidatingPolicyReconciler) generatedRequests(_ context.Context, obj cl
 }
 
 // exceptionRequests maps a PolicyException to the policies of the kind it
+// names (exceptionRequestsOf).
+func (r *ValidatingPolicyReconciler) exceptionRequests(ctx context.Context, obj client.Object) []reconcile.Request {
+	return exceptionRequestsOf(ctx, r.Client, r.Kind, obj)
+}
+
+// exceptionRequestsOf maps a PolicyException to the policies of kind it
 // names. Its policyRefs carry a name only, so for the namespaced kind every
 // policy with that name, in any namespace, is re-queued (the model decides
 // which ones the exception applies to).
-func (r *ValidatingPolicyReconciler) exceptionRequests(ctx context.Context, obj client.Object) []reconcile.Request {
+func exceptionRequestsOf(ctx context.Context, c client.Reader, kind model.Kind, obj client.Object) []reconcile.Request {
 	ex, ok := obj.(*policiesv1.PolicyException)
 	if !ok {
 		return nil
 	}
 	names := map[string]bool{}
 	for _, ref := range ex.Spec.PolicyRefs {
-		if ref.Kind == string(r.Kind) {
+		if ref.Kind == string(kind) {
 			names[ref.Name] = true
 		}
 	}
 	if len(names) == 0 {
 		return nil
 	}
-	if r.Kind == model.KindValidatingPolicy {
+	if kind == model.KindValidatingPolicy {
 		var reqs []reconcile.Request
 		for name := range names {
 			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
 		}
 		return reqs
 	}
+	all, err := listModelPolicies(ctx, c, kind)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "re-queueing the policies a PolicyException names")
+		return nil
+	}
 	var reqs []reconcile.Request
-	for _, req := range r.allPolicies(ctx) {
+	for _, req := range all {
 		if names[req.Name] {
 			reqs = append(reqs, req)
 		}
@@ -476,29 +526,9 @@ func (r *ValidatingPolicyReconciler) exceptionRequests(ctx context.Context, obj 
 
 // allPolicies lists every policy of the kind from the cache.
 func (r *ValidatingPolicyReconciler) allPolicies(ctx context.Context) []reconcile.Request {
-	var keys []types.NamespacedName
-	if r.Kind == model.KindNamespacedValidatingPolicy {
-		var list policiesv1.NamespacedValidatingPolicyList
-		if err := r.List(ctx, &list); err != nil {
-			log.FromContext(ctx).Error(err, "listing NamespacedValidatingPolicies to re-queue them")
-			return nil
-		}
-		for _, p := range list.Items {
-			keys = append(keys, types.NamespacedName{Namespace: p.Namespace, Name: p.Name})
-		}
-	} else {
-		var list policiesv1.ValidatingPolicyList
-		if err := r.List(ctx, &list); err != nil {
-			log.FromContext(ctx).Error(err, "listing ValidatingPolicies to re-queue them")
-			return nil
-		}
-		for _, p := range list.Items {
-			keys = append(keys, types.NamespacedName{Name: p.Name})
-		}
-	}
-	reqs := make([]reconcile.Request, 0, len(keys))
-	for _, k := range keys {
-		reqs = append(reqs, reconcile.Request{NamespacedName: k})
+	reqs, err := listModelPolicies(ctx, r.Client, r.Kind)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "re-queueing policies")
 	}
 	return reqs
 }
@@ -520,10 +550,37 @@ func (r *ValidatingPolicyReconciler) requeueAll() {
 type ValidatingPolicies struct {
 	mgr      ctrl.Manager
 	template ValidatingPolicyReconciler
+	// newSync, when set (a webhook serves), makes the ModelSyncReconciler
+	// of a kind, started with its controller, on every replica.
+	newSync func(model.Kind) *ModelSyncReconciler
 
 	mu          sync.Mutex
 	started     []*ValidatingPolicyReconciler
+	syncs       []*ModelSyncReconciler
 	saidMissing bool
+}
+
+// Loaded reports whether every replica-local sync has loaded the policies
+// that existed when it started (true before the CRDs are served).
+func (v *ValidatingPolicies) Loaded() bool {
+	return v.Checker(nil) == nil
+}
+
+// Checker is a readiness check: the ModelSyncReconcilers' (nil before the
+// CRDs are served).
+func (v *ValidatingPolicies) Checker(req *http.Request) error {
+	if v == nil {
+		return nil
+	}
+	v.mu.Lock()
+	syncs := append([]*ModelSyncReconciler(nil), v.syncs...)
+	v.mu.Unlock()
+	for _, s := range syncs {
+		if err := s.Checker(req); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // policyKindsServed are the kinds (at policies.kyverno.io/v1) the
@@ -566,6 +623,13 @@ func (v *ValidatingPolicies) start() error {
 			return err
 		}
 		started = append(started, &r)
+		if v.newSync != nil {
+			s := v.newSync(kind)
+			if err := s.SetupWithManager(v.mgr); err != nil {
+				return err
+			}
+			v.syncs = append(v.syncs, s)
+		}
 	}
 	v.started = started
 	return nil
@@ -580,6 +644,9 @@ func (v *ValidatingPolicies) requeueAll() {
 	defer v.mu.Unlock()
 	for _, r := range v.started {
 		r.requeueAll()
+	}
+	for _, s := range v.syncs {
+		s.requeueAll()
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/engine/celeval"
+	"github.com/kyvap/kyvap/engine/kyvernolib"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -64,6 +65,17 @@ func (e *Engine) ModelRules() []ModelPolicy {
 	return out
 }
 
+// ModelRulesOf returns the rules SetModelRules set for the policy (matched
+// by kind, namespace and name).
+func (e *Engine) ModelRulesOf(source model.Source) []model.Rule {
+	for _, p := range e.current.Load().policies {
+		if p.name == modelKey(source) {
+			return p.modelSourceRules
+		}
+	}
+	return nil
+}
+
 // modelKey keys a model policy among the engine's policies: it contains a
 // "/", which no ClusterPolicy name does, so the two never collide.
 func modelKey(s model.Source) string { return s.String() }
@@ -105,20 +117,6 @@ func compileModelPolicy(key string, source model.Source, rules []model.Rule) *co
 	return p
 }
 
-// ModelRuleNotEnforced says why the engine cannot evaluate a rule of the
-// policy model, or "" when it can.
-func ModelRuleNotEnforced(r *model.Rule) string {
-	switch {
-	case r.Unsupported != "":
-		return r.Unsupported
-	case r.Mode == model.ModeJSON:
-		return "evaluation.mode JSON is not evaluated by kyvap"
-	case len(r.Libraries) > 0:
-		return "uses Kyverno CEL libraries kyvap's engine does not implement: " + strings.Join(r.Libraries, ", ")
-	}
-	return ""
-}
-
 func compileModelRule(source model.Source, r *model.Rule) *compiledModelRule {
 	c := &compiledModelRule{
 		source: source, rule: r, constraints: *r.MatchConstraints.DeepCopy(),
@@ -126,7 +124,7 @@ func compileModelRule(source model.Source, r *model.Rule) *compiledModelRule {
 		deny:   slices.Contains(r.Actions, admissionregistrationv1.Deny),
 		warn:   slices.Contains(r.Actions, admissionregistrationv1.Warn),
 	}
-	if c.notEnforced = ModelRuleNotEnforced(r); c.notEnforced != "" {
+	if c.notEnforced = translate.ModelRuleNotEnforced(r); c.notEnforced != "" {
 		return c
 	}
 	name := source.String()
@@ -138,12 +136,12 @@ func compileModelRule(source model.Source, r *model.Rule) *compiledModelRule {
 		ex := &r.Exceptions[i]
 		spec := &admissionregistrationv1.ValidatingAdmissionPolicySpec{MatchConditions: slices.Clone(ex.MatchConditions), FailurePolicy: &fail}
 		translate.RewriteOrValue(spec, nil)
-		c.exceptions = append(c.exceptions, celeval.Compile(name+"/exception/"+ex.Key(), spec))
+		c.exceptions = append(c.exceptions, celeval.CompileIn(libraryEnvironment(r.Libraries), name+"/exception/"+ex.Key(), spec))
 	}
 	if len(r.MatchConditions) > 0 {
 		spec := &admissionregistrationv1.ValidatingAdmissionPolicySpec{MatchConditions: slices.Clone(r.MatchConditions), FailurePolicy: &fail}
 		translate.RewriteOrValue(spec, nil)
-		c.conditions = celeval.Compile(name+"/conditions", spec)
+		c.conditions = celeval.CompileIn(libraryEnvironment(r.Libraries), name+"/conditions", spec)
 	}
 	validations := make([]admissionregistrationv1.Validation, len(r.Validations))
 	for i, v := range r.Validations {
@@ -164,7 +162,7 @@ func compileModelRule(source model.Source, r *model.Rule) *compiledModelRule {
 	translate.RewriteOrValue(spec, nil)
 	// Kyverno compiles ValidatingPolicies in the API server's
 	// stored-expressions environment: every library this build knows.
-	c.program = celeval.Compile(name, spec)
+	c.program = celeval.CompileIn(libraryEnvironment(r.Libraries), name, spec)
 	return c
 }
 
@@ -407,4 +405,13 @@ func generateNameMatches(names []string, attrs *admission.VersionedAttributes) b
 		}
 	}
 	return false
+}
+
+// libraryEnvironment is the API server's stored-expressions environment
+// with the Kyverno CEL libraries the rule uses (kyvernolib).
+func libraryEnvironment(libs []string) celeval.Environment {
+	if len(libs) == 0 {
+		return celeval.Environment{}
+	}
+	return celeval.Environment{Extensions: kyvernolib.EnvOptions(libs), ExtensionsKey: strings.Join(libs, ",")}
 }

@@ -111,9 +111,13 @@ func TestModelRules(t *testing.T) {
 		{"first failing validation decides", vpol, with(func(r *model.Rule) {
 			r.Validations = append([]admissionregistrationv1.Validation{{Expression: "true"}, {Expression: "false", Message: "second"}}, r.Validations...)
 		}), Request{Admission: labelledConfigMap("a", "x", nil)}, []modelOutcome{{Result: Fail, Blocking: true, Message: "second"}}},
-		{"audit does not block", vpol, with(func(r *model.Rule) { r.Actions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit} }),
+		{"audit does not block", vpol, with(func(r *model.Rule) {
+			r.Actions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit}
+		}),
 			Request{Admission: labelledConfigMap("a", "x", nil)}, []modelOutcome{{Result: Fail, Message: "CEL expression validation failed at index 0"}}},
-		{"warn warns", vpol, with(func(r *model.Rule) { r.Actions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn} }),
+		{"warn warns", vpol, with(func(r *model.Rule) {
+			r.Actions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn}
+		}),
 			Request{Admission: labelledConfigMap("a", "x", nil)}, []modelOutcome{{Result: Fail, Warn: true, Message: "CEL expression validation failed at index 0"}}},
 		{"error denies whatever the failurePolicy", vpol, with(func(r *model.Rule) {
 			r.FailurePolicy = admissionregistrationv1.Ignore

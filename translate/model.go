@@ -9,6 +9,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kyvap/kyvap/engine/kyvernolib"
 	"github.com/kyvap/kyvap/internal/kyverno"
 	"github.com/kyvap/kyvap/model"
 )
@@ -89,11 +90,45 @@ func TranslatePolicy(p model.Policy, resolver KindResolver, opts Options) Plan {
 	return plan
 }
 
-// notEnforced is the result for a rule that needs an engine kyvap's webhook
-// does not have for the policy model yet.
-func notEnforced(rule *model.Rule, reason Reason, message string) RuleResult {
+// ModelRuleNotEnforced says why kyvap's fallback engine cannot evaluate a
+// rule of the policy model, or "" when it can. It is the one answer the
+// translator (which hands the rule to the webhook or says it is not
+// enforced) and the engine (which compiles it or not) share.
+func ModelRuleNotEnforced(r *model.Rule) string {
+	var missing []string
+	for _, lib := range r.Libraries {
+		if !kyvernolib.Supported(lib) {
+			missing = append(missing, lib)
+		}
+	}
+	switch {
+	case r.Unsupported != "":
+		return r.Unsupported
+	case r.Mode == model.ModeJSON:
+		return "evaluation.mode JSON validates JSON payloads, which kyvap does not evaluate"
+	case len(missing) > 0:
+		msg := fmt.Sprintf("kyvap's engine does not implement Kyverno's CEL %s %s", plural(len(missing), "library", "libraries"), strings.Join(missing, ", "))
+		for _, lib := range missing {
+			if readsOutside[lib] {
+				return msg + " (" + lib + " reads the cluster or the network)"
+			}
+		}
+		return msg
+	}
+	return ""
+}
+
+// readsOutside are the Kyverno CEL libraries whose results depend on more
+// than the request: the cluster's objects, its global context, a registry
+// or an HTTP endpoint.
+var readsOutside = map[string]bool{"resource": true, "http": true, "globalContext": true, "imagedata": true, "generator": true}
+
+// toWebhook is the result for a rule that is no VAP: kyvap's webhook
+// enforces it when its engine can evaluate it (Fallback.NotEnforced says
+// why not, otherwise).
+func toWebhook(rule *model.Rule, reason Reason, message string) RuleResult {
 	return RuleResult{Rule: rule.ID, Verdict: VerdictFallback, Reason: reason, Message: message,
-		Fallback: &FallbackRule{Reason: reason, Message: message, NotEnforced: message}}
+		Fallback: &FallbackRule{Reason: reason, Message: message, NotEnforced: ModelRuleNotEnforced(rule)}}
 }
 
 func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule) RuleResult {
@@ -107,11 +142,11 @@ func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule)
 	case len(rule.MatchConstraints.ResourceRules) == 0:
 		return RuleResult{Rule: rule.ID, Verdict: VerdictInvalid, Reason: ReasonNoMatchConstraints, Message: "spec.matchConstraints has no resourceRules; Kyverno refuses such a policy"}
 	case rule.Unsupported != "":
-		return notEnforced(rule, ReasonAutogenExtraction, rule.Unsupported)
+		return toWebhook(rule, ReasonAutogenExtraction, rule.Unsupported)
 	case len(rule.Libraries) > 0:
-		return notEnforced(rule, ReasonKyvernoLibrary, fmt.Sprintf("uses Kyverno's CEL %s %s, which the API server does not have", plural(len(rule.Libraries), "library", "libraries"), strings.Join(rule.Libraries, ", ")))
+		return toWebhook(rule, ReasonKyvernoLibrary, fmt.Sprintf("uses Kyverno's CEL %s %s, which the API server does not have", plural(len(rule.Libraries), "library", "libraries"), strings.Join(rule.Libraries, ", ")))
 	case !t.opts.GenerateValidatingAdmissionPolicy:
-		return notEnforced(rule, ReasonGenerationDisabled, "ValidatingAdmissionPolicy generation is disabled")
+		return toWebhook(rule, ReasonGenerationDisabled, "ValidatingAdmissionPolicy generation is disabled")
 	}
 	var exceptionConditions []string
 	for _, ex := range rule.Exceptions {
@@ -143,7 +178,7 @@ func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule)
 	// policy, ValidatingPolicies included.
 	global, fl := kyvernoConfigConditions(t.opts.KyvernoConfig, t.resolver, []kindSet{{everything: true}})
 	if fl != nil {
-		return notEnforced(rule, fl.reason, fl.message)
+		return toWebhook(rule, fl.reason, fl.message)
 	}
 	ours := map[string]bool{}
 	var conditions []admissionregistrationv1.MatchCondition
@@ -170,7 +205,7 @@ func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule)
 	}
 	spec.MatchConditions = conditions
 	if len(spec.MatchConditions) > maxMatchConditions {
-		return notEnforced(rule, ReasonMatchNotExpressible, fmt.Sprintf("%d match conditions exceed the API server's limit of %d", len(spec.MatchConditions), maxMatchConditions))
+		return toWebhook(rule, ReasonMatchNotExpressible, fmt.Sprintf("%d match conditions exceed the API server's limit of %d", len(spec.MatchConditions), maxMatchConditions))
 	}
 	if fl := checkFields(&spec); fl != nil {
 		return RuleResult{Rule: rule.ID, Verdict: VerdictInvalid, Reason: fl.reason, Message: fl.message}
@@ -182,10 +217,10 @@ func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule)
 	// expressions environment (every library), so the cluster's
 	// compatibility version is the only bar.
 	if user, generated := checkVAPExpressions(&spec, t.version, ours); len(generated) > 0 {
-		return notEnforced(rule, ReasonGeneratedCELError, problemsMessage(generated))
+		return toWebhook(rule, ReasonGeneratedCELError, problemsMessage(generated))
 	} else if len(user) > 0 {
 		if newest, _ := checkVAPExpressions(&spec, newestCompatibilityVersion, ours); len(newest) == 0 {
-			return notEnforced(rule, ReasonCELNotAtCompatibilityVersion, fmt.Sprintf("does not compile at CEL compatibility version %s: %s", t.version, problemsMessage(user)))
+			return toWebhook(rule, ReasonCELNotAtCompatibilityVersion, fmt.Sprintf("does not compile at CEL compatibility version %s: %s", t.version, problemsMessage(user)))
 		}
 		return RuleResult{Rule: rule.ID, Verdict: VerdictInvalid, Reason: ReasonCELCompileError, Message: problemsMessage(user)}
 	}

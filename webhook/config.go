@@ -13,6 +13,7 @@ import (
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/engine"
 	"github.com/kyvap/kyvap/internal/kyverno"
+	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
 )
 
@@ -117,9 +118,20 @@ type ConfigOptions struct {
 // resources and operations of its rules. It returns nil when no rule needs
 // the webhook. Rules the engine cannot evaluate and rules whose kinds cannot
 // be resolved are left out, and each such problem is returned.
-func DesiredConfiguration(rules []translate.FallbackRule, resolver translate.KindResolver, opts ConfigOptions) (*admissionregistrationv1.ValidatingWebhookConfiguration, []error) {
+func DesiredConfiguration(rules []translate.FallbackRule, models []engine.ModelPolicy, resolver translate.KindResolver, opts ConfigOptions) (*admissionregistrationv1.ValidatingWebhookConfiguration, []error) {
 	var problems []error
 	byGroup := map[Group][]admissionregistrationv1.RuleWithOperations{}
+	for _, mp := range models {
+		for i := range mp.Rules {
+			r := &mp.Rules[i]
+			if why := translate.ModelRuleNotEnforced(r); why != "" {
+				problems = append(problems, fmt.Errorf("%s rule %s: %s", mp.Source, r.ID, why))
+				continue
+			}
+			g := GroupFor(engine.PolicyGroup{FailurePolicy: r.FailurePolicy, TimeoutSeconds: r.TimeoutSeconds})
+			byGroup[g] = append(byGroup[g], modelWebhookRules(r)...)
+		}
+	}
 	for i := range rules {
 		fr := &rules[i]
 		if fr.NotEnforced != "" {
@@ -152,6 +164,19 @@ func DesiredConfiguration(rules []translate.FallbackRule, resolver translate.Kin
 		vwc.Webhooks = append(vwc.Webhooks, webhookFor(g, mergeWebhookRules(byGroup[g]), excluded, opts))
 	}
 	return vwc, problems
+}
+
+// modelWebhookRules are the requests a rule of the policy model needs:
+// those of its match constraints' resource rules (resource names,
+// exclusions and selectors are the engine's to check).
+func modelWebhookRules(r *model.Rule) []admissionregistrationv1.RuleWithOperations {
+	out := make([]admissionregistrationv1.RuleWithOperations, 0, len(r.MatchConstraints.ResourceRules))
+	for _, nr := range r.MatchConstraints.ResourceRules {
+		rule := *nr.RuleWithOperations.DeepCopy()
+		rule.Scope = nil
+		out = append(out, rule)
+	}
+	return out
 }
 
 func webhookFor(g Group, rules []admissionregistrationv1.RuleWithOperations, excluded []string, opts ConfigOptions) admissionregistrationv1.ValidatingWebhook {

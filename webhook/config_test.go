@@ -61,7 +61,7 @@ func TestDesiredConfiguration(t *testing.T) {
 		{Policy: "c", Rule: celRule("svc", []string{"Service"}), Spec: kyvernov1.Spec{FailurePolicy: &ignore, WebhookTimeoutSeconds: ptr.To[int32](5)}},
 		{Policy: "d", Rule: celRule("nothing", []string{"NoSuchKind"})},
 	}
-	vwc, problems := DesiredConfiguration(rules, resolver, ConfigOptions{
+	vwc, problems := DesiredConfiguration(rules, nil, resolver, ConfigOptions{
 		Name: "kyvap-fallback", URL: "https://127.0.0.1:9443", CABundle: []byte("ca"),
 		ExcludedNamespaces: []string{"kyvap-system", "kube-system"},
 	})
@@ -103,14 +103,14 @@ func TestDesiredConfiguration(t *testing.T) {
 		t.Errorf("matchPolicy %s sideEffects %s", *fail.MatchPolicy, *fail.SideEffects)
 	}
 
-	again, _ := DesiredConfiguration(rules, resolver, ConfigOptions{
+	again, _ := DesiredConfiguration(rules, nil, resolver, ConfigOptions{
 		Name: "kyvap-fallback", URL: "https://127.0.0.1:9443", CABundle: []byte("ca"),
 		ExcludedNamespaces: []string{"kube-system", "kyvap-system"},
 	})
 	if diff := cmp.Diff(vwc, again); diff != "" {
 		t.Errorf("not deterministic (-first +second):\n%s", diff)
 	}
-	if none, _ := DesiredConfiguration(nil, resolver, ConfigOptions{Name: "x", URL: "https://h"}); none != nil {
+	if none, _ := DesiredConfiguration(nil, nil, resolver, ConfigOptions{Name: "x", URL: "https://h"}); none != nil {
 		t.Errorf("no rules must give no configuration, got %+v", none)
 	}
 }
@@ -123,7 +123,7 @@ func TestDesiredConfigurationLeavesOutUnsupportedRules(t *testing.T) {
 	if err != nil || plan.Rules[0].Fallback == nil {
 		t.Fatalf("Translate: %v, %+v; want a fallback rule", err, plan.Rules)
 	}
-	vwc, problems := DesiredConfiguration([]translate.FallbackRule{*plan.Rules[0].Fallback}, translate.NewStaticResolver(), ConfigOptions{Name: "x", URL: "https://h"})
+	vwc, problems := DesiredConfiguration([]translate.FallbackRule{*plan.Rules[0].Fallback}, nil, translate.NewStaticResolver(), ConfigOptions{Name: "x", URL: "https://h"})
 	if vwc != nil || len(problems) != 1 || !strings.Contains(problems[0].Error(), "context entries") {
 		t.Fatalf("got %+v, %v; want no configuration and a context-entries problem", vwc, problems)
 	}

@@ -70,8 +70,15 @@ func (w *Webhook) Covers(policy, rule string) bool {
 
 // coveredRules are the "policy/rule" pairs of the rules a configuration
 // built by DesiredConfiguration registers.
-func coveredRules(rules []translate.FallbackRule, resolver translate.KindResolver) map[string]bool {
+func coveredRules(rules []translate.FallbackRule, models []engine.ModelPolicy, resolver translate.KindResolver) map[string]bool {
 	out := map[string]bool{}
+	for _, mp := range models {
+		for i := range mp.Rules {
+			if translate.ModelRuleNotEnforced(&mp.Rules[i]) == "" {
+				out[mp.Source.String()+"/"+mp.Rules[i].ID] = true
+			}
+		}
+	}
 	for i := range rules {
 		fr := &rules[i]
 		all := append([]kyvernov1.Rule{fr.Rule}, fr.AdditionalRules...)
@@ -140,8 +147,8 @@ func (r *ConfigurationReconciler) Reconcile(ctx context.Context, _ reconcile.Req
 		}
 	}
 	opts.Kyverno = r.Engine.KyvernoConfig()
-	rules, resolver := r.Engine.Rules(), r.Resolvers.Resolver()
-	desired, problems := DesiredConfiguration(rules, resolver, opts)
+	rules, models, resolver := r.Engine.Rules(), r.Engine.ModelRules(), r.Resolvers.Resolver()
+	desired, problems := DesiredConfiguration(rules, models, resolver, opts)
 	for _, p := range problems {
 		logger.Info("fallback rule left out of the webhook configuration", "problem", p.Error())
 	}
@@ -160,7 +167,7 @@ func (r *ConfigurationReconciler) Reconcile(ctx context.Context, _ reconcile.Req
 	if err := r.apply(ctx, current, desired); err != nil {
 		return ctrl.Result{}, err
 	}
-	covered := coveredRules(rules, resolver)
+	covered := coveredRules(rules, models, resolver)
 	r.covered.Store(&covered)
 	r.Engine.SetEnforcing(true)
 	return ctrl.Result{}, nil

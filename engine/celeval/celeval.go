@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/google/cel-go/cel"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -57,20 +58,45 @@ type Environment struct {
 	// in its (stored-expressions) environment. Nil is the API server's
 	// runtime environment for stored VAPs (every library this build knows).
 	Version *version.Version
+	// Extensions are added to the environment (Kyverno's CEL libraries);
+	// ExtensionsKey names them, for the cache of environments: two
+	// Environments with the same key must have the same Extensions.
+	Extensions    []cel.EnvOption
+	ExtensionsKey string
 }
 
 func (e Environment) compiler() (*plugincel.CompositedCompiler, environment.Type, error) {
+	mode := environment.NewExpressions
+	key := ""
 	if e.Version == nil {
-		c, err := plugincel.NewCompositedCompiler(baseEnv())
-		return c, environment.StoredExpressions, err
+		mode = environment.StoredExpressions
+	} else {
+		key = e.Version.String()
 	}
-	key := e.Version.String()
+	if e.Version == nil && len(e.Extensions) == 0 {
+		c, err := plugincel.NewCompositedCompiler(baseEnv())
+		return c, mode, err
+	}
+	key += "|" + e.ExtensionsKey
 	set, ok := kyvernoEnvSets.Load(key)
 	if !ok {
-		set, _ = kyvernoEnvSets.LoadOrStore(key, environment.MustBaseEnvSet(version.MajorMinor(e.Version.Major(), e.Version.Minor())))
+		base := baseEnv()
+		compat := environment.DefaultCompatibilityVersion()
+		if e.Version != nil {
+			compat = version.MajorMinor(e.Version.Major(), e.Version.Minor())
+			base = environment.MustBaseEnvSet(compat)
+		}
+		if len(e.Extensions) > 0 {
+			extended, err := base.Extend(environment.VersionedOptions{IntroducedVersion: compat, EnvOptions: e.Extensions})
+			if err != nil {
+				return nil, mode, fmt.Errorf("extending the CEL environment with %s: %w", e.ExtensionsKey, err)
+			}
+			base = extended
+		}
+		set, _ = kyvernoEnvSets.LoadOrStore(key, base)
 	}
 	c, err := plugincel.NewCompositedCompiler(set.(*environment.EnvSet))
-	return c, environment.NewExpressions, err
+	return c, mode, err
 }
 
 // Program is the compiled CEL of one ValidatingAdmissionPolicy spec. It is

@@ -45,7 +45,7 @@ import (
 // The fallback engine evaluates the same rules (forEvaluation) with
 // Kyverno's ValidatingPolicy engine semantics (engine.SetModelRules): its
 // column is checked too, except for rules it cannot evaluate
-// (engine.ModelRuleNotEnforced), whose column is n/a.
+// (translate.ModelRuleNotEnforced), whose column is n/a.
 
 // vpolState is one ValidatingPolicy or NamespacedValidatingPolicy, lowered
 // and translated.
@@ -462,7 +462,7 @@ func vpolEngineResult(st *vpolState, id string, ev *evaluation) PathResult {
 		return res
 	}
 	if rule := st.modelRules[id]; rule != nil {
-		if why := engine.ModelRuleNotEnforced(rule); why != "" {
+		if why := translate.ModelRuleNotEnforced(rule); why != "" {
 			return PathResult{Result: NotApplicable, Message: "not evaluated by kyvap's engine: " + why}
 		}
 	}

@@ -148,7 +148,7 @@ func New(ctx context.Context, cfg *rest.Config, managerOptions ctrl.Options, opt
 	// The webhook's results go into the reports (once their CRDs are found).
 	admissionResults := &scan.AdmissionRecorder{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}
 	if fallbackWebhook != nil {
-		fallbackWebhook.EngineLoaded = op.Controllers.Sync.Loaded
+		fallbackWebhook.EngineLoaded = op.Controllers.Loaded
 		fallbackWebhook.RecordAdmission = admissionResults.Record
 		if err := fallbackWebhook.Setup(mgr, op.Engine, kinds); err != nil {
 			return nil, err

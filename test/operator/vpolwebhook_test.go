@@ -1,0 +1,113 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	policiesv1 "github.com/kyverno/api/api/policies.kyverno.io/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kyvap/kyvap/controllers"
+	"github.com/kyvap/kyvap/test/controlplane"
+	"github.com/kyvap/kyvap/translate"
+)
+
+// hashedNoLatest refuses :latest images through Kyverno's hash library,
+// which the API server does not have: no VAP can enforce it.
+const hashedNoLatest = "object.spec.containers.all(c, sha256(c.image) != sha256('nginx:latest'))"
+
+// waitForWebhookResources waits until kyvap's webhook configuration
+// registers every one of resources.
+func waitForWebhookResources(t *testing.T, resources ...string) {
+	t.Helper()
+	err := controlplane.Eventually(context.Background(), 30*time.Second, func(ctx context.Context) (bool, error) {
+		vwc, err := cp.WebhookConfiguration(ctx)
+		got := registeredResources(vwc)
+		for _, r := range resources {
+			if !slices.Contains(got, r) {
+				return false, fmt.Errorf("the configuration registers %v (err %v), want %v", got, err, resources)
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestValidatingPolicyLibraryRuleEnforcedByTheWebhook: a ValidatingPolicy
+// that uses a Kyverno CEL library kyvap's engine implements is enforced by
+// kyvap's webhook, its pod-controller variants included, with Kyverno's
+// denial message; a NamespacedValidatingPolicy's rules reach only its
+// namespace there too.
+func TestValidatingPolicyLibraryRuleEnforcedByTheWebhook(t *testing.T) {
+	const nsA, nsB = "vpol-wh-a", "vpol-wh-b"
+	cp.Namespace(t, nsA, nil)
+	cp.Namespace(t, nsB, nil)
+	cp.StartWebhookOperator(t, generateOn, controlplane.FreePort(t))
+
+	policy := validatingPolicy("hashed-no-latest", noLatestSpec(hashedNoLatest, nsA))
+	cp.Create(t, policy)
+	got, cond := waitForVPolCondition(t, policy, controllers.ReasonFallback)
+	if !strings.Contains(cond.Message, "enforced by kyvap's webhook") || strings.Contains(cond.Message, "NOT ENFORCED") {
+		// The status is re-reported once the configuration is in place.
+		err := controlplane.Eventually(context.Background(), 30*time.Second, func(ctx context.Context) (bool, error) {
+			_, cond = waitForVPolCondition(t, policy, controllers.ReasonFallback)
+			return !strings.Contains(cond.Message, "NOT ENFORCED"), fmt.Errorf("condition message %q", cond.Message)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if vpolStatus(got).Generated {
+		t.Errorf("status.generated = true for a policy kyvap's webhook enforces: a running Kyverno would skip it")
+	}
+	waitForWebhookResources(t, "pods", "deployments", "cronjobs")
+
+	want := "Policy hashed-no-latest failed: " + latestMessage
+	cp.WaitForDenial(t, pod(nsA, "latest", "nginx:latest"), want)
+	cp.WaitForDenial(t, deploymentWithImage(nsA, "latest", "nginx:latest"), want)
+	cp.WaitForDenial(t, cronJob(nsA, "latest", "nginx:latest"), want)
+	if who, err := denierOf(context.Background(), pod(nsA, "latest", "nginx:latest")); who != "webhook" {
+		t.Errorf("denied by %q (%v), want kyvap's webhook", who, err)
+	}
+	cp.MustAdmit(t, pod(nsA, "pinned", "nginx:1.27"))
+	cp.MustAdmit(t, pod(nsB, "latest", "nginx:latest")) // outside the namespaceSelector
+
+	// A namespaced policy, through the webhook, applies in its namespace only.
+	spec := noLatestSpec(hashedNoLatest)
+	spec.MatchConstraints.NamespaceSelector = nil
+	nvpol := &policiesv1.NamespacedValidatingPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: nsB, Name: "hashed-no-latest-b"}, Spec: spec}
+	cp.Create(t, nvpol)
+	waitForVPolCondition(t, nvpol, controllers.ReasonFallback)
+	cp.WaitForDenial(t, pod(nsB, "latest", "nginx:latest"), "Policy hashed-no-latest-b failed: "+latestMessage)
+	// In nsA only the cluster-wide policy denies.
+	_, err := cp.DryRunCreate(context.Background(), pod(nsA, "latest", "nginx:latest"))
+	if err == nil || strings.Contains(err.Error(), "hashed-no-latest-b") {
+		t.Errorf("in %s: %v, want a denial by hashed-no-latest alone", nsA, err)
+	}
+}
+
+// TestValidatingPolicyHandOverBetweenWebhookAndVAP: with generation off
+// kyvap's webhook enforces a ValidatingPolicy; switched on, the VAP takes
+// it over, and the policy is denied all along.
+func TestValidatingPolicyHandOverBetweenWebhookAndVAP(t *testing.T) {
+	const ns = "vpol-handover"
+	cp.Namespace(t, ns, nil)
+	port := controlplane.FreePort(t)
+	off := cp.StartWebhookOperator(t, translate.Options{GenerateValidatingAdmissionPolicy: false}, port)
+	policy := validatingPolicy("handed-over", noLatestSpec(noLatest, ns))
+	cp.Create(t, policy)
+	waitForVPolCondition(t, policy, controllers.ReasonGenerationDisabled)
+	waitForDenier(t, pod(ns, "latest", "nginx:latest"), "webhook")
+	cp.MustAdmit(t, pod(ns, "pinned", "nginx:1.27"))
+
+	off.Stop()
+	cp.StartWebhookOperator(t, generateOn, port)
+	waitForVPolCondition(t, policy, controllers.ReasonAllRulesTranslated)
+	waitForDenier(t, pod(ns, "latest", "nginx:latest"), "vap")
+}
