@@ -93,7 +93,7 @@ func (r *ModelSyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		}
 		return ctrl.Result{}, err
 	}
-	lowered, err := lowerModelPolicy(ctx, r.Client, policy, r.Now)
+	lowered, err := LowerModelPolicy(ctx, r.Client, policy, r.Now)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

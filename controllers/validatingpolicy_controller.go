@@ -104,7 +104,7 @@ func (r *ValidatingPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	rules, holding := handOverModel(ctx, r.Client, r.Sink, lowered.Source, &plan, next)
 	r.Sink.SetModelRules(lowered.Source, rules)
 	outcomes := r.apply(ctx, policy, lowered.Source, &plan, webhookModelRuleIDs(next))
-	if err := r.report(ctx, policy, &plan, outcomes, scannedByKyverno(&lowered)); err != nil {
+	if err := r.report(ctx, policy, &plan, outcomes); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := outcomeError(outcomes); err != nil {
@@ -151,12 +151,13 @@ func statusOf(policy client.Object) *policiesv1.ValidatingPolicyStatus {
 // gather lowers the policy with every policies.kyverno.io PolicyException
 // of the cluster (the model keeps those naming it, unexpired).
 func (r *ValidatingPolicyReconciler) gather(ctx context.Context, policy client.Object) (model.Policy, error) {
-	return lowerModelPolicy(ctx, r.Client, policy, r.Now)
+	return LowerModelPolicy(ctx, r.Client, policy, r.Now)
 }
 
-// lowerModelPolicy lowers a policies.kyverno.io policy with the CEL
-// PolicyExceptions reader lists; now is the clock (nil: time.Now).
-func lowerModelPolicy(ctx context.Context, reader client.Reader, policy client.Object, clock func() time.Time) (model.Policy, error) {
+// LowerModelPolicy lowers a policies.kyverno.io policy with the CEL
+// PolicyExceptions reader lists; clock is the time exceptions expire by
+// (nil: time.Now).
+func LowerModelPolicy(ctx context.Context, reader client.Reader, policy client.Object, clock func() time.Time) (model.Policy, error) {
 	var exceptions policiesv1.PolicyExceptionList
 	if err := reader.List(ctx, &exceptions); err != nil {
 		return model.Policy{}, fmt.Errorf("listing policies.kyverno.io PolicyExceptions: %w", err)
@@ -297,24 +298,7 @@ func (r *ValidatingPolicyReconciler) deleteGenerated(ctx context.Context, key ty
 
 // report writes kyvap's part of the status when it changed (a no-op
 // reconcile writes nothing), and emits an Event when the condition changes.
-// scannedByKyverno reports whether the policy has background scans on:
-// kyvap does not scan ValidatingPolicies yet, so generated stays false for
-// such a policy and a running Kyverno keeps writing its background results
-// (it also evaluates it at admission, with the same verdicts as the VAPs).
-func scannedByKyverno(p *model.Policy) bool {
-	for _, r := range p.Rules {
-		if r.Background {
-			return true
-		}
-	}
-	return false
-}
-
-// backgroundNotice is appended to the condition message of a policy whose
-// generated field is held false for Kyverno's background scans.
-const backgroundNotice = "generated stays false: background scans are on (evaluation.background) and kyvap does not scan ValidatingPolicies yet, so a running Kyverno keeps scanning (and evaluating) this policy"
-
-func (r *ValidatingPolicyReconciler) report(ctx context.Context, policy client.Object, plan *translate.Plan, outcomes []objectOutcome, background bool) error {
+func (r *ValidatingPolicyReconciler) report(ctx context.Context, policy client.Object, plan *translate.Plan, outcomes []objectOutcome) error {
 	warnings, err := generatedTypeWarnings(ctx, r.Client, plan)
 	if err != nil {
 		return err
@@ -339,13 +323,11 @@ func (r *ValidatingPolicyReconciler) report(ctx context.Context, policy client.O
 		updated := current.DeepCopyObject().(client.Object)
 		st := statusOf(updated)
 		// generated: true tells a running Kyverno to skip the whole policy,
-		// its background scans included. A policy Kyverno's own generator
-		// takes is Kyverno's to mark.
+		// its background scans included: kyvap scans it then (scan
+		// package). A policy Kyverno's own generator takes is Kyverno's to
+		// mark.
 		if !leftToKyvernosGenerator(plan) {
-			st.Generated = status.VAP.Generated && !background
-		}
-		if status.VAP.Generated && background {
-			status.Condition.Message = truncate(status.Condition.Message+"; "+backgroundNotice, maxConditionMessage)
+			st.Generated = status.VAP.Generated
 		}
 		meta.SetStatusCondition(&st.ConditionStatus.Conditions, status.Condition)
 		if !running {

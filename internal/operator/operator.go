@@ -33,6 +33,7 @@ import (
 	"github.com/kyvap/kyvap/engine"
 	"github.com/kyvap/kyvap/internal/kyverno"
 	"github.com/kyvap/kyvap/internal/scan"
+	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/webhook"
 )
@@ -162,6 +163,9 @@ func New(ctx context.Context, cfg *rest.Config, managerOptions ctrl.Options, opt
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Resolvers: kinds, Kyverno: op.Kyverno,
 		Options: func() translate.Options { return translateOpts }, Scanner: scan.New(),
 		Config: op.KyvernoConfig.Get, Interval: opts.BackgroundScanInterval, Admission: admissionResults,
+		LowerModel: func(ctx context.Context, policy client.Object) (model.Policy, error) {
+			return controllers.LowerModelPolicy(ctx, mgr.GetClient(), policy, nil)
+		},
 	}
 	if err := reporter.SetupWithManager(mgr); err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	policiesv1 "github.com/kyverno/api/api/policies.kyverno.io/v1"
 	"github.com/prometheus/client_golang/prometheus"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +22,7 @@ import (
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/engine"
 	"github.com/kyvap/kyvap/internal/reports"
+	"github.com/kyvap/kyvap/model"
 )
 
 // AdmissionRecorder puts what kyvap's webhook found on the requests it
@@ -111,10 +113,11 @@ func (a *AdmissionRecorder) Record(req *admissionv1.AdmissionRequest, outcomes [
 // ones are about.
 func latestPerPolicy(previous, next []engine.Outcome) []engine.Outcome {
 	policies := map[string]bool{}
+	key := func(o engine.Outcome) string { return o.Kind + "/" + o.Namespace + "/" + o.Policy }
 	for _, o := range next {
-		policies[o.Policy] = true
+		policies[key(o)] = true
 	}
-	out := slices.DeleteFunc(slices.Clone(previous), func(o engine.Outcome) bool { return policies[o.Policy] })
+	out := slices.DeleteFunc(slices.Clone(previous), func(o engine.Outcome) bool { return policies[key(o)] })
 	return append(out, next...)
 }
 
@@ -174,8 +177,27 @@ func (a *AdmissionRecorder) next(ctx context.Context) bool {
 // resource's report.
 func (a *AdmissionRecorder) write(ctx context.Context, resource reports.Resource, outcomes []engine.Outcome, now time.Time) error {
 	policies := map[string]*kyvernov1.ClusterPolicy{}
+	models := map[string]metav1.Object{}
 	var results []reports.Result
 	for _, o := range outcomes {
+		if o.Kind != "" {
+			name := ReportName(model.Source{Namespace: o.Namespace, Name: o.Policy})
+			policy, seen := models[name]
+			if !seen {
+				var err error
+				if policy, err = a.modelPolicy(ctx, o); err != nil {
+					return err
+				}
+				models[name] = policy
+			}
+			if policy == nil {
+				continue
+			}
+			res := reports.ResultFor(policy, o.Rule, reports.Status(o.Result), o.Message, reports.ProcessAdmission, now)
+			res.Policy = name
+			results = append(results, res)
+			continue
+		}
 		policy, seen := policies[o.Policy]
 		if !seen {
 			policy = &kyvernov1.ClusterPolicy{}
@@ -198,8 +220,35 @@ func (a *AdmissionRecorder) write(ctx context.Context, resource reports.Resource
 	return updateReport(ctx, a.Reader, a.Client, resource, reports.ProcessAdmission, func(existing []reports.Result) []reports.Result {
 		kept := slices.DeleteFunc(slices.Clone(existing), func(r reports.Result) bool {
 			_, replaced := policies[r.Policy]
-			return replaced && r.Properties["process"] == reports.ProcessAdmission
+			_, replacedModel := models[r.Policy]
+			return (replaced || replacedModel) && r.Properties["process"] == reports.ProcessAdmission
 		})
 		return append(kept, results...)
 	})
+}
+
+// modelPolicy reads the policy of the policy model an outcome is about: nil
+// when it is gone, or when background scans report its results (as for a
+// ClusterPolicy with background on, the scan's results stand for it).
+func (a *AdmissionRecorder) modelPolicy(ctx context.Context, o engine.Outcome) (metav1.Object, error) {
+	key := types.NamespacedName{Namespace: o.Namespace, Name: o.Policy}
+	var spec *policiesv1.ValidatingPolicySpec
+	var policy metav1.Object
+	switch model.Kind(o.Kind) {
+	case model.KindValidatingPolicy:
+		p := &policiesv1.ValidatingPolicy{}
+		spec, policy = &p.Spec, p
+	case model.KindNamespacedValidatingPolicy:
+		p := &policiesv1.NamespacedValidatingPolicy{}
+		spec, policy = &p.Spec, p
+	default:
+		return nil, nil
+	}
+	if err := a.Client.Get(ctx, key, policy.(client.Object)); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if spec.BackgroundEnabled() {
+		return nil, nil
+	}
+	return policy, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -34,6 +35,7 @@ import (
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/internal/kyverno"
 	"github.com/kyvap/kyvap/internal/reports"
+	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
 )
 
@@ -66,11 +68,18 @@ type Reporter struct {
 	// Admission, when set, writes the webhook's results into the same
 	// reports once the CRDs are found.
 	Admission *AdmissionRecorder
+	// LowerModel lowers a ValidatingPolicy or NamespacedValidatingPolicy
+	// with its CEL PolicyExceptions; nil scans none.
+	LowerModel func(ctx context.Context, policy client.Object) (model.Policy, error)
 
 	setupMu     sync.Mutex
 	mgr         ctrl.Manager
 	started     bool
 	saidMissing bool
+	// modelStarted: the ValidatingPolicy scans are registered;
+	// modelChanged re-evaluates their policies (KyvernoChanged).
+	modelStarted bool
+	modelChanged []chan event.GenericEvent
 
 	mu        sync.Mutex
 	watched   map[schema.GroupVersionKind]schema.GroupVersionResource
@@ -200,7 +209,13 @@ func (r *Reporter) SetupWithManager(mgr ctrl.Manager) error {
 func (r *Reporter) CRDsChanged() {
 	r.setupMu.Lock()
 	defer r.setupMu.Unlock()
-	if r.mgr == nil || r.started {
+	if r.mgr == nil {
+		return
+	}
+	if r.started {
+		if err := r.setupModel(); err != nil {
+			ctrl.Log.WithName("reports").Error(err, "scanning ValidatingPolicies after their CRDs appeared")
+		}
 		return
 	}
 	if err := r.setup(); err != nil {
@@ -213,14 +228,16 @@ func (r *Reporter) CRDsChanged() {
 // not). It never blocks.
 func (r *Reporter) KyvernoChanged() {
 	r.setupMu.Lock()
-	ch := r.kyvernoChanged
+	channels := append([]chan event.GenericEvent{r.kyvernoChanged}, r.modelChanged...)
 	r.setupMu.Unlock()
-	if ch == nil {
-		return
-	}
-	select {
-	case ch <- event.GenericEvent{Object: &kyvernov1.ClusterPolicy{}}:
-	default: // one pending already stands for it
+	for _, ch := range channels {
+		if ch == nil {
+			continue
+		}
+		select {
+		case ch <- event.GenericEvent{Object: &kyvernov1.ClusterPolicy{}}:
+		default: // one pending already stands for it
+		}
 	}
 }
 
@@ -296,6 +313,9 @@ func (r *Reporter) setup() error {
 	})); err != nil {
 		return err
 	}
+	if err := r.setupModel(); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).Named("background-scan-policies").For(&kyvernov1.ClusterPolicy{}).
 		WatchesRawSource(source.Channel(r.kyvernoChanged, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 			var policies kyvernov1.ClusterPolicyList
@@ -368,36 +388,45 @@ func (r *Reporter) rulesOf(policy *kyvernov1.ClusterPolicy) ([]translate.Fallbac
 // watch starts an informer (full objects: the rules read them) for every
 // kind the rules match and not watched yet, and returns the kinds.
 func (r *Reporter) watch(ctx context.Context, rules []translate.FallbackRule) ([]schema.GroupVersionKind, error) {
-	var kinds []schema.GroupVersionKind
+	var all []admissionregistrationv1.RuleWithOperations
 	resolver := r.Resolvers.Resolver()
 	for i := range rules {
 		webhookRules, err := translate.WebhookRules(resolver, append([]kyvernov1.Rule{rules[i].Rule}, rules[i].AdditionalRules...)...)
 		if err != nil {
 			continue // the status reports unresolvable kinds
 		}
-		for _, wr := range webhookRules {
-			for _, g := range wr.APIGroups {
-				for _, v := range wr.APIVersions {
-					for _, res := range wr.Resources {
-						gvr := schema.GroupVersionResource{Group: g, Version: v, Resource: res}
-						if g == "*" || v == "*" || res == "*" || containsSlash(res) {
-							continue // wildcard resources and subresources are not scanned
-						}
-						gvk, err := r.Client.RESTMapper().KindFor(gvr)
+		all = append(all, webhookRules...)
+	}
+	return r.watchResources(ctx, all)
+}
+
+// watchResources starts an informer for every resource the rules name
+// explicitly (wildcards and subresources are not scanned) and returns
+// their kinds.
+func (r *Reporter) watchResources(ctx context.Context, webhookRules []admissionregistrationv1.RuleWithOperations) ([]schema.GroupVersionKind, error) {
+	var kinds []schema.GroupVersionKind
+	for _, wr := range webhookRules {
+		for _, g := range wr.APIGroups {
+			for _, v := range wr.APIVersions {
+				for _, res := range wr.Resources {
+					gvr := schema.GroupVersionResource{Group: g, Version: v, Resource: res}
+					if g == "*" || v == "*" || res == "*" || containsSlash(res) {
+						continue // wildcard resources and subresources are not scanned
+					}
+					gvk, err := r.Client.RESTMapper().KindFor(gvr)
+					if err != nil {
+						continue
+					}
+					if ok, err := r.mayWatch(ctx, gvr); err != nil || !ok {
 						if err != nil {
-							continue
-						}
-						if ok, err := r.mayWatch(ctx, gvr); err != nil || !ok {
-							if err != nil {
-								return nil, err
-							}
-							continue
-						}
-						if err := r.ensureInformer(ctx, gvk, gvr); err != nil {
 							return nil, err
 						}
-						kinds = append(kinds, gvk)
+						continue
 					}
+					if err := r.ensureInformer(ctx, gvk, gvr); err != nil {
+						return nil, err
+					}
+					kinds = append(kinds, gvk)
 				}
 			}
 		}

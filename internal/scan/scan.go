@@ -24,6 +24,7 @@ import (
 	"github.com/kyvap/kyvap/engine"
 	"github.com/kyvap/kyvap/internal/kyverno"
 	"github.com/kyvap/kyvap/internal/reports"
+	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
 )
 
@@ -37,11 +38,69 @@ type Scanner struct {
 	mu       sync.RWMutex
 	policies map[string]*metav1.ObjectMeta
 	rules    map[string][]translate.FallbackRule
+	// models are the scanned policies of the policy model, by the name
+	// their results carry (ReportName).
+	models map[string]*scannedModel
+}
+
+// scannedModel is a policy of the policy model as it is scanned.
+type scannedModel struct {
+	meta  *metav1.ObjectMeta
+	rules []model.Rule
 }
 
 // New returns a Scanner without rules.
 func New() *Scanner {
-	return &Scanner{engine: engine.New(), policies: map[string]*metav1.ObjectMeta{}, rules: map[string][]translate.FallbackRule{}}
+	return &Scanner{engine: engine.New(), policies: map[string]*metav1.ObjectMeta{}, rules: map[string][]translate.FallbackRule{}, models: map[string]*scannedModel{}}
+}
+
+// ReportName is the policy name the results of a policy of the policy
+// model carry, as Kyverno writes it (its cache key): name, or
+// namespace/name for a namespaced policy.
+func ReportName(src model.Source) string {
+	if src.Namespace == "" {
+		return src.Name
+	}
+	return src.Namespace + "/" + src.Name
+}
+
+// ModelRulesToScan returns the rules of a lowered policy that kyvap scans:
+// those with background scans on (evaluation.background) that its engine
+// evaluates, admission or not; none when Kyverno runs and the policy is not
+// marked generated (Kyverno scans it then), as RulesToScan.
+func ModelRulesToScan(p *model.Policy, generated, kyvernoRunning bool) []model.Rule {
+	if kyvernoRunning && !generated {
+		return nil
+	}
+	var out []model.Rule
+	for _, r := range p.Rules {
+		if r.Background && translate.ModelRuleNotEnforced(&r) == "" {
+			// Scanned as Kyverno's background scan evaluates it, whether
+			// or not it applies at admission.
+			r.Admission = true
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// SetModelPolicy is SetPolicy for a policy of the policy model: meta is its
+// metadata (its annotations set the results' category, severity, scoring).
+func (s *Scanner) SetModelPolicy(source model.Source, meta *metav1.ObjectMeta, rules []model.Rule) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	name := ReportName(source)
+	previous, scanned := s.models[name]
+	changed := scanned != (len(rules) > 0) || (scanned && (!equality.Semantic.DeepEqual(previous.rules, rules) || !sameReportedAnnotations(previous.meta.Annotations, meta.Annotations)))
+	if len(rules) == 0 {
+		delete(s.models, name)
+	} else {
+		s.models[name] = &scannedModel{meta: meta.DeepCopy(), rules: rules}
+	}
+	if changed {
+		s.engine.SetModelRules(source, rules)
+	}
+	return changed
 }
 
 // Background reports whether Kyverno scans the policy in the background:
@@ -119,7 +178,8 @@ func (s *Scanner) Scans(policy string) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	_, ok := s.policies[policy]
-	return ok
+	_, model := s.models[policy]
+	return ok || model
 }
 
 func sameReportedAnnotations(a, b map[string]string) bool {
@@ -168,6 +228,17 @@ func (s *Scanner) Scan(ctx context.Context, obj Object, now time.Time) ([]report
 	defer s.mu.RUnlock()
 	results := make([]reports.Result, 0, len(outcomes))
 	for _, o := range outcomes {
+		if o.Kind != "" {
+			name := ReportName(model.Source{Namespace: o.Namespace, Name: o.Policy})
+			m := s.models[name]
+			if m == nil {
+				continue // removed since Evaluate took its snapshot
+			}
+			res := reports.ResultFor(m.meta, o.Rule, reports.Status(o.Result), o.Message, Process, now)
+			res.Policy = name
+			results = append(results, res)
+			continue
+		}
 		policy := s.policies[o.Policy]
 		if policy == nil {
 			continue // removed since Evaluate took its snapshot
