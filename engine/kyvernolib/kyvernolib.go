@@ -15,11 +15,16 @@
 //   - time: time.now, time.toCron and time.truncate;
 //   - random: random and random.random.
 //
-// Libraries that need a cluster or the network (resource, http,
-// globalContext, imagedata, generator) are not here: the package stays pure
-// (no clients, no I/O), so that an expression's result depends on its inputs
-// alone. Kyverno itself is not imported: its modules are not linked into
-// kyvap's binaries.
+// Not here: the libraries that need a cluster, the network or Kyverno's
+// admission context (resource, http, globalContext, imagedata, generator,
+// exceptions), since the package stays pure (no clients, no I/O: a result
+// depends on the expression's inputs alone), and the image library. Kyverno
+// itself is not imported: its modules are not linked into kyvap's binaries.
+//
+// Kyverno's base environment also has cel-go extensions the API server's
+// lacks (ext.Math, ext.Encoders, ext.Bindings: a one-argument math.round,
+// math.greatest, base64.encode, cel.bind...). They are not Kyverno
+// libraries, and not here either.
 package kyvernolib
 
 import (

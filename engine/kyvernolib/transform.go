@@ -15,7 +15,7 @@ type transformLib struct{}
 
 func (*transformLib) LibraryName() string { return "kyverno.transform" }
 
-func (l *transformLib) CompileOptions() []cel.EnvOption {
+func (*transformLib) CompileOptions() []cel.EnvOption {
 	return []cel.EnvOption{
 		withAdapter(func(adapter types.Adapter) []cel.EnvOption {
 			overload := func(suffix string) cel.FunctionOpt {

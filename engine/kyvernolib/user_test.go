@@ -25,6 +25,10 @@ func TestUser(t *testing.T) {
 		// json.marshal serializes the Go struct: its json tags apply.
 		{name: "marshal", expr: "json.marshal(parseServiceAccount('system:serviceaccount:ns:sa'))", want: `{"name":"sa","namespace":"ns"}`},
 		{name: "marshal empty", expr: "json.marshal(parseServiceAccount('alice'))", want: `{}`},
+		// The native type's literal, which Kyverno's environment accepts too.
+		{name: "literal", expr: "user.ServiceAccount{Name: 'a'}", want: &user.ServiceAccount{Name: "a"}},
+		{name: "literal equality", expr: "user.ServiceAccount{Namespace: 'x', Name: 'a'} == parseServiceAccount('system:serviceaccount:x:a')", want: true},
+		{name: "type value", expr: "type(parseServiceAccount('')) == user.ServiceAccount", want: true},
 		{name: "dyn int", expr: "parseServiceAccount(object.data.n).Name", object: cm, wantErr: "no such overload: parseServiceAccount(int)"},
 		{name: "int", expr: "parseServiceAccount(1)", wantNoComp: "found no matching overload for 'parseServiceAccount' applied to '(int)'"},
 		{name: "unknown field", expr: "parseServiceAccount('x').Foo", wantNoComp: "undefined field 'Foo'"},
