@@ -47,7 +47,7 @@ func (t *translation) newFallbackRule(rules []kyvernov1.Rule, reason Reason, mes
 		additional = rules[1:]
 	}
 	fr := &FallbackRule{
-		Policy: t.policy.Name, Rule: rules[0], AdditionalRules: additional, Spec: t.fallbackSpec(),
+		Policy: t.key(), Namespace: t.namespace, Rule: rules[0], AdditionalRules: additional, Spec: t.fallbackSpec(),
 		Exceptions: t.exceptionsFor(names...), Reason: reason, Message: message,
 	}
 	fr.NotEnforced = notEnforceable(rules, fr.Exceptions)

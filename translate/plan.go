@@ -10,6 +10,7 @@ package translate
 
 import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
@@ -73,6 +74,35 @@ type Input struct {
 	// Exceptions are the PolicyExceptions that may name the policy's rules;
 	// the ones that do not are ignored.
 	Exceptions []kyvernov2.PolicyException
+	// Namespace, when set, makes Policy a namespaced kyverno.io/v1 Policy
+	// of that namespace (see PolicyInput): every rule is confined to it.
+	Namespace string
+}
+
+// PolicyInput is the Input for a namespaced kyverno.io/v1 Policy: Kyverno
+// evaluates its rules as a ClusterPolicy's, on the resources of its own
+// namespace only (pkg/engine/internal/match.go checkNamespacedPolicy: the
+// resource's namespace must be the policy's, so cluster-scoped resources,
+// Namespaces included, never match).
+func PolicyInput(p *kyvernov1.Policy, exceptions []kyvernov2.PolicyException) Input {
+	cp := &kyvernov1.ClusterPolicy{ObjectMeta: *p.ObjectMeta.DeepCopy(), Spec: *p.Spec.DeepCopy(), Status: *p.Status.DeepCopy()}
+	cp.TypeMeta = metav1.TypeMeta{APIVersion: "kyverno.io/v1", Kind: "Policy"}
+	ns := p.Namespace
+	if ns == "" {
+		ns = "default" // Kyverno's checkNamespacedPolicy reads an empty namespace so
+	}
+	return Input{Policy: cp, Exceptions: exceptions, Namespace: ns}
+}
+
+// PolicyKey is how results, exceptions and generated objects name a
+// policy: a ClusterPolicy by its name, a namespaced Policy as
+// namespace/name (Kyverno's cache key, which PolicyExceptions' policyName
+// uses).
+func PolicyKey(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
 }
 
 // Verdict says where a rule is enforced.
@@ -113,8 +143,12 @@ type RuleResult struct {
 
 // FallbackRule is a rule, or the part of a rule, handed to the fallback engine.
 type FallbackRule struct {
-	// Policy is the ClusterPolicy's name.
+	// Policy is the ClusterPolicy's name, or PolicyKey of a namespaced
+	// Policy.
 	Policy string
+	// Namespace confines the rule to the resources of one namespace (a
+	// namespaced Policy's).
+	Namespace string `json:",omitempty"`
 	// Rule is the Kyverno rule to enforce, a copy: for a pod-controller
 	// remainder it is the autogen variant (match narrowed to the controllers,
 	// expressions rewritten), otherwise the rule as written.

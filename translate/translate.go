@@ -34,9 +34,10 @@ func Translate(in Input, resolver KindResolver, opts Options) (Plan, error) {
 		return Plan{}, ErrNilPolicy
 	}
 	t := &translation{
-		policy:   in.Policy.DeepCopy(),
-		resolver: resolver,
-		opts:     opts,
+		policy:    in.Policy.DeepCopy(),
+		resolver:  resolver,
+		opts:      opts,
+		namespace: in.Namespace,
 	}
 	for i := range in.Exceptions {
 		t.exceptions = append(t.exceptions, *in.Exceptions[i].DeepCopy())
@@ -53,7 +54,10 @@ func Translate(in Input, resolver KindResolver, opts Options) (Plan, error) {
 
 // translation is the state of one Translate call.
 type translation struct {
-	policy      *kyvernov1.ClusterPolicy
+	policy *kyvernov1.ClusterPolicy
+	// namespace is a namespaced Policy's namespace, empty for a
+	// ClusterPolicy.
+	namespace   string
 	exceptions  []kyvernov2.PolicyException
 	resolver    KindResolver
 	opts        Options
@@ -65,7 +69,7 @@ type translation struct {
 }
 
 func (t *translation) run() Plan {
-	t.plan.Policy = t.policy.Name
+	t.plan.Policy = t.key()
 	v, err := compatibilityVersion(t.opts.CompatibilityVersion)
 	if err != nil {
 		t.plan.Warnings = append(t.plan.Warnings, err.Error()+"; using "+newestCompatibilityVersion.String())
@@ -124,7 +128,7 @@ func (t *translation) exceptionsFor(ruleNames ...string) []kyvernov2.PolicyExcep
 	var out []kyvernov2.PolicyException
 	for _, ex := range t.exceptions {
 		for _, name := range ruleNames {
-			if kyverno.ExceptionContains(ex.Spec.Exceptions, t.policy.Name, name) {
+			if kyverno.ExceptionContains(ex.Spec.Exceptions, t.key(), name) {
 				out = append(out, ex)
 				break
 			}
@@ -190,7 +194,7 @@ func (t *translation) rule(rule *kyvernov1.Rule) []RuleResult {
 		return one(RuleResult{Rule: rule.Name, Verdict: VerdictTranslated, Reason: ReasonEmptyRule, Message: "the rule has no expressions; Kyverno passes every request"})
 	}
 
-	vap, bindings, fl := t.build(rule, vapName(t.policy.Name, rule.Name))
+	vap, bindings, fl := t.build(rule, vapName(t.key(), rule.Name))
 	if fl != nil {
 		if fl.reason == ReasonCELCompileError {
 			return one(RuleResult{Rule: rule.Name, Verdict: VerdictInvalid, Reason: fl.reason, Message: fl.message})
@@ -214,11 +218,11 @@ func (t *translation) rule(rule *kyvernov1.Rule) []RuleResult {
 // exceptions naming autogen-<rule>, overrides), into its own VAP, and falls
 // back alone when that fails.
 func (t *translation) variant(variant *kyvernov1.Rule) RuleResult {
-	name := vapName(t.policy.Name, variant.Name)
+	name := vapName(t.key(), variant.Name)
 	if t.ruleNames[variant.Name] {
 		// A rule of the policy has the variant's name (Kyverno narrows that
 		// rule, see shadowedAutogenRule): the VAPs must not collide.
-		name = shadowedVariantName(t.policy.Name, variant.Name)
+		name = shadowedVariantName(t.key(), variant.Name)
 	}
 	vap, bindings, fl := t.build(variant, name)
 	if fl != nil {
@@ -312,6 +316,10 @@ func (t *translation) build(rule *kyvernov1.Rule, name string) (admissionregistr
 		generated[mc.Name] = true
 		ours[mc.Name] = !strings.HasPrefix(mc.Name, conditionKyvernoConfigPrefix)
 	}
+	confined, scope := t.confinement()
+	if confined != nil {
+		match.conditions = append([]admissionregistrationv1.MatchCondition{*confined}, match.conditions...)
+	}
 	for _, mc := range match.conditions {
 		generated[mc.Name] = true
 		ours[mc.Name] = true
@@ -380,13 +388,27 @@ func (t *translation) build(rule *kyvernov1.Rule, name string) (admissionregistr
 			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
 				PolicyName:        name,
 				ParamRef:          paramRef.DeepCopy(),
-				MatchResources:    t.withKyvernoSelectors(piece.scope),
+				MatchResources:    t.withKyvernoSelectors(confine(piece.scope, scope)),
 				ValidationActions: validationActions(piece.action),
 			},
 		}
 		bindings = append(bindings, b)
 	}
 	return *vap.DeepCopy(), bindings, nil
+}
+
+// confine ANDs a namespaced Policy's namespace selector into a binding's
+// scope (nil selector: unchanged).
+func confine(scope *admissionregistrationv1.MatchResources, selector *metav1.LabelSelector) *admissionregistrationv1.MatchResources {
+	if selector == nil {
+		return scope
+	}
+	out := scope.DeepCopy()
+	if out == nil {
+		out = &admissionregistrationv1.MatchResources{}
+	}
+	out.NamespaceSelector = AndLabelSelectors(out.NamespaceSelector, selector)
+	return out
 }
 
 // withKyvernoSelectors adds the namespace and object selectors of Kyverno's
@@ -410,7 +432,7 @@ func (t *translation) withKyvernoSelectors(scope *admissionregistrationv1.MatchR
 // (blockOwnerDeletion unset: kyvap needs no finalizer rights on policies).
 func (t *translation) objectMeta(name, rule string) metav1.ObjectMeta {
 	controller := true
-	return metav1.ObjectMeta{
+	meta := metav1.ObjectMeta{
 		Name: name,
 		Labels: map[string]string{
 			LabelManagedBy: ManagedByValue,
@@ -418,10 +440,40 @@ func (t *translation) objectMeta(name, rule string) metav1.ObjectMeta {
 			LabelRule:      labelValue(rule),
 		},
 		Annotations: map[string]string{AnnotationPolicy: t.policy.Name, AnnotationRule: rule},
-		OwnerReferences: []metav1.OwnerReference{{
-			APIVersion: "kyverno.io/v1", Kind: "ClusterPolicy", Name: t.policy.Name, UID: t.policy.UID, Controller: &controller,
-		}},
 	}
+	if t.namespace != "" {
+		// A namespaced object cannot own a cluster-scoped one: the labels
+		// and annotations are how the operator finds (and deletes) them.
+		meta.Labels[LabelPolicyKind] = "Policy"
+		meta.Labels[LabelPolicyNamespace] = t.namespace
+		meta.Annotations[AnnotationPolicyKind] = "Policy"
+		meta.Annotations[AnnotationPolicyNamespace] = t.namespace
+		return meta
+	}
+	meta.OwnerReferences = []metav1.OwnerReference{{
+		APIVersion: "kyverno.io/v1", Kind: "ClusterPolicy", Name: t.policy.Name, UID: t.policy.UID, Controller: &controller,
+	}}
+	return meta
+}
+
+// key is the policy's PolicyKey.
+func (t *translation) key() string { return PolicyKey(t.namespace, t.policy.Name) }
+
+// confinement is, for a namespaced Policy, the match condition and the
+// binding scope that keep every generated VAP to the policy's namespace,
+// whatever the rule says; nil for a ClusterPolicy. Kyverno compares the
+// resource's own namespace, so a Namespace object (whose request carries
+// its name as namespace) never matches.
+func (t *translation) confinement() (*admissionregistrationv1.MatchCondition, *metav1.LabelSelector) {
+	if t.namespace == "" {
+		return nil, nil
+	}
+	return &admissionregistrationv1.MatchCondition{
+			Name:       conditionNamespace,
+			Expression: "request.namespace == " + strconv.Quote(t.namespace) + ` && !(request.resource.group == "" && request.resource.resource == "namespaces")`,
+		}, &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{t.namespace},
+		}}}
 }
 
 // checkFields applies the API server's non-CEL validation of the fields
