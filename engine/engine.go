@@ -77,8 +77,9 @@ type Outcome struct {
 	// AuditAnnotations are the rule's auditAnnotations, keyed as written.
 	AuditAnnotations map[string]string `json:"auditAnnotations,omitempty"`
 	// Kind is the kind of a policy-model policy (ValidatingPolicy,
-	// NamespacedValidatingPolicy), empty for a ClusterPolicy; Namespace is
-	// a namespaced policy's namespace.
+	// NamespacedValidatingPolicy), empty for a ClusterPolicy or namespaced
+	// Policy (Policy is then its namespace/name); Namespace is a namespaced
+	// policy's namespace.
 	Kind      string `json:"kind,omitempty"`
 	Namespace string `json:"namespace,omitempty"`
 	// RuleID is a policy-model rule's model.Rule.ID ("policy",
@@ -189,6 +190,8 @@ type compiledRule struct {
 	// engine (FallbackRule.NotEnforced).
 	notEnforced bool
 	ignore      bool
+	// namespace confines a namespaced Policy's rule (FallbackRule.Namespace).
+	namespace string
 }
 
 // SetFallbackRules implements controllers.FallbackSink: it compiles the
@@ -321,7 +324,8 @@ func compileRule(policy string, rule kyvernov1.Rule, fr *translate.FallbackRule)
 	spec := &fr.Spec
 	c := &compiledRule{
 		policy: policy, rule: &rule, spec: spec, exceptions: fr.Exceptions,
-		ignore: spec.FailurePolicy != nil && *spec.FailurePolicy == kyvernov1.Ignore,
+		ignore:    spec.FailurePolicy != nil && *spec.FailurePolicy == kyvernov1.Ignore,
+		namespace: fr.Namespace,
 	}
 	// The translation decided whether the engine can evaluate the rule.
 	if c.notEnforced = fr.NotEnforced != ""; c.notEnforced || !rule.HasValidateCEL() {
@@ -555,7 +559,10 @@ func matchRequest(req *Request, attrs *admission.VersionedAttributes) (*match.Re
 // whether ctx ended while the rule ran in a way that may have changed its
 // outcome (the outcome is then meaningless).
 func (r *compiledRule) evaluate(ctx context.Context, req *Request, mreq *match.Request, attrs *admission.VersionedAttributes, namespace *corev1.Namespace) (o Outcome, matchedRule, interrupted bool) {
-	o = Outcome{Policy: r.policy, Rule: r.rule.Name}
+	o = Outcome{Policy: r.policy, Rule: r.rule.Name, Namespace: r.namespace}
+	if r.namespace != "" && !inNamespace(r.namespace, mreq) {
+		return o, false, false
+	}
 	matched, err := match.Rule(r.rule, mreq)
 	if err != nil {
 		o.Action = action(r.spec, r.rule, mreq)
@@ -653,6 +660,23 @@ params:
 		o.Message = o.Messages[0]
 	}
 	return o, true, false
+}
+
+// inNamespace is Kyverno's check of a namespaced Policy
+// (pkg/engine/internal/match.go checkNamespacedPolicy): the request's
+// objects all live in the policy's namespace (a cluster-scoped object,
+// whose namespace is empty, never does).
+func inNamespace(namespace string, mreq *match.Request) bool {
+	for _, obj := range []map[string]any{mreq.Object, mreq.OldObject} {
+		if obj == nil {
+			continue
+		}
+		ns, _, _ := unstructured.NestedString(obj, "metadata", "namespace")
+		if ns != namespace {
+			return false
+		}
+	}
+	return mreq.Object != nil || mreq.OldObject != nil
 }
 
 func (o *Outcome) addViolation(d celeval.Decision) {

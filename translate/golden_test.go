@@ -31,7 +31,7 @@ func loadGoldenCases(t testing.TB) []goldenCase {
 		cases = append(cases, goldenCase{
 			name:  c.Name,
 			dir:   c.Dir,
-			input: Input{Policy: c.Policy, Exceptions: c.Exceptions},
+			input: InputFor(c.Policy, c.Exceptions),
 			opts: Options{
 				GenerateValidatingAdmissionPolicy: c.Options.GenerateVAP(),
 				CompatibilityVersion:              c.Options.CompatibilityVersion,

@@ -10,7 +10,6 @@ package translate
 
 import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
@@ -85,13 +84,21 @@ type Input struct {
 // resource's namespace must be the policy's, so cluster-scoped resources,
 // Namespaces included, never match).
 func PolicyInput(p *kyvernov1.Policy, exceptions []kyvernov2.PolicyException) Input {
-	cp := &kyvernov1.ClusterPolicy{ObjectMeta: *p.ObjectMeta.DeepCopy(), Spec: *p.Spec.DeepCopy(), Status: *p.Status.DeepCopy()}
-	cp.TypeMeta = metav1.TypeMeta{APIVersion: "kyverno.io/v1", Kind: "Policy"}
-	ns := p.Namespace
-	if ns == "" {
-		ns = "default" // Kyverno's checkNamespacedPolicy reads an empty namespace so
+	return InputFor(p.AsClusterPolicy(), exceptions)
+}
+
+// InputFor is the Input for a policy that is either a ClusterPolicy or a
+// namespaced Policy carried as one (PolicyInput's Policy, TypeMeta kind
+// Policy): the form files and suites hold both in.
+func InputFor(p *kyvernov1.ClusterPolicy, exceptions []kyvernov2.PolicyException) Input {
+	in := Input{Policy: p, Exceptions: exceptions}
+	if p.Kind == "Policy" {
+		in.Namespace = p.Namespace
+		if in.Namespace == "" {
+			in.Namespace = "default" // as Kyverno's checkNamespacedPolicy reads it
+		}
 	}
-	return Input{Policy: cp, Exceptions: exceptions, Namespace: ns}
+	return in
 }
 
 // PolicyKey is how results, exceptions and generated objects name a

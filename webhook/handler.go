@@ -258,14 +258,18 @@ func Response(outcomes []engine.Outcome) admission.Response {
 		if !o.Blocking {
 			continue
 		}
+		kind := "ClusterPolicy"
+		if o.Namespace != "" {
+			kind = "Policy"
+		}
 		for _, m := range o.Messages {
 			if o.Action.IsEnforce() {
 				if len(denials) == 0 {
 					reason = o.Reason
 				}
-				denials = append(denials, fmt.Sprintf("ClusterPolicy '%s' rule '%s' denied request: %s", o.Policy, o.Rule, m))
+				denials = append(denials, fmt.Sprintf("%s '%s' rule '%s' denied request: %s", kind, o.Policy, o.Rule, m))
 			} else {
-				resp.Warnings = append(resp.Warnings, fmt.Sprintf("Validation failed for ClusterPolicy '%s' rule '%s': %s", o.Policy, o.Rule, m))
+				resp.Warnings = append(resp.Warnings, fmt.Sprintf("Validation failed for %s '%s' rule '%s': %s", kind, o.Policy, o.Rule, m))
 			}
 		}
 	}

@@ -54,6 +54,19 @@ type PolicyList struct {
 	Items           []Policy `json:"items"`
 }
 
+// AsClusterPolicy is the Policy carried as a ClusterPolicy of TypeMeta
+// kind Policy, keeping its namespace: Kyverno evaluates a Policy's rules
+// as a ClusterPolicy's, on its own namespace only (translate.InputFor
+// confines them).
+func (p *Policy) AsClusterPolicy() *ClusterPolicy {
+	return &ClusterPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "kyverno.io/v1", Kind: "Policy"},
+		ObjectMeta: *p.ObjectMeta.DeepCopy(),
+		Spec:       *p.Spec.DeepCopy(),
+		Status:     *p.Status.DeepCopy(),
+	}
+}
+
 // ValidationFailureAction is what happens when a validate rule fails:
 // Enforce denies the request, Audit admits it and reports.
 type ValidationFailureAction string

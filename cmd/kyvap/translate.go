@@ -223,7 +223,7 @@ func translateAll(set manifest.Set, opts translate.Options) ([]translate.Plan, e
 	resolver := translate.NewStaticResolver(set.CRDs...)
 	plans := make([]translate.Plan, 0, len(set.Policies))
 	for i := range set.Policies {
-		plan, err := translate.Translate(translate.Input{Policy: &set.Policies[i], Exceptions: set.Exceptions}, resolver, opts)
+		plan, err := translate.Translate(translate.InputFor(&set.Policies[i], set.Exceptions), resolver, opts)
 		if err != nil {
 			return nil, fmt.Errorf("translating ClusterPolicy %q: %w", set.Policies[i].Name, err)
 		}

@@ -444,7 +444,6 @@ func readDocuments(path string, fn func(file string, doc document, raw []byte, m
 // ignoredKinds are the policy kinds Kyverno's CLI loads and kyvap does not
 // translate, with the reason reported for them.
 var ignoredKinds = map[string]string{
-	"Policy":                           "a namespaced Policy: kyvap translates ClusterPolicies only",
 	"ValidatingAdmissionPolicy":        "already a ValidatingAdmissionPolicy: kyvap translates Kyverno ClusterPolicies",
 	"ValidatingAdmissionPolicyBinding": "a ValidatingAdmissionPolicyBinding: kyvap translates Kyverno ClusterPolicies",
 	"MutatingAdmissionPolicy":          "a MutatingAdmissionPolicy: kyvap only validates",
@@ -486,6 +485,22 @@ func (s *Suite) readPolicies(path string) error {
 					}
 				}
 				s.Policies = append(s.Policies, p)
+				return nil
+			case gv.Group == "kyverno.io" && gv.Version == "v1" && meta.Kind == "Policy":
+				var p kyvernov1.Policy
+				if err := manifest.Decode(raw, &p, meta); err != nil {
+					return err
+				}
+				if p.Name == "" {
+					return errors.New("Policy: metadata.name is required")
+				}
+				as := p.AsClusterPolicy()
+				for _, q := range s.Policies {
+					if q.Name == p.Name {
+						return fmt.Errorf("two policies are named %q (Kyverno's CLI compares results by name)", p.Name)
+					}
+				}
+				s.Policies = append(s.Policies, *as)
 				return nil
 			case gv.Group == "kyverno.io" && (gv.Version == "v2" || gv.Version == "v2beta1") && meta.Kind == "PolicyException":
 				s.Warnings = append(s.Warnings, fmt.Sprintf("%s: PolicyException in a policy file is ignored, as Kyverno's CLI does: list it under exceptions", file))

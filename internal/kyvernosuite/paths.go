@@ -52,11 +52,11 @@ func newPaths(r *runner) *paths {
 		for i := range withoutPreconditions.Spec.Rules {
 			withoutPreconditions.Spec.Rules[i].CELPreconditions = nil
 		}
-		if plan, err := translate.Translate(translate.Input{Policy: withoutPreconditions, Exceptions: r.suite.Exceptions}, r.resolver, opts); err == nil {
+		if plan, err := translate.Translate(translate.InputFor(withoutPreconditions, r.suite.Exceptions), r.resolver, opts); err == nil {
 			bare = append(bare, plan.ValidatingAdmissionPolicies...)
 			bareBindings = append(bareBindings, plan.Bindings...)
 		}
-		if plan, err := translate.Translate(translate.Input{Policy: withoutPreconditions, Exceptions: []kyvernov2.PolicyException{}}, r.resolver, opts); err == nil {
+		if plan, err := translate.Translate(translate.InputFor(withoutPreconditions, []kyvernov2.PolicyException{}), r.resolver, opts); err == nil {
 			unexcepted = append(unexcepted, plan.ValidatingAdmissionPolicies...)
 			unexceptedBindings = append(unexceptedBindings, plan.Bindings...)
 		}
@@ -319,6 +319,9 @@ func (p *paths) engineResults(ctx context.Context, req *admissionv1.AdmissionReq
 	out := map[string]map[string]PathResult{}
 	vpols := map[*vpolState]map[string]PathResult{}
 	for _, o := range outcomes {
+		// Results name a namespaced Policy by its name (Kyverno compares
+		// the last segment).
+		o.Policy = o.Policy[strings.LastIndex(o.Policy, "/")+1:]
 		if o.Kind != "" {
 			st := p.r.vpolOf(o)
 			if st == nil {

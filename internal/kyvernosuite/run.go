@@ -125,7 +125,7 @@ func (r *runner) translate(report *Report) {
 		st := &policyState{policy: p, rules: map[string]*translate.RuleResult{}, vapRule: map[string]string{}, fallbackNames: map[string]bool{}}
 		r.policies[p.Name] = st
 		r.order = append(r.order, p.Name)
-		in := translate.Input{Policy: p, Exceptions: r.suite.Exceptions}
+		in := translate.InputFor(p, r.suite.Exceptions)
 		st.vap, st.err = translate.Translate(in, r.resolver, translate.Options{GenerateValidatingAdmissionPolicy: true, CompatibilityVersion: r.opts.CompatibilityVersion})
 		if st.err == nil {
 			st.engine, st.err = translate.Translate(in, r.resolver, translate.Options{GenerateValidatingAdmissionPolicy: false, CompatibilityVersion: r.opts.CompatibilityVersion})

@@ -38,6 +38,8 @@ const Stdin = "-"
 
 // Set is what a number of manifests hold, in the order they were read.
 type Set struct {
+	// Policies are the ClusterPolicies, and the namespaced Policies
+	// carried as ClusterPolicies of TypeMeta kind Policy.
 	Policies   []kyvernov1.ClusterPolicy
 	Exceptions []kyvernov2.PolicyException
 	// ValidatingPolicies and NamespacedValidatingPolicies are read from any
@@ -292,6 +294,15 @@ func (s *Set) addObject(raw []byte, accept Accept) error {
 		}
 		s.Policies = append(s.Policies, policy)
 		return nil
+	case (meta.APIVersion == "kyverno.io/v1" || meta.APIVersion == "kyverno.io/v2beta1") && meta.Kind == "Policy":
+		var policy kyvernov1.Policy
+		if err := Decode(raw, &policy, meta); err != nil {
+			return err
+		}
+		// Carried as a ClusterPolicy of kind Policy: translate.InputFor
+		// confines it to its namespace.
+		s.Policies = append(s.Policies, *policy.AsClusterPolicy())
+		return nil
 	case (meta.APIVersion == "kyverno.io/v2" || meta.APIVersion == "kyverno.io/v2beta1") && meta.Kind == "PolicyException":
 		var exception kyvernov2.PolicyException
 		if err := Decode(raw, &exception, meta); err != nil {
@@ -324,7 +335,7 @@ func (s *Set) addObject(raw []byte, accept Accept) error {
 		s.CELExceptions = append(s.CELExceptions, exception)
 		return nil
 	default:
-		return fmt.Errorf("unsupported kind %s %s: want kyverno.io/v1 ClusterPolicy, policies.kyverno.io/v1 ValidatingPolicy or NamespacedValidatingPolicy, a PolicyException (kyverno.io/v2 or policies.kyverno.io/v1) or apiextensions.k8s.io/v1 CustomResourceDefinition", meta.APIVersion, meta.Kind)
+		return fmt.Errorf("unsupported kind %s %s: want kyverno.io/v1 ClusterPolicy or Policy, policies.kyverno.io/v1 ValidatingPolicy or NamespacedValidatingPolicy, a PolicyException (kyverno.io/v2 or policies.kyverno.io/v1) or apiextensions.k8s.io/v1 CustomResourceDefinition", meta.APIVersion, meta.Kind)
 	}
 }
 
