@@ -190,7 +190,7 @@ func readInputs(f translateFlags, stdin io.Reader) (manifest.Set, error) {
 		}
 	}
 	if len(set.Policies)+len(set.ValidatingPolicies)+len(set.NamespacedValidatingPolicies) == 0 {
-		return set, fmt.Errorf("no ClusterPolicy, ValidatingPolicy or NamespacedValidatingPolicy in %s", strings.Join(f.files, ", "))
+		return set, fmt.Errorf("no ClusterPolicy, Policy, ValidatingPolicy or NamespacedValidatingPolicy in %s", strings.Join(f.files, ", "))
 	}
 	seen := map[string]bool{}
 	check := func(kind, key string) error {
@@ -201,7 +201,12 @@ func readInputs(f translateFlags, stdin io.Reader) (manifest.Set, error) {
 		return nil
 	}
 	for _, p := range set.Policies {
-		if err := check("ClusterPolicy", p.Name); err != nil {
+		in := translate.InputFor(&p, nil)
+		kind := "ClusterPolicy"
+		if in.Namespace != "" {
+			kind = "Policy"
+		}
+		if err := check(kind, translate.PolicyKey(in.Namespace, p.Name)); err != nil {
 			return set, err
 		}
 	}

@@ -319,7 +319,7 @@ func TestTranslateFailures(t *testing.T) {
 	dir := writeFiles(t, map[string]string{
 		// Document 2 starts on line 6; its unclosed mapping is on line 9.
 		"bad.yaml":     replicasPolicy[:strings.Index(replicasPolicy, "spec:")] + "---\n# a comment\napiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {name: x\n",
-		"kind.yaml":    replicasPolicy + "---\napiVersion: kyverno.io/v1\nkind: Policy\nmetadata: {name: ns-policy, namespace: default}\n",
+		"kind.yaml":    replicasPolicy + "---\napiVersion: kyverno.io/v2\nkind: CleanupPolicy\nmetadata: {name: ns-policy, namespace: default}\n",
 		"dup.yaml":     "a: 1\na: 2\n",
 		"type.yaml":    "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {name: typed}\nspec: {rules: everything}\n",
 		"invalid.yaml": invalidPolicy,
@@ -335,11 +335,11 @@ func TestTranslateFailures(t *testing.T) {
 		wantStderr string
 	}{
 		{"bad YAML names file and absolute line", []string{"-f", path("bad.yaml")}, 2, path("bad.yaml") + ":9: document 2: invalid YAML: "},
-		{"unknown kind names file and document", []string{"-f", path("kind.yaml")}, 2, path("kind.yaml") + ":15: document 2: unsupported kind kyverno.io/v1 Policy"},
+		{"unknown kind names file and document", []string{"-f", path("kind.yaml")}, 2, path("kind.yaml") + ":15: document 2: unsupported kind kyverno.io/v2 CleanupPolicy"},
 		{"duplicate key", []string{"-f", path("dup.yaml")}, 2, path("dup.yaml") + `:2: document 1: invalid YAML: key "a" already set in map`},
 		{"type error names the field", []string{"-f", path("type.yaml")}, 2, `ClusterPolicy "typed": field spec.rules: cannot use a JSON string`},
 		{"missing file", []string{"-f", path("missing.yaml")}, 2, path("missing.yaml") + ": no such file or directory"},
-		{"no policy", []string{"-f", path("empty.yaml"), "-f", path("crd.yaml")}, 2, "no ClusterPolicy, ValidatingPolicy or NamespacedValidatingPolicy in"},
+		{"no policy", []string{"-f", path("empty.yaml"), "-f", path("crd.yaml")}, 2, "no ClusterPolicy, Policy, ValidatingPolicy or NamespacedValidatingPolicy in"},
 		{"same policy twice", []string{"-f", path("policy.yaml"), "-f", path("policy.yaml")}, 2, `two ClusterPolicies are named "replicas"`},
 		{"policy given as --crd", []string{"-f", path("policy.yaml"), "--crd", path("policy.yaml")}, 2, "a --crd file holds apiextensions.k8s.io/v1 CustomResourceDefinitions"},
 		{"no -f", nil, 2, "no input: give at least one -f FILE"},
