@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -181,7 +182,7 @@ func (r *ClusterPolicyReconciler) report(ctx context.Context, policy *kyvernov1.
 		if equality.Semantic.DeepEqual(current.Status, updated.Status) {
 			return nil // nothing changed: no write
 		}
-		if err := r.Status().Patch(ctx, updated, statusPatch{updated}); err != nil {
+		if err := r.Status().Patch(ctx, updated, statusPatch{updated.ResourceVersion, &updated.Status}); err != nil {
 			return err
 		}
 		if eventType, ok := transitionEvent(previous, status.Condition); ok {
@@ -317,6 +318,9 @@ func (r *ClusterPolicyReconciler) policiesWithFallback() []reconcile.Request {
 	seen := map[string]bool{}
 	var reqs []reconcile.Request
 	for _, fr := range r.Fallback.Rules() {
+		if isPolicyKey(fr.Policy) {
+			continue // a namespaced Policy's: NamespacedPolicyReconciler's
+		}
 		if !seen[fr.Policy] {
 			seen[fr.Policy] = true
 			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: fr.Policy}})
@@ -329,7 +333,27 @@ func (r *ClusterPolicyReconciler) policiesWithFallback() []reconcile.Request {
 func exceptionRequests(_ context.Context, obj client.Object) []reconcile.Request {
 	var reqs []reconcile.Request
 	for _, name := range exceptionPolicies(obj) {
+		if isPolicyKey(name) {
+			continue // namespace/name: a namespaced Policy
+		}
 		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+	}
+	return reqs
+}
+
+// isPolicyKey reports whether a policy key (translate.PolicyKey) names a
+// namespaced Policy: namespace/name, where a ClusterPolicy's name has no
+// "/".
+func isPolicyKey(key string) bool { return strings.Contains(key, "/") }
+
+// namespacedExceptionRequests maps a PolicyException to the namespaced
+// Policies it names (policyName namespace/name).
+func namespacedExceptionRequests(_ context.Context, obj client.Object) []reconcile.Request {
+	var reqs []reconcile.Request
+	for _, key := range exceptionPolicies(obj) {
+		if ns, name, ok := strings.Cut(key, "/"); ok {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+		}
 	}
 	return reqs
 }
@@ -339,16 +363,19 @@ func exceptionRequests(_ context.Context, obj client.Object) []reconcile.Request
 // the conditions list (which carries the other controllers' conditions
 // unchanged), and the resourceVersion, so that a concurrent write fails with
 // a conflict instead of being overwritten.
-type statusPatch struct{ policy *kyvernov1.ClusterPolicy }
+type statusPatch struct {
+	resourceVersion string
+	status          *kyvernov1.PolicyStatus
+}
 
 func (p statusPatch) Type() types.PatchType { return types.MergePatchType }
 
 func (p statusPatch) Data(client.Object) ([]byte, error) {
 	return json.Marshal(map[string]any{
-		"metadata": map[string]any{"resourceVersion": p.policy.ResourceVersion},
+		"metadata": map[string]any{"resourceVersion": p.resourceVersion},
 		"status": map[string]any{
-			"validatingadmissionpolicy": p.policy.Status.ValidatingAdmissionPolicy,
-			"conditions":                p.policy.Status.Conditions,
+			"validatingadmissionpolicy": p.status.ValidatingAdmissionPolicy,
+			"conditions":                p.status.Conditions,
 		},
 	})
 }

@@ -6,8 +6,8 @@
 // The RBAC markers below are the operator's whole footprint: read policies and
 // exceptions, write only the policies' status, and own VAPs and bindings.
 //
-// +kubebuilder:rbac:groups=kyverno.io,resources=clusterpolicies,verbs=get;list;watch
-// +kubebuilder:rbac:groups=kyverno.io,resources=clusterpolicies/status,verbs=patch
+// +kubebuilder:rbac:groups=kyverno.io,resources=clusterpolicies;policies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kyverno.io,resources=clusterpolicies/status;policies/status,verbs=patch
 // +kubebuilder:rbac:groups=kyverno.io,resources=policyexceptions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policies.kyverno.io,resources=validatingpolicies;namespacedvalidatingpolicies;policyexceptions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policies.kyverno.io,resources=validatingpolicies/status;namespacedvalidatingpolicies/status,verbs=update;patch

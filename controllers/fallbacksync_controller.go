@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -54,7 +55,10 @@ type FallbackSyncReconciler struct {
 	kindsChanged chan event.TypedGenericEvent[*kyvernov1.ClusterPolicy]
 
 	loads loadTracker
-	cache interface {
+	// namespaced: the cluster serves kyverno.io/v1 Policy, whose fallback
+	// rules are loaded too.
+	namespaced bool
+	cache      interface {
 		WaitForCacheSync(ctx context.Context) bool
 	}
 }
@@ -136,6 +140,15 @@ func (r *FallbackSyncReconciler) Start(ctx context.Context) error {
 	for i, p := range policies.Items {
 		names[i] = p.Name
 	}
+	if r.namespaced {
+		var namespaced kyvernov1.PolicyList
+		if err := r.List(ctx, &namespaced); err != nil {
+			return fmt.Errorf("listing Policies: %w", err)
+		}
+		for _, p := range namespaced.Items {
+			names = append(names, translate.PolicyKey(p.Namespace, p.Name))
+		}
+	}
 	r.loads.expect(names)
 	return nil
 }
@@ -158,6 +171,9 @@ func (r *FallbackSyncReconciler) Checker(*http.Request) error {
 
 // Reconcile translates one policy and hands its fallback rules to the sink.
 func (r *FallbackSyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if req.Namespace != "" {
+		return r.reconcileNamespaced(ctx, req)
+	}
 	policy := &kyvernov1.ClusterPolicy{}
 	if err := r.Get(ctx, req.NamespacedName, policy); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -190,6 +206,39 @@ func (r *FallbackSyncReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	return ctrl.Result{}, nil
 }
 
+// reconcileNamespaced is Reconcile for a namespaced Policy.
+func (r *FallbackSyncReconciler) reconcileNamespaced(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	key := translate.PolicyKey(req.Namespace, req.Name)
+	policy := &kyvernov1.Policy{}
+	if err := r.Get(ctx, req.NamespacedName, policy); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Sink.SetFallbackRules(key, nil)
+			r.loads.done(key)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	var exceptions kyvernov2.PolicyExceptionList
+	if err := r.List(ctx, &exceptions, client.MatchingFields{exceptionPolicyIndex: key}); err != nil {
+		return ctrl.Result{}, err
+	}
+	opts := r.Options
+	if r.Effective != nil {
+		opts = r.Effective()
+	}
+	plan, err := translate.Translate(translate.PolicyInput(policy, exceptions.Items), r.Resolvers.Resolver(), translationOptions(opts, r.Config))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	rules, holding := handOver(ctx, r.Client, r.Sink, key, &plan, fallbackRules(&plan, kyvernoRunning(r.Kyverno)))
+	r.Sink.SetFallbackRules(key, rules)
+	r.loads.done(key)
+	if holding {
+		return ctrl.Result{RequeueAfter: handoverPoll}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
 // SetupWithManager registers the reconciler; it runs on every replica. It
 // reads the PolicyException index that Setup registers.
 func (r *FallbackSyncReconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -201,16 +250,44 @@ func (r *FallbackSyncReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.Add(r); err != nil {
 		return err
 	}
+	if r.namespaced = servesNamespacedPolicies(mgr); r.namespaced {
+		err := ctrl.NewControllerManagedBy(mgr).
+			Named("fallbacksync-policies").
+			WithOptions(controller.Options{NeedLeaderElection: ptr.To(false)}).
+			For(&kyvernov1.Policy{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+			Watches(&kyvernov2.PolicyException{}, handler.EnqueueRequestsFromMapFunc(namespacedExceptionRequests)).
+			Complete(r)
+		if err != nil {
+			return err
+		}
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("fallbacksync").
 		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false)}).
 		For(&kyvernov1.ClusterPolicy{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&kyvernov2.PolicyException{}, handler.EnqueueRequestsFromMapFunc(exceptionRequests)).
 		WatchesRawSource(source.Channel(r.kindsChanged, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ *kyvernov1.ClusterPolicy) []reconcile.Request {
-			return allPolicies(ctx, r.Client)
+			return append(allPolicies(ctx, r.Client), r.namespacedPolicies(ctx)...)
 		}))).
 		Complete(r)
 }
 
 // requeueAll re-queues every policy (discovery changed). It never blocks.
 func (r *FallbackSyncReconciler) requeueAll() { signal(r.kindsChanged) }
+
+// servesNamespacedPolicies reports whether the cluster serves Kyverno's
+// namespaced kyverno.io/v1 Policy (it comes with the ClusterPolicy CRD in
+// Kyverno's CRDs; checked once at start-up).
+func servesNamespacedPolicies(mgr ctrl.Manager) bool {
+	_, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: "kyverno.io", Kind: "Policy"}, "v1")
+	return err == nil
+}
+
+// namespacedPolicies lists the namespaced Policies for a re-queue (none
+// when the cluster does not serve them).
+func (r *FallbackSyncReconciler) namespacedPolicies(ctx context.Context) []reconcile.Request {
+	if !r.namespaced {
+		return nil
+	}
+	return allNamespacedPolicies(ctx, r.Client)
+}

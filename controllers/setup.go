@@ -61,6 +61,9 @@ type Controllers struct {
 	Policies *ClusterPolicyReconciler
 	// Sync loads fallback rules on every replica; nil without a webhook.
 	Sync *FallbackSyncReconciler
+	// Namespaced translates Kyverno's namespaced kyverno.io/v1 Policies;
+	// nil when the cluster does not serve them at start-up.
+	Namespaced *NamespacedPolicyReconciler
 	// Validating translates ValidatingPolicies and
 	// NamespacedValidatingPolicies (policies.kyverno.io) once their CRDs are
 	// served; the CRD watch calls its CRDsChanged.
@@ -74,6 +77,9 @@ type Controllers struct {
 func (c *Controllers) RequeueAll() {
 	c.Policies.requeueAll()
 	c.Validating.requeueAll()
+	if c.Namespaced != nil {
+		c.Namespaced.requeueAll()
+	}
 	if c.Sync != nil {
 		c.Sync.requeueAll()
 	}
@@ -105,6 +111,16 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) (*Controllers, err
 	}}
 	if err := c.Policies.SetupWithManager(mgr); err != nil {
 		return nil, err
+	}
+	if servesNamespacedPolicies(mgr) {
+		c.Namespaced = &NamespacedPolicyReconciler{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("kyvap"),
+			Resolvers: cfg.Resolvers, Fallback: cfg.Fallback, Kyverno: cfg.Kyverno, Coverage: cfg.Coverage,
+			Options: cfg.Options, Config: cfg.KyvernoConfig,
+		}
+		if err := c.Namespaced.SetupWithManager(mgr); err != nil {
+			return nil, err
+		}
 	}
 	c.Validating = &ValidatingPolicies{mgr: mgr, template: ValidatingPolicyReconciler{
 		Client:    mgr.GetClient(),

@@ -258,12 +258,19 @@ func (r *ValidatingPolicyReconciler) deleteOrphans(ctx context.Context, key type
 // must go, bindings before their VAPs (a binding without its VAP is an
 // error the API server reports), except those hold keeps (nil keeps none).
 func (r *ValidatingPolicyReconciler) deleteGenerated(ctx context.Context, key types.NamespacedName, stale func(obj client.Object, kind string) bool, hold func(obj client.Object) bool) []objectOutcome {
+	return deleteGeneratedOf(ctx, r.Client, r.Kind, key, stale, hold)
+}
+
+// deleteGeneratedOf deletes the objects generated for the policy of kind at
+// key (found by their labels) that stale says must go, bindings first,
+// except those hold keeps (nil keeps none).
+func deleteGeneratedOf(ctx context.Context, c client.Client, kind model.Kind, key types.NamespacedName, stale func(obj client.Object, kind string) bool, hold func(obj client.Object) bool) []objectOutcome {
 	var bindings admissionregistrationv1.ValidatingAdmissionPolicyBindingList
 	var vaps admissionregistrationv1.ValidatingAdmissionPolicyList
-	sel := generatedSelector(r.Kind, key)
+	sel := generatedSelector(kind, key)
 	var existing []client.Object
 	for _, list := range []client.ObjectList{&bindings, &vaps} {
-		if err := r.List(ctx, list, sel); err != nil {
+		if err := c.List(ctx, list, sel); err != nil {
 			return []objectOutcome{{Action: actionFailed, Err: fmt.Errorf("listing generated objects: %w", err)}}
 		}
 	}
@@ -275,21 +282,21 @@ func (r *ValidatingPolicyReconciler) deleteGenerated(ctx context.Context, key ty
 	}
 	var outcomes []objectOutcome
 	for _, obj := range existing {
-		kind := "ValidatingAdmissionPolicyBinding"
+		objKind := "ValidatingAdmissionPolicyBinding"
 		if _, ok := obj.(*admissionregistrationv1.ValidatingAdmissionPolicy); ok {
-			kind = "ValidatingAdmissionPolicy"
+			objKind = "ValidatingAdmissionPolicy"
 		}
-		if !stale(obj, kind) {
+		if !stale(obj, objKind) {
 			continue
 		}
 		if hold != nil && hold(obj) {
-			outcomes = append(outcomes, objectOutcome{Kind: kind, Name: obj.GetName(), Action: actionHeld})
+			outcomes = append(outcomes, objectOutcome{Kind: objKind, Name: obj.GetName(), Action: actionHeld})
 			continue
 		}
-		out := objectOutcome{Kind: kind, Name: obj.GetName(), Action: actionDeleted}
+		out := objectOutcome{Kind: objKind, Name: obj.GetName(), Action: actionDeleted}
 		uid := obj.GetUID()
-		if err := r.Delete(ctx, obj, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
-			out.Action, out.Err = actionFailed, fmt.Errorf("deleting %s %q: %w", kind, obj.GetName(), err)
+		if err := c.Delete(ctx, obj, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+			out.Action, out.Err = actionFailed, fmt.Errorf("deleting %s %q: %w", objKind, obj.GetName(), err)
 		}
 		outcomes = append(outcomes, out)
 	}
@@ -310,10 +317,10 @@ func (r *ValidatingPolicyReconciler) report(ctx context.Context, policy client.O
 			return err
 		}
 		status := computeStatus(statusInput{
-			Generation:      current.GetGeneration(),
-			Plan:            plan,
-			Outcomes:        outcomes,
-			GenerateEnabled: r.Options.GenerateValidatingAdmissionPolicy,
+			Generation:       current.GetGeneration(),
+			Plan:             plan,
+			Outcomes:         outcomes,
+			GenerateEnabled:  r.Options.GenerateValidatingAdmissionPolicy,
 			FallbackEnforced: r.Sink.Enforcing(),
 			KyvernoRunning:   running,
 			TypeWarnings:     warnings,
