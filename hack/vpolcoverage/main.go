@@ -96,11 +96,11 @@ func main() {
 	}
 	opts := translate.Options{GenerateValidatingAdmissionPolicy: true}
 	needs := map[string]int{}
-	var vapOnly, admission, rules, vapRules int
+	var vapOnly, byKyvap, admission, rules, vapRules int
 	var lines []string
 	for _, p := range policies {
 		plan := translate.TranslatePolicy(p, translate.NewStaticResolver(), opts)
-		all, atAdmission := true, false
+		all, kyvapAll, atAdmission := true, true, false
 		var reasons []string
 		for i, r := range plan.Rules {
 			rules++
@@ -116,6 +116,10 @@ func main() {
 				all, atAdmission = false, true
 				reasons = append(reasons, r.Rule+": "+string(r.Reason))
 				needs[string(r.Reason)]++
+				// kyvap's webhook takes a rule its engine evaluates.
+				if r.Verdict != translate.VerdictFallback || r.Fallback == nil || r.Fallback.NotEnforced != "" {
+					kyvapAll = false
+				}
 			}
 		}
 		if !atAdmission {
@@ -123,6 +127,9 @@ func main() {
 			continue
 		}
 		admission++
+		if kyvapAll {
+			byKyvap++
+		}
 		if all {
 			vapOnly++
 			continue
@@ -134,6 +141,7 @@ func main() {
 	fmt.Printf("policies: %d (%d ValidatingPolicy, %d NamespacedValidatingPolicy), exceptions: %d\n", len(policies), len(set.ValidatingPolicies), len(set.NamespacedValidatingPolicies), len(set.CELExceptions))
 	if admission > 0 {
 		fmt.Printf("enforced at admission entirely by VAPs: %d of %d (%.1f%%)\n", vapOnly, admission, 100*float64(vapOnly)/float64(admission))
+		fmt.Printf("enforced at admission entirely by kyvap (VAPs and its webhook): %d of %d (%.1f%%)\n", byKyvap, admission, 100*float64(byKyvap)/float64(admission))
 	}
 	fmt.Printf("rules (policies and pod-controller variants): %d, as VAPs: %d\n", rules, vapRules)
 	var keys []string
