@@ -15,11 +15,17 @@
 //   - time: time.now, time.toCron and time.truncate;
 //   - random: random and random.random.
 //
-// Not here: the libraries that need a cluster, the network or Kyverno's
-// admission context (resource, http, globalContext, imagedata, generator,
-// exceptions), since the package stays pure (no clients, no I/O: a result
-// depends on the expression's inputs alone), and the image library. Kyverno
-// itself is not imported: its modules are not linked into kyvap's binaries.
+// The resource library (resource.Get, resource.List...) reads cluster
+// objects: ResourceEnvOptions declares it over a ResourceReader the caller
+// gives (the manager's cache, or StaticResources over a test's context
+// file), confined to a namespace for a NamespacedValidatingPolicy. It is not
+// among the libraries of Supported and EnvOptions, which need nothing but
+// the expression's inputs.
+//
+// Not here: the other libraries that need a cluster, the network or
+// Kyverno's admission context (http, globalContext, imagedata, generator,
+// exceptions), and the image library. Kyverno itself is not imported: its
+// modules are not linked into kyvap's binaries.
 //
 // Kyverno's base environment also has cel-go extensions the API server's
 // lacks (ext.Math, ext.Encoders, ext.Bindings: a one-argument math.round,
