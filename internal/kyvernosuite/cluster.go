@@ -339,13 +339,27 @@ func (in *Installation) AddPolicies(ctx context.Context, policies []kyvernov1.Cl
 	for i := range policies {
 		p := policies[i].DeepCopy()
 		p.ResourceVersion, p.UID = "", ""
-		if err := in.create(ctx, p, false); err != nil {
-			return fmt.Errorf("ClusterPolicy %s: %w", p.Name, err)
+		var obj client.Object = p
+		if p.Kind == "Policy" {
+			// A namespaced Policy, carried as a ClusterPolicy of kind Policy.
+			np := &kyvernov1.Policy{ObjectMeta: p.ObjectMeta, Spec: p.Spec}
+			if np.Namespace == "" {
+				np.Namespace = "default"
+			}
+			if err := in.namespace(ctx, np.Namespace, nil); err != nil {
+				return err
+			}
+			obj = np
+		} else {
+			p.Namespace, p.TypeMeta = "", metav1.TypeMeta{}
+		}
+		if err := in.create(ctx, obj, false); err != nil {
+			return fmt.Errorf("%s %s: %w", policyKind(obj), p.Name, err)
 		}
 		in.policies = append(in.policies, p.Name)
 	}
 	for i := range policies {
-		if err := in.waitForStatus(ctx, policies[i].Name, timeout); err != nil {
+		if err := in.waitForStatus(ctx, &policies[i], timeout); err != nil {
 			return err
 		}
 	}
@@ -384,7 +398,7 @@ func (in *Installation) RemovePolicies(ctx context.Context) error {
 // isPolicy: a ClusterPolicy, ValidatingPolicy or NamespacedValidatingPolicy.
 func isPolicy(obj client.Object) bool {
 	switch o := obj.(type) {
-	case *kyvernov1.ClusterPolicy:
+	case *kyvernov1.ClusterPolicy, *kyvernov1.Policy:
 		return true
 	case *unstructured.Unstructured:
 		gvk := o.GroupVersionKind()
@@ -394,8 +408,11 @@ func isPolicy(obj client.Object) bool {
 }
 
 func policyKind(obj client.Object) string {
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		return u.GetKind()
+	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		return o.GetKind()
+	case *kyvernov1.Policy:
+		return "Policy"
 	}
 	return "ClusterPolicy"
 }
@@ -497,19 +514,37 @@ func (in *Installation) waitForVpolStatus(ctx context.Context, vp *ValidatingPol
 	}
 }
 
-func (in *Installation) waitForStatus(ctx context.Context, name string, timeout time.Duration) error {
+func (in *Installation) waitForStatus(ctx context.Context, policy *kyvernov1.ClusterPolicy, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last string
+	kind, key := "ClusterPolicy", client.ObjectKey{Name: policy.Name}
+	if policy.Kind == "Policy" {
+		kind, key = "Policy", client.ObjectKey{Namespace: policy.Namespace, Name: policy.Name}
+		if key.Namespace == "" {
+			key.Namespace = "default"
+		}
+	}
 	for {
-		p := &kyvernov1.ClusterPolicy{}
-		if err := in.c.Get(ctx, client.ObjectKey{Name: name}, p); err == nil {
+		var status *kyvernov1.PolicyStatus
+		var generation int64
+		var err error
+		if kind == "Policy" {
+			p := &kyvernov1.Policy{}
+			err = in.c.Get(ctx, key, p)
+			status, generation = &p.Status, p.Generation
+		} else {
+			p := &kyvernov1.ClusterPolicy{}
+			err = in.c.Get(ctx, key, p)
+			status, generation = &p.Status, p.Generation
+		}
+		if err == nil {
 			condition := in.cluster.StatusCondition
 			if condition == "" {
 				condition = DefaultStatusCondition
 			}
-			c := meta.FindStatusCondition(p.Status.Conditions, condition)
-			if c != nil && c.ObservedGeneration == p.Generation {
+			c := meta.FindStatusCondition(status.Conditions, condition)
+			if c != nil && c.ObservedGeneration == generation {
 				return nil
 			}
 			last = "no status for the current generation yet"
@@ -518,7 +553,7 @@ func (in *Installation) waitForStatus(ctx context.Context, name string, timeout 
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("ClusterPolicy %s: kyvap did not report it within %s (is kyvap running?): %s", name, timeout, last)
+			return fmt.Errorf("%s %s: kyvap did not report it within %s (is kyvap running?): %s", kind, key, timeout, last)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

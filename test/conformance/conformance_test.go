@@ -180,7 +180,7 @@ func newPredictor(t *testing.T, s *kyvernosuite.Suite, generate bool) *predictor
 	var vaps []admissionregistrationv1.ValidatingAdmissionPolicy
 	var bindings []admissionregistrationv1.ValidatingAdmissionPolicyBinding
 	for i := range s.Policies {
-		plan, err := translate.Translate(translate.Input{Policy: &s.Policies[i], Exceptions: s.Exceptions}, resolver, translate.Options{GenerateValidatingAdmissionPolicy: generate})
+		plan, err := translate.Translate(translate.InputFor(&s.Policies[i], s.Exceptions), resolver, translate.Options{GenerateValidatingAdmissionPolicy: generate})
 		if err != nil {
 			t.Fatalf("%s: %v", s.Path, err)
 		}
@@ -490,7 +490,7 @@ func enforcedFailures(t *testing.T, s *kyvernosuite.Suite, generate bool) map[st
 	enforceOnly := map[string]bool{}
 	for i := range s.Policies {
 		p := &s.Policies[i]
-		plan, err := translate.Translate(translate.Input{Policy: p, Exceptions: s.Exceptions}, translate.NewStaticResolver(s.CRDs...), translate.Options{GenerateValidatingAdmissionPolicy: generate})
+		plan, err := translate.Translate(translate.InputFor(p, s.Exceptions), translate.NewStaticResolver(s.CRDs...), translate.Options{GenerateValidatingAdmissionPolicy: generate})
 		if err != nil {
 			t.Fatal(err)
 		}

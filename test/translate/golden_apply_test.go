@@ -115,7 +115,7 @@ func loadGoldenCases(t *testing.T) []goldenCase {
 		c.Policy.UID = fakePolicyUID
 		cases = append(cases, goldenCase{
 			name:  c.Name,
-			input: translate.Input{Policy: c.Policy, Exceptions: c.Exceptions},
+			input: translate.InputFor(c.Policy, c.Exceptions),
 			opts: translate.Options{
 				GenerateValidatingAdmissionPolicy: c.Options.GenerateVAP(),
 				CompatibilityVersion:              c.Options.CompatibilityVersion,
