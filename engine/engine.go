@@ -31,6 +31,7 @@ import (
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/engine/celeval"
+	"github.com/kyvap/kyvap/engine/kyvernolib"
 	"github.com/kyvap/kyvap/engine/match"
 	"github.com/kyvap/kyvap/internal/kyverno"
 	"github.com/kyvap/kyvap/model"
@@ -141,6 +142,9 @@ type Engine struct {
 	listeners          []func()
 	kyvernoConfig      *kyverno.Config
 	enforcingListeners []func()
+	// resources reads objects for Kyverno's resource library; nil: not
+	// evaluated (SetResourceReader).
+	resources kyvernolib.ResourceReader
 }
 
 // New returns an engine with no rules.

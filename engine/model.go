@@ -42,7 +42,7 @@ func (e *Engine) SetModelRules(source model.Source, rules []model.Rule) {
 		if old, ok := e.policies[key]; ok && old.modelSource == source && reflect.DeepEqual(old.modelSourceRules, rules) {
 			return
 		}
-		e.policies[key] = compileModelPolicy(key, source, rules)
+		e.policies[key] = compileModelPolicy(key, source, rules, e.resources)
 	}
 	e.publish()
 }
@@ -102,10 +102,10 @@ type compiledModelRule struct {
 	deny, warn  bool
 }
 
-func compileModelPolicy(key string, source model.Source, rules []model.Rule) *compiledPolicy {
+func compileModelPolicy(key string, source model.Source, rules []model.Rule, resources kyvernolib.ResourceReader) *compiledPolicy {
 	p := &compiledPolicy{name: key, modelSource: source, modelSourceRules: rules}
 	for i := range rules {
-		p.modelRules = append(p.modelRules, compileModelRule(source, &rules[i]))
+		p.modelRules = append(p.modelRules, compileModelRule(source, &rules[i], resources))
 	}
 	p.failurePolicy = admissionregistrationv1.Fail
 	if len(rules) > 0 && rules[0].FailurePolicy == admissionregistrationv1.Ignore {
@@ -117,16 +117,17 @@ func compileModelPolicy(key string, source model.Source, rules []model.Rule) *co
 	return p
 }
 
-func compileModelRule(source model.Source, r *model.Rule) *compiledModelRule {
+func compileModelRule(source model.Source, r *model.Rule, resources kyvernolib.ResourceReader) *compiledModelRule {
 	c := &compiledModelRule{
 		source: source, rule: r, constraints: *r.MatchConstraints.DeepCopy(),
 		ignore: r.FailurePolicy == admissionregistrationv1.Ignore,
 		deny:   slices.Contains(r.Actions, admissionregistrationv1.Deny),
 		warn:   slices.Contains(r.Actions, admissionregistrationv1.Warn),
 	}
-	if c.notEnforced = translate.ModelRuleNotEnforced(r); c.notEnforced != "" {
+	if c.notEnforced = translate.ModelRuleNotEnforcedWith(r, translate.EngineCapabilities{Resources: resources != nil}); c.notEnforced != "" {
 		return c
 	}
+	env := libraryEnvironment(r.Libraries, resources, source.Namespace)
 	name := source.String()
 	if r.ID != model.RuleIDPolicy {
 		name += "/" + r.ID
@@ -136,12 +137,12 @@ func compileModelRule(source model.Source, r *model.Rule) *compiledModelRule {
 		ex := &r.Exceptions[i]
 		spec := &admissionregistrationv1.ValidatingAdmissionPolicySpec{MatchConditions: slices.Clone(ex.MatchConditions), FailurePolicy: &fail}
 		translate.RewriteOrValue(spec, nil)
-		c.exceptions = append(c.exceptions, celeval.CompileIn(libraryEnvironment(r.Libraries), name+"/exception/"+ex.Key(), spec))
+		c.exceptions = append(c.exceptions, celeval.CompileIn(env, name+"/exception/"+ex.Key(), spec))
 	}
 	if len(r.MatchConditions) > 0 {
 		spec := &admissionregistrationv1.ValidatingAdmissionPolicySpec{MatchConditions: slices.Clone(r.MatchConditions), FailurePolicy: &fail}
 		translate.RewriteOrValue(spec, nil)
-		c.conditions = celeval.CompileIn(libraryEnvironment(r.Libraries), name+"/conditions", spec)
+		c.conditions = celeval.CompileIn(env, name+"/conditions", spec)
 	}
 	validations := make([]admissionregistrationv1.Validation, len(r.Validations))
 	for i, v := range r.Validations {
@@ -162,7 +163,7 @@ func compileModelRule(source model.Source, r *model.Rule) *compiledModelRule {
 	translate.RewriteOrValue(spec, nil)
 	// Kyverno compiles ValidatingPolicies in the API server's
 	// stored-expressions environment: every library this build knows.
-	c.program = celeval.CompileIn(libraryEnvironment(r.Libraries), name, spec)
+	c.program = celeval.CompileIn(env, name, spec)
 	return c
 }
 
@@ -409,9 +410,24 @@ func generateNameMatches(names []string, attrs *admission.VersionedAttributes) b
 
 // libraryEnvironment is the API server's stored-expressions environment
 // with the Kyverno CEL libraries the rule uses (kyvernolib).
-func libraryEnvironment(libs []string) celeval.Environment {
+func libraryEnvironment(libs []string, resources kyvernolib.ResourceReader, namespace string) celeval.Environment {
 	if len(libs) == 0 {
 		return celeval.Environment{}
 	}
-	return celeval.Environment{Extensions: kyvernolib.EnvOptions(libs), ExtensionsKey: strings.Join(libs, ",")}
+	env := celeval.Environment{Extensions: kyvernolib.EnvOptions(libs), ExtensionsKey: strings.Join(libs, ",")}
+	if slices.Contains(libs, "resource") && resources != nil {
+		// The reader and the namespace are bound into the environment.
+		env.Extensions = append(env.Extensions, kyvernolib.ResourceEnvOptions(resources, namespace)...)
+		env.ExtensionsKey += fmt.Sprintf("|resource:%p:%s", resources, namespace)
+	}
+	return env
+}
+
+// SetResourceReader lets the engine evaluate Kyverno's resource library,
+// reading through r (nil: rules using it are not evaluated). Set it before
+// any rule: rules already compiled keep what they had.
+func (e *Engine) SetResourceReader(r kyvernolib.ResourceReader) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.resources = r
 }

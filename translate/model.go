@@ -95,9 +95,22 @@ func TranslatePolicy(p model.Policy, resolver KindResolver, opts Options) Plan {
 // translator (which hands the rule to the webhook or says it is not
 // enforced) and the engine (which compiles it or not) share.
 func ModelRuleNotEnforced(r *model.Rule) string {
+	return ModelRuleNotEnforcedWith(r, EngineCapabilities{})
+}
+
+// EngineCapabilities are what an engine can evaluate beyond Kyverno's pure
+// CEL libraries.
+type EngineCapabilities struct {
+	// Resources: the engine reads objects for Kyverno's resource library
+	// (kyvap test with a test's context file; not the operator yet).
+	Resources bool
+}
+
+// ModelRuleNotEnforcedWith is ModelRuleNotEnforced for an engine with caps.
+func ModelRuleNotEnforcedWith(r *model.Rule, caps EngineCapabilities) string {
 	var missing []string
 	for _, lib := range r.Libraries {
-		if !kyvernolib.Supported(lib) {
+		if !kyvernolib.Supported(lib) && (lib != "resource" || !caps.Resources) {
 			missing = append(missing, lib)
 		}
 	}

@@ -55,6 +55,9 @@ type Suite struct {
 	// resources, paramResources and ClusterResource resources, like the
 	// fake cluster of Kyverno's CLI.
 	Params []unstructured.Unstructured `json:"-"`
+	// ContextResources are the objects of the test's context file, which
+	// Kyverno's resource library reads.
+	ContextResources []unstructured.Unstructured `json:"-"`
 	// CRDs resolve custom kinds; they come from any file of the test and
 	// from ClusterResource files.
 	CRDs []apiextensionsv1.CustomResourceDefinition `json:"-"`
@@ -320,6 +323,13 @@ func loadSuite(file string, index int, t Test) (Suite, error) {
 	if err := s.readValues(dir); err != nil {
 		return s, err
 	}
+	if t.Context != "" {
+		objs, err := s.readContext(resolve(dir, t.Context))
+		if err != nil {
+			return s, err
+		}
+		s.ContextResources = objs
+	}
 	if t.UserInfo != "" {
 		info, err := readUserInfo(resolve(dir, t.UserInfo))
 		if err != nil {
@@ -372,7 +382,6 @@ func (s *Suite) warnUnsupported() {
 	note("httpPayloads", len(t.HTTPPayloads) > 0)
 	note("envoyPayloads", len(t.EnvoyPayloads) > 0)
 	note("targetResources", len(t.TargetResources) > 0)
-	note("context", t.Context != "")
 	note("apiCallResponses", len(t.APICallResponses) > 0)
 	note("globalContextEntries", len(t.GlobalContextEntries) > 0)
 	for i, r := range t.Results {
@@ -628,6 +637,33 @@ func (s *Suite) readObjects(path, what string) ([]Resource, error) {
 
 // readClusterResource reads a ClusterResource file: its CRDs resolve kinds,
 // its resources are parameters (they exist in Kyverno's fake cluster).
+// readContext reads a test's context file: the objects Kyverno's resource
+// library sees (and only them, in Kyverno's CLI).
+func (s *Suite) readContext(path string) ([]unstructured.Unstructured, error) {
+	var out []unstructured.Unstructured
+	err := readDocuments(path, func(file string, doc document, raw []byte, meta metav1.TypeMeta) error {
+		if meta.APIVersion != APIVersion || meta.Kind != "Context" {
+			return fmt.Errorf("unsupported kind %s %s: want %s Context", meta.APIVersion, meta.Kind, APIVersion)
+		}
+		var c contextFile
+		if err := decodeStrict(file, doc, raw, &c); err != nil {
+			return err
+		}
+		if len(c.Spec.Images) > 0 {
+			s.Warnings = append(s.Warnings, fmt.Sprintf("%s: spec.images is not evaluated: kyvap does not implement Kyverno's image data library", file))
+		}
+		for i, r := range c.Spec.Resources {
+			var obj unstructured.Unstructured
+			if err := obj.UnmarshalJSON(r); err != nil {
+				return fmt.Errorf("%s: spec.resources[%d]: %w", file, i, err)
+			}
+			out = append(out, obj)
+		}
+		return nil
+	})
+	return out, err
+}
+
 func (s *Suite) readClusterResource(dir, path string) ([]Resource, error) {
 	var out []Resource
 	err := readDocuments(path, func(file string, doc document, raw []byte, meta metav1.TypeMeta) error {

@@ -61,6 +61,9 @@ type runner struct {
 	vpaths *vpolPaths
 	// cluster: a --cluster replay (RunCluster sends ValidatingPolicy results itself).
 	cluster bool
+	// engineCaps are what the engine evaluates beyond the pure libraries
+	// (the resource library, reading the test's context file).
+	engineCaps translate.EngineCapabilities
 	// noUser: the test's request info is empty (no user-info file), in
 	// which case Kyverno's matcher ignores user filters in match blocks.
 	noUser bool

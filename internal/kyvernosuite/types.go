@@ -169,6 +169,18 @@ type RequestInfo struct {
 }
 
 // clusterResource is a ClusterResource file (kind ClusterResource).
+// contextFile is a test's `context:` file (Kyverno's CLI
+// apis/v1alpha1 Context): the objects Kyverno's resource library reads.
+type contextFile struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              struct {
+		Resources []json.RawMessage `json:"resources,omitempty"`
+		// Images feed the image-data library, which kyvap does not evaluate.
+		Images []json.RawMessage `json:"images,omitempty"`
+	} `json:"spec"`
+}
+
 type clusterResource struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

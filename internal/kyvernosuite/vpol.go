@@ -9,9 +9,11 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 
 	"github.com/kyvap/kyvap/engine"
+	"github.com/kyvap/kyvap/engine/kyvernolib"
 	"github.com/kyvap/kyvap/internal/vapsim"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
@@ -239,6 +241,12 @@ func newVpolPaths(r *runner) *vpolPaths {
 			}
 		}
 	}
+	if reader, err := r.contextReader(); err != nil {
+		p.notes = append(p.notes, "context file: "+err.Error()+"; Kyverno's resource library is not evaluated")
+	} else {
+		r.paths.engine.SetResourceReader(reader)
+		r.engineCaps.Resources = true
+	}
 	for _, st := range r.vpols {
 		r.paths.engine.SetModelRules(st.lowered.Source, forEvaluation(st.lowered).Rules)
 		isEvaluable := func(id string) bool { return evaluable(st.rules[id]) }
@@ -455,14 +463,36 @@ func (r *runner) vpolOf(o engine.Outcome) *vpolState {
 	return nil
 }
 
+// contextReader reads the test's context file as Kyverno's CLI serves it
+// to the resource library (kyvernolib.StaticResources.KyvernoCLI); kinds
+// resolve with the suite's resolver.
+func (r *runner) contextReader() (*kyvernolib.StaticResources, error) {
+	resources, err := kyvernolib.NewStaticResources(r.suite.ContextResources, func(gvk schema.GroupVersionKind) (schema.GroupVersionResource, bool) {
+		found, err := r.resolver.Resolve(gvk.GroupVersion().String() + "/" + gvk.Kind)
+		if gvk.Group == "" {
+			found, err = r.resolver.Resolve(gvk.Version + "/" + gvk.Kind)
+		}
+		for _, f := range found {
+			if err == nil && f.Subresource == "" {
+				return schema.GroupVersionResource{Group: f.Group, Version: f.Version, Resource: f.Resource}, true
+			}
+		}
+		return schema.GroupVersionResource{}, false
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resources.KyvernoCLI(), nil
+}
+
 // vpolEngineResult is the engine column for one rule: its outcome, or why
 // the engine does not evaluate the rule (n/a), or no result.
-func vpolEngineResult(st *vpolState, id string, ev *evaluation) PathResult {
+func vpolEngineResult(st *vpolState, id string, ev *evaluation, caps translate.EngineCapabilities) PathResult {
 	if res, ok := ev.vpolEngine[st][id]; ok {
 		return res
 	}
 	if rule := st.modelRules[id]; rule != nil {
-		if why := translate.ModelRuleNotEnforced(rule); why != "" {
+		if why := translate.ModelRuleNotEnforcedWith(rule, caps); why != "" {
 			return PathResult{Result: NotApplicable, Message: "not evaluated by kyvap's engine: " + why}
 		}
 	}
@@ -583,7 +613,7 @@ func (r *runner) vpolRows(ctx context.Context, i int, states []*vpolState) []Row
 				default:
 					row.VAP = o.result
 				}
-				row.Engine = vpolEngineResult(st, id, ev)
+				row.Engine = vpolEngineResult(st, id, ev, r.engineCaps)
 				checkColumns(&row, res.Result, joinNonEmpty("; ", o.skipped, row.Engine.Message))
 				produced = append(produced, row)
 			}
