@@ -423,6 +423,14 @@ func libraryEnvironment(libs []string, resources kyvernolib.ResourceReader, name
 	return env
 }
 
+// Capabilities says what the engine evaluates beyond Kyverno's pure CEL
+// libraries.
+func (e *Engine) Capabilities() translate.EngineCapabilities {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return translate.EngineCapabilities{Resources: e.resources != nil}
+}
+
 // SetResourceReader lets the engine evaluate Kyverno's resource library,
 // reading through r (nil: rules using it are not evaluated). Set it before
 // any rule: rules already compiled keep what they had.

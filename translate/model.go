@@ -102,7 +102,8 @@ func ModelRuleNotEnforced(r *model.Rule) string {
 // CEL libraries.
 type EngineCapabilities struct {
 	// Resources: the engine reads objects for Kyverno's resource library
-	// (kyvap test with a test's context file; not the operator yet).
+	// (kyvap test with a test's context file; the operator with
+	// --resource-library-reads).
 	Resources bool
 }
 
@@ -139,9 +140,9 @@ var readsOutside = map[string]bool{"resource": true, "http": true, "globalContex
 // toWebhook is the result for a rule that is no VAP: kyvap's webhook
 // enforces it when its engine can evaluate it (Fallback.NotEnforced says
 // why not, otherwise).
-func toWebhook(rule *model.Rule, reason Reason, message string) RuleResult {
+func (t *translation) toWebhook(rule *model.Rule, reason Reason, message string) RuleResult {
 	return RuleResult{Rule: rule.ID, Verdict: VerdictFallback, Reason: reason, Message: message,
-		Fallback: &FallbackRule{Reason: reason, Message: message, NotEnforced: ModelRuleNotEnforced(rule)}}
+		Fallback: &FallbackRule{Reason: reason, Message: message, NotEnforced: ModelRuleNotEnforcedWith(rule, t.opts.Engine)}}
 }
 
 func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule) RuleResult {
@@ -155,11 +156,11 @@ func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule)
 	case len(rule.MatchConstraints.ResourceRules) == 0:
 		return RuleResult{Rule: rule.ID, Verdict: VerdictInvalid, Reason: ReasonNoMatchConstraints, Message: "spec.matchConstraints has no resourceRules; Kyverno refuses such a policy"}
 	case rule.Unsupported != "":
-		return toWebhook(rule, ReasonAutogenExtraction, rule.Unsupported)
+		return t.toWebhook(rule, ReasonAutogenExtraction, rule.Unsupported)
 	case len(rule.Libraries) > 0:
-		return toWebhook(rule, ReasonKyvernoLibrary, fmt.Sprintf("uses Kyverno's CEL %s %s, which the API server does not have", plural(len(rule.Libraries), "library", "libraries"), strings.Join(rule.Libraries, ", ")))
+		return t.toWebhook(rule, ReasonKyvernoLibrary, fmt.Sprintf("uses Kyverno's CEL %s %s, which the API server does not have", plural(len(rule.Libraries), "library", "libraries"), strings.Join(rule.Libraries, ", ")))
 	case !t.opts.GenerateValidatingAdmissionPolicy:
-		return toWebhook(rule, ReasonGenerationDisabled, "ValidatingAdmissionPolicy generation is disabled")
+		return t.toWebhook(rule, ReasonGenerationDisabled, "ValidatingAdmissionPolicy generation is disabled")
 	}
 	var exceptionConditions []string
 	for _, ex := range rule.Exceptions {
@@ -191,7 +192,7 @@ func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule)
 	// policy, ValidatingPolicies included.
 	global, fl := kyvernoConfigConditions(t.opts.KyvernoConfig, t.resolver, []kindSet{{everything: true}})
 	if fl != nil {
-		return toWebhook(rule, fl.reason, fl.message)
+		return t.toWebhook(rule, fl.reason, fl.message)
 	}
 	ours := map[string]bool{}
 	var conditions []admissionregistrationv1.MatchCondition
@@ -218,7 +219,7 @@ func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule)
 	}
 	spec.MatchConditions = conditions
 	if len(spec.MatchConditions) > maxMatchConditions {
-		return toWebhook(rule, ReasonMatchNotExpressible, fmt.Sprintf("%d match conditions exceed the API server's limit of %d", len(spec.MatchConditions), maxMatchConditions))
+		return t.toWebhook(rule, ReasonMatchNotExpressible, fmt.Sprintf("%d match conditions exceed the API server's limit of %d", len(spec.MatchConditions), maxMatchConditions))
 	}
 	if fl := checkFields(&spec); fl != nil {
 		return RuleResult{Rule: rule.ID, Verdict: VerdictInvalid, Reason: fl.reason, Message: fl.message}
@@ -230,10 +231,10 @@ func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule)
 	// expressions environment (every library), so the cluster's
 	// compatibility version is the only bar.
 	if user, generated := checkVAPExpressions(&spec, t.version, ours); len(generated) > 0 {
-		return toWebhook(rule, ReasonGeneratedCELError, problemsMessage(generated))
+		return t.toWebhook(rule, ReasonGeneratedCELError, problemsMessage(generated))
 	} else if len(user) > 0 {
 		if newest, _ := checkVAPExpressions(&spec, newestCompatibilityVersion, ours); len(newest) == 0 {
-			return toWebhook(rule, ReasonCELNotAtCompatibilityVersion, fmt.Sprintf("does not compile at CEL compatibility version %s: %s", t.version, problemsMessage(user)))
+			return t.toWebhook(rule, ReasonCELNotAtCompatibilityVersion, fmt.Sprintf("does not compile at CEL compatibility version %s: %s", t.version, problemsMessage(user)))
 		}
 		return RuleResult{Rule: rule.ID, Verdict: VerdictInvalid, Reason: ReasonCELCompileError, Message: problemsMessage(user)}
 	}

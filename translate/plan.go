@@ -39,6 +39,9 @@ type KindResolver interface {
 
 // Options tune a translation.
 type Options struct {
+	// Engine is what kyvap's engine evaluates beyond Kyverno's pure CEL
+	// libraries (policy-model rules only).
+	Engine EngineCapabilities
 	// GenerateValidatingAdmissionPolicy false hands every CEL rule to the
 	// fallback engine (the operator's --generate-validating-admission-policy).
 	GenerateValidatingAdmissionPolicy bool

@@ -108,6 +108,9 @@ type ConfigOptions struct {
 	// object selectors and match conditions go on every webhook, as Kyverno
 	// puts them on its own (the handler applies the rest of it).
 	Kyverno *kyverno.Config
+	// Engine is what the engine serving the webhook evaluates beyond
+	// Kyverno's pure CEL libraries.
+	Engine translate.EngineCapabilities
 	// Labels and Annotations are set on the configuration.
 	Labels      map[string]string
 	Annotations map[string]string
@@ -124,7 +127,7 @@ func DesiredConfiguration(rules []translate.FallbackRule, models []engine.ModelP
 	for _, mp := range models {
 		for i := range mp.Rules {
 			r := &mp.Rules[i]
-			if why := translate.ModelRuleNotEnforced(r); why != "" {
+			if why := translate.ModelRuleNotEnforcedWith(r, opts.Engine); why != "" {
 				problems = append(problems, fmt.Errorf("%s rule %s: %s", mp.Source, r.ID, why))
 				continue
 			}

@@ -70,11 +70,11 @@ func (w *Webhook) Covers(policy, rule string) bool {
 
 // coveredRules are the "policy/rule" pairs of the rules a configuration
 // built by DesiredConfiguration registers.
-func coveredRules(rules []translate.FallbackRule, models []engine.ModelPolicy, resolver translate.KindResolver) map[string]bool {
+func coveredRules(rules []translate.FallbackRule, models []engine.ModelPolicy, resolver translate.KindResolver, caps translate.EngineCapabilities) map[string]bool {
 	out := map[string]bool{}
 	for _, mp := range models {
 		for i := range mp.Rules {
-			if translate.ModelRuleNotEnforced(&mp.Rules[i]) == "" {
+			if translate.ModelRuleNotEnforcedWith(&mp.Rules[i], caps) == "" {
 				out[mp.Source.String()+"/"+mp.Rules[i].ID] = true
 			}
 		}
@@ -147,6 +147,7 @@ func (r *ConfigurationReconciler) Reconcile(ctx context.Context, _ reconcile.Req
 		}
 	}
 	opts.Kyverno = r.Engine.KyvernoConfig()
+	opts.Engine = r.Engine.Capabilities()
 	rules, models, resolver := r.Engine.Rules(), r.Engine.ModelRules(), r.Resolvers.Resolver()
 	desired, problems := DesiredConfiguration(rules, models, resolver, opts)
 	for _, p := range problems {
@@ -167,7 +168,7 @@ func (r *ConfigurationReconciler) Reconcile(ctx context.Context, _ reconcile.Req
 	if err := r.apply(ctx, current, desired); err != nil {
 		return ctrl.Result{}, err
 	}
-	covered := coveredRules(rules, models, resolver)
+	covered := coveredRules(rules, models, resolver, opts.Engine)
 	r.covered.Store(&covered)
 	r.Engine.SetEnforcing(true)
 	return ctrl.Result{}, nil

@@ -46,6 +46,7 @@ type options struct {
 	kyvernoConfig          string
 	shutdownDrain          time.Duration
 	backgroundScanInterval time.Duration
+	resourceReads          bool
 	kyvernoConfigFallback  string
 }
 
@@ -77,6 +78,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.webhookOpts.ConfigurationName, "webhook-configuration-name", webhook.DefaultConfigurationName, "name of the ValidatingWebhookConfiguration kyvap manages (the shipped RBAC lets kyvap write only kyvap-fallback)")
 	fs.Int64Var(&o.webhookOpts.MaxRequestBytes, "webhook-max-request-bytes", webhook.DefaultMaxRequestBytes, "largest admission request body the webhook reads; larger ones are refused (413) unread")
 	fs.IntVar(&o.webhookOpts.MaxConcurrentEvaluations, "webhook-max-concurrent-evaluations", 0, "requests the webhook evaluates at once; the others wait until their deadline (0: twice GOMAXPROCS)")
+	fs.BoolVar(&o.resourceReads, "resource-library-reads", false, "let kyvap's engine evaluate Kyverno's CEL resource library (resource.Get/List in ValidatingPolicies) by reading from the API server with kyvap's RBAC, which must then grant get and list on what the policies read; off, such rules are reported NOT ENFORCED by kyvap")
 	fs.DurationVar(&o.backgroundScanInterval, "background-scan-interval", time.Hour, "how often the background scan re-evaluates every resource it reports on (PolicyReports), besides policy and resource changes; 0: only on changes")
 	fs.DurationVar(&o.shutdownDrain, "shutdown-drain", 5*time.Second, "on SIGTERM, how long the webhook keeps answering (closing each connection after its response, readiness failing) before the manager stops; keep it below the pod's terminationGracePeriodSeconds")
 	fs.Int64Var(&o.webhookOpts.MaxInFlightBytes, "webhook-max-inflight-bytes", webhook.DefaultMaxInFlightBytes, "request bodies the webhook handles at once, in bytes; further requests wait (decoded, they take up to 10 times this, 21 for the worst JSON: raise it with the memory limit)")
@@ -146,6 +148,7 @@ func main() {
 		KyvernoConfig:          kyvernoConfig,
 		ShutdownDrain:          opts.shutdownDrain,
 		BackgroundScanInterval: opts.backgroundScanInterval,
+		ResourceReads:          opts.resourceReads,
 	}
 	if opts.webhook {
 		operatorOptions.Webhook = &opts.webhookOpts

@@ -31,6 +31,7 @@ import (
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/controllers"
 	"github.com/kyvap/kyvap/engine"
+	"github.com/kyvap/kyvap/engine/kyvernolib"
 	"github.com/kyvap/kyvap/internal/kyverno"
 	"github.com/kyvap/kyvap/internal/scan"
 	"github.com/kyvap/kyvap/model"
@@ -53,6 +54,11 @@ type Options struct {
 	// response closing its connection and readiness failing, after Start's
 	// context ends and before the manager stops (0: stop at once).
 	ShutdownDrain time.Duration
+	// ResourceReads lets kyvap's engine evaluate Kyverno's resource library
+	// (resource.Get, resource.List) by reading from the API server with
+	// kyvap's own RBAC, which must then grant get and list on what the
+	// policies read. Off, rules using it are NOT ENFORCED by kyvap.
+	ResourceReads bool
 	// KyvernoConfig says where Kyverno's global configuration is read; the
 	// zero value reads Kyverno's ConfigMap kyverno/kyverno, else the chart's
 	// defaults.
@@ -109,9 +115,17 @@ func New(ctx context.Context, cfg *rest.Config, managerOptions ctrl.Options, opt
 	}
 	op := &Operator{Manager: mgr, Kinds: kinds, Kyverno: &Kyverno{}, Options: opts, webhook: fallbackWebhook}
 	var sink controllers.FallbackSink // nil: no webhook, fallback rules are reported not enforced
+	var resources kyvernolib.ResourceReader
+	if opts.ResourceReads {
+		resources = apiResources{reader: mgr.GetAPIReader(), mapper: mgr.GetRESTMapper()}
+	}
 	if fallbackWebhook != nil {
 		op.Engine = engine.New()
 		sink = op.Engine
+		if resources != nil {
+			op.Engine.SetResourceReader(resources)
+			opts.Translate.Engine.Resources = true
+		}
 	}
 	if opts.KyvernoConfig.Kyverno.Name == "" && opts.KyvernoConfig.Own.Name == "" {
 		opts.KyvernoConfig.Kyverno = types.NamespacedName{Namespace: DefaultKyvernoConfigNamespace, Name: DefaultKyvernoConfigName}
@@ -159,9 +173,13 @@ func New(ctx context.Context, cfg *rest.Config, managerOptions ctrl.Options, opt
 	// Background scans and PolicyReports (leader only; nothing without the
 	// wgpolicyk8s.io CRDs).
 	translateOpts := opts.Translate
+	scanner := scan.New()
+	if resources != nil {
+		scanner.SetResourceReader(resources)
+	}
 	reporter := &scan.Reporter{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Resolvers: kinds, Kyverno: op.Kyverno,
-		Options: func() translate.Options { return translateOpts }, Scanner: scan.New(),
+		Options: func() translate.Options { return translateOpts }, Scanner: scanner,
 		Config: op.KyvernoConfig.Get, Interval: opts.BackgroundScanInterval, Admission: admissionResults,
 		LowerModel: func(ctx context.Context, policy client.Object) (model.Policy, error) {
 			return controllers.LowerModelPolicy(ctx, mgr.GetClient(), policy, nil)

@@ -113,7 +113,7 @@ func (r *Reporter) reconcileModelPolicy(ctx context.Context, kind model.Kind, re
 		case *policiesv1.NamespacedValidatingPolicy:
 			generated = p.Status.Generated
 		}
-		rules := ModelRulesToScan(&lowered, generated, r.Kyverno != nil && r.Kyverno.Running())
+		rules := ModelRulesToScan(&lowered, generated, r.Kyverno != nil && r.Kyverno.Running(), r.Scanner.Capabilities())
 		meta := &metav1.ObjectMeta{Name: policy.GetName(), Namespace: policy.GetNamespace(), Annotations: policy.GetAnnotations()}
 		changed := r.Scanner.SetModelPolicy(lowered.Source, meta, rules)
 		var resourceRules []admissionregistrationv1.RuleWithOperations

@@ -22,6 +22,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/engine"
+	"github.com/kyvap/kyvap/engine/kyvernolib"
 	"github.com/kyvap/kyvap/internal/kyverno"
 	"github.com/kyvap/kyvap/internal/reports"
 	"github.com/kyvap/kyvap/model"
@@ -49,6 +50,13 @@ type scannedModel struct {
 	rules []model.Rule
 }
 
+// SetResourceReader lets the scans evaluate Kyverno's resource library
+// (engine.SetResourceReader); set it before any policy.
+func (s *Scanner) SetResourceReader(r kyvernolib.ResourceReader) { s.engine.SetResourceReader(r) }
+
+// Capabilities are the scanning engine's (engine.Capabilities).
+func (s *Scanner) Capabilities() translate.EngineCapabilities { return s.engine.Capabilities() }
+
 // New returns a Scanner without rules.
 func New() *Scanner {
 	return &Scanner{engine: engine.New(), policies: map[string]*metav1.ObjectMeta{}, rules: map[string][]translate.FallbackRule{}, models: map[string]*scannedModel{}}
@@ -68,13 +76,13 @@ func ReportName(src model.Source) string {
 // those with background scans on (evaluation.background) that its engine
 // evaluates, admission or not; none when Kyverno runs and the policy is not
 // marked generated (Kyverno scans it then), as RulesToScan.
-func ModelRulesToScan(p *model.Policy, generated, kyvernoRunning bool) []model.Rule {
+func ModelRulesToScan(p *model.Policy, generated, kyvernoRunning bool, caps translate.EngineCapabilities) []model.Rule {
 	if kyvernoRunning && !generated {
 		return nil
 	}
 	var out []model.Rule
 	for _, r := range p.Rules {
-		if r.Background && translate.ModelRuleNotEnforced(&r) == "" {
+		if r.Background && translate.ModelRuleNotEnforcedWith(&r, caps) == "" {
 			// Scanned as Kyverno's background scan evaluates it, whether
 			// or not it applies at admission.
 			r.Admission = true

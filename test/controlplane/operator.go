@@ -100,7 +100,7 @@ func (cp *ControlPlane) StartWebhookOperatorWithElection(t testing.TB, opts tran
 // writes url into the configuration and serves on 127.0.0.1:port.
 func (cp *ControlPlane) StartWebhookReplica(t testing.TB, opts translate.Options, port int, url string, election ctrl.Options, certificates certs.Options) *Operator {
 	t.Helper()
-	return cp.startWebhookOperatorAt(t, cp.Config, opts, port, url, election, replicaDrain, certificates)
+	return cp.startWebhookOperatorAt(t, cp.Config, operator.Options{Translate: opts}, port, url, election, replicaDrain, certificates)
 }
 
 // replicaDrain is the shutdown drain of StartWebhookReplica's replicas, as
@@ -109,10 +109,17 @@ const replicaDrain = 2 * time.Second
 
 func (cp *ControlPlane) startWebhookOperator(t testing.TB, cfg *rest.Config, opts translate.Options, port int, election ctrl.Options) *Operator {
 	t.Helper()
-	return cp.startWebhookOperatorAt(t, cfg, opts, port, fmt.Sprintf("https://127.0.0.1:%d", port), election, 0, certs.Options{})
+	return cp.startWebhookOperatorAt(t, cfg, operator.Options{Translate: opts}, port, fmt.Sprintf("https://127.0.0.1:%d", port), election, 0, certs.Options{})
 }
 
-func (cp *ControlPlane) startWebhookOperatorAt(t testing.TB, cfg *rest.Config, opts translate.Options, port int, url string, election ctrl.Options, drain time.Duration, certificates certs.Options) *Operator {
+// StartWebhookOperatorWith is StartWebhookOperator with the operator
+// options base (its Webhook and ShutdownDrain are set here).
+func (cp *ControlPlane) StartWebhookOperatorWith(t testing.TB, base operator.Options, port int) *Operator {
+	t.Helper()
+	return cp.startWebhookOperatorAt(t, cp.Config, base, port, fmt.Sprintf("https://127.0.0.1:%d", port), ctrl.Options{}, 0, certs.Options{})
+}
+
+func (cp *ControlPlane) startWebhookOperatorAt(t testing.TB, cfg *rest.Config, base operator.Options, port int, url string, election ctrl.Options, drain time.Duration, certificates certs.Options) *Operator {
 	t.Helper()
 	cp.EnsureNamespace(t, OperatorNamespace, nil)
 	t.Cleanup(func() {
@@ -122,7 +129,8 @@ func (cp *ControlPlane) startWebhookOperatorAt(t testing.TB, cfg *rest.Config, o
 		}
 	})
 	wh := webhook.Options{Host: "127.0.0.1", Port: port, Namespace: OperatorNamespace, URL: url, Certificates: certificates}
-	op, err := cp.startOperatorAs(cfg, operator.Options{Translate: opts, Webhook: &wh, ShutdownDrain: drain}, election)
+	base.Webhook, base.ShutdownDrain = &wh, drain
+	op, err := cp.startOperatorAs(cfg, base, election)
 	if err != nil {
 		t.Fatalf("starting the operator: %v", err)
 	}

@@ -9,9 +9,12 @@ import (
 	"time"
 
 	policiesv1 "github.com/kyverno/api/api/policies.kyverno.io/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kyvap/kyvap/controllers"
+	"github.com/kyvap/kyvap/internal/operator"
 	"github.com/kyvap/kyvap/test/controlplane"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -110,4 +113,40 @@ func TestValidatingPolicyHandOverBetweenWebhookAndVAP(t *testing.T) {
 	cp.StartWebhookOperator(t, generateOn, port)
 	waitForVPolCondition(t, policy, controllers.ReasonAllRulesTranslated)
 	waitForDenier(t, pod(ns, "latest", "nginx:latest"), "vap")
+}
+
+// TestResourceLibraryReadsWithTheFlag: with --resource-library-reads, a
+// ValidatingPolicy calling resource.Get is enforced by kyvap's webhook,
+// which reads from the API server (a ConfigMap must name a Secret that
+// exists); without it, the rule is NOT ENFORCED by kyvap and says so.
+func TestResourceLibraryReadsWithTheFlag(t *testing.T) {
+	const ns = "vpol-resource"
+	cp.Namespace(t, ns, nil)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "present"}}
+	cp.Create(t, secret)
+	spec := configMapPolicySpec("!has(object.data) || !('secret' in object.data) || type(resource.Get('v1', 'secrets', object.metadata.namespace, object.data.secret)) != type(null)", ns)
+	spec.ValidationAction = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}
+	spec.Validations[0].Message = "the referenced Secret must exist"
+	policy := validatingPolicy("secret-must-exist", spec)
+	port := controlplane.FreePort(t)
+
+	without := cp.StartWebhookOperator(t, generateOn, port)
+	cp.Create(t, policy)
+	_, cond := waitForVPolCondition(t, policy, controllers.ReasonFallback)
+	if !strings.Contains(cond.Message, "NOT ENFORCED by kyvap") || !strings.Contains(cond.Message, "resource") {
+		t.Errorf("without the flag the condition says %q, want NOT ENFORCED naming the resource library", cond.Message)
+	}
+	cp.MustAdmit(t, controlplane.ConfigMap(ns, "dangling", map[string]string{"secret": "absent"}))
+	without.Stop()
+
+	cp.StartWebhookOperatorWith(t, operator.Options{Translate: generateOn, ResourceReads: true}, port)
+	err := controlplane.Eventually(context.Background(), controlplane.StatusTimeout, func(ctx context.Context) (bool, error) {
+		_, cond = waitForVPolCondition(t, policy, controllers.ReasonFallback)
+		return !strings.Contains(cond.Message, "NOT ENFORCED"), fmt.Errorf("condition message %q", cond.Message)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp.WaitForDenial(t, controlplane.ConfigMap(ns, "dangling", map[string]string{"secret": "absent"}), "Policy secret-must-exist failed: the referenced Secret must exist")
+	cp.MustAdmit(t, controlplane.ConfigMap(ns, "pointing", map[string]string{"secret": "present"}))
 }
