@@ -2,11 +2,13 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
 	"strings"
 
+	"github.com/google/cel-go/cel"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -80,6 +82,13 @@ func (e *Engine) ModelRulesOf(source model.Source) []model.Rule {
 // "/", which no ClusterPolicy name does, so the two never collide.
 func modelKey(s model.Source) string { return s.String() }
 
+// modelPrograms are a rule's compiled matchConditions (nil when it has
+// none) and validations.
+type modelPrograms struct {
+	conditions *celeval.Program
+	program    *celeval.Program
+}
+
 // compiledModelRule is one rule of the policy model, compiled to Kyverno's
 // ValidatingPolicy engine semantics (pkg/cel/policies/vpol/engine and
 // compiler in Kyverno's module): match constraints (Kyverno's matcher),
@@ -93,9 +102,14 @@ type compiledModelRule struct {
 	// exceptions are the conditions of each CEL PolicyException (a program
 	// with those matchConditions and no validation).
 	exceptions []*celeval.Program
-	// conditions are the rule's matchConditions, nil when it has none.
-	conditions *celeval.Program
-	program    *celeval.Program
+	// variants are the rule's programs: one, or, when the rule reads the
+	// `exceptions` variable of partial PolicyExceptions, one per subset of
+	// them that may match (bit i: partial[i] matched), each with the
+	// variable bound to what that subset allows.
+	variants []modelPrograms
+	// partial are the indexes of the rule's partial exceptions (images or
+	// allowedValues), when the rule reads `exceptions`.
+	partial []int
 	// notEnforced says why the engine cannot evaluate the rule.
 	notEnforced string
 	ignore      bool
@@ -139,10 +153,10 @@ func compileModelRule(source model.Source, r *model.Rule, resources kyvernolib.R
 		translate.RewriteOrValue(spec, nil)
 		c.exceptions = append(c.exceptions, celeval.CompileIn(env, name+"/exception/"+ex.Key(), spec))
 	}
+	var conditions *admissionregistrationv1.ValidatingAdmissionPolicySpec
 	if len(r.MatchConditions) > 0 {
-		spec := &admissionregistrationv1.ValidatingAdmissionPolicySpec{MatchConditions: slices.Clone(r.MatchConditions), FailurePolicy: &fail}
-		translate.RewriteOrValue(spec, nil)
-		c.conditions = celeval.CompileIn(env, name+"/conditions", spec)
+		conditions = &admissionregistrationv1.ValidatingAdmissionPolicySpec{MatchConditions: slices.Clone(r.MatchConditions), FailurePolicy: &fail}
+		translate.RewriteOrValue(conditions, nil)
 	}
 	validations := make([]admissionregistrationv1.Validation, len(r.Validations))
 	for i, v := range r.Validations {
@@ -161,10 +175,47 @@ func compileModelRule(source model.Source, r *model.Rule, resources kyvernolib.R
 		FailurePolicy:    &fail,
 	}
 	translate.RewriteOrValue(spec, nil)
+	if slices.Contains(r.Libraries, "exceptions") {
+		for i := range r.Exceptions {
+			if !r.Exceptions[i].Full() {
+				c.partial = append(c.partial, i)
+			}
+		}
+	}
 	// Kyverno compiles ValidatingPolicies in the API server's
-	// stored-expressions environment: every library this build knows.
-	c.program = celeval.CompileIn(env, name, spec)
+	// stored-expressions environment (every library this build knows) plus
+	// its own libraries; `exceptions` is bound before the matchConditions.
+	for mask := 0; mask < 1<<len(c.partial); mask++ {
+		variantEnv := env
+		if slices.Contains(r.Libraries, "exceptions") {
+			variantEnv = withExceptions(env, r, c.partial, mask)
+		}
+		var v modelPrograms
+		if conditions != nil {
+			v.conditions = celeval.CompileIn(variantEnv, name+"/conditions", conditions)
+		}
+		v.program = celeval.CompileIn(variantEnv, name, spec)
+		c.variants = append(c.variants, v)
+	}
 	return c
+}
+
+// withExceptions is env with Kyverno's `exceptions` variable bound to what
+// the partial exceptions in mask allow (vpol/compiler/policy.go: their
+// images and allowedValues, in order, empty lists when none matched).
+func withExceptions(env celeval.Environment, r *model.Rule, partial []int, mask int) celeval.Environment {
+	allowed := map[string][]string{"allowedImages": {}, "allowedValues": {}}
+	for bit, i := range partial {
+		if mask&(1<<bit) != 0 {
+			allowed["allowedImages"] = append(allowed["allowedImages"], r.Exceptions[i].Images...)
+			allowed["allowedValues"] = append(allowed["allowedValues"], r.Exceptions[i].AllowedValues...)
+		}
+	}
+	out := env
+	out.Extensions = append(slices.Clone(env.Extensions), cel.Lib(exceptionsLib(allowed)))
+	key, _ := json.Marshal(allowed)
+	out.ExtensionsKey = env.ExtensionsKey + "|exceptions:" + string(key)
+	return out
 }
 
 // action is the Outcome's action: Enforce when the rule denies.
@@ -192,8 +243,10 @@ func (r *compiledModelRule) evaluate(ctx context.Context, req *Request, attrs *a
 	}
 	resource := schema.GroupVersionResource{Group: req.Admission.Resource.Group, Version: req.Admission.Resource.Version, Resource: req.Admission.Resource.Resource}
 	in := celeval.Input{Attributes: attrs, MatchedResource: resource, Namespace: namespace, Authorizer: req.Authorizer}
-	// PolicyExceptions first: the first that matches exempts.
+	// PolicyExceptions first: the first that matches exempts; partial ones
+	// feed the `exceptions` variable.
 	var exempted []string
+	var partialMatched []int
 	for i, ex := range r.exceptions {
 		res := ex.Validate(ctx, in)
 		if res.Interrupted {
@@ -213,6 +266,8 @@ func (r *compiledModelRule) evaluate(ctx context.Context, req *Request, attrs *a
 		}
 		if r.rule.Exceptions[i].Full() {
 			exempted = append(exempted, r.rule.Exceptions[i].Key())
+		} else {
+			partialMatched = append(partialMatched, i)
 		}
 	}
 	if len(exempted) > 0 {
@@ -224,8 +279,9 @@ func (r *compiledModelRule) evaluate(ctx context.Context, req *Request, attrs *a
 		o.Message = "exempted by PolicyException " + strings.Join(exempted, ", ")
 		return o, true, false
 	}
-	if r.conditions != nil {
-		res := r.conditions.Validate(ctx, in)
+	programs := r.variants[r.variantOf(partialMatched)]
+	if programs.conditions != nil {
+		res := programs.conditions.Validate(ctx, in)
 		switch {
 		case res.Interrupted:
 			return o, true, true
@@ -238,7 +294,7 @@ func (r *compiledModelRule) evaluate(ctx context.Context, req *Request, attrs *a
 			return r.errorOutcome(o, res.Decisions[0].Message), true, false
 		}
 	}
-	res := r.program.Validate(ctx, in)
+	res := programs.program.Validate(ctx, in)
 	if res.Interrupted {
 		return o, true, true
 	}
@@ -270,6 +326,32 @@ func (r *compiledModelRule) evaluate(ctx context.Context, req *Request, attrs *a
 		}
 	}
 	return o, true, false
+}
+
+// exceptionsLib declares Kyverno's `exceptions` variable and binds it to a
+// value (a map: field selection reads it as Kyverno's libs.Exception).
+type exceptionsLib map[string][]string
+
+func (exceptionsLib) LibraryName() string { return "kyvap.exceptions" }
+
+func (exceptionsLib) CompileOptions() []cel.EnvOption {
+	return []cel.EnvOption{cel.Variable("exceptions", cel.MapType(cel.StringType, cel.ListType(cel.StringType)))}
+}
+
+func (l exceptionsLib) ProgramOptions() []cel.ProgramOption {
+	return []cel.ProgramOption{cel.Globals(map[string]any{"exceptions": map[string][]string(l)})}
+}
+
+// variantOf is the index of the programs for the partial exceptions that
+// matched.
+func (r *compiledModelRule) variantOf(matched []int) int {
+	mask := 0
+	for bit, i := range r.partial {
+		if slices.Contains(matched, i) {
+			mask |= 1 << bit
+		}
+	}
+	return mask
 }
 
 func (r *compiledModelRule) errorOutcome(o Outcome, message string) Outcome {

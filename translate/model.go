@@ -98,6 +98,11 @@ func ModelRuleNotEnforced(r *model.Rule) string {
 	return ModelRuleNotEnforcedWith(r, EngineCapabilities{})
 }
 
+// MaxPartialExceptions bounds the PolicyExceptions with images or
+// allowedValues that may name a rule reading the `exceptions` variable:
+// kyvap's engine compiles the rule once per subset of them.
+const MaxPartialExceptions = 4
+
 // EngineCapabilities are what an engine can evaluate beyond Kyverno's pure
 // CEL libraries.
 type EngineCapabilities struct {
@@ -110,8 +115,22 @@ type EngineCapabilities struct {
 // ModelRuleNotEnforcedWith is ModelRuleNotEnforced for an engine with caps.
 func ModelRuleNotEnforcedWith(r *model.Rule, caps EngineCapabilities) string {
 	var missing []string
+	partial := 0
+	for _, ex := range r.Exceptions {
+		if !ex.Full() {
+			partial++
+		}
+	}
 	for _, lib := range r.Libraries {
-		if !kyvernolib.Supported(lib) && (lib != "resource" || !caps.Resources) {
+		switch {
+		case kyvernolib.Supported(lib), lib == "resource" && caps.Resources:
+		case lib == "exceptions":
+			// The engine binds the variable per subset of the partial
+			// exceptions that match (engine/model.go).
+			if partial > MaxPartialExceptions {
+				return fmt.Sprintf("the policy reads the exceptions variable and %d PolicyExceptions with images or allowedValues name it; kyvap's engine handles at most %d", partial, MaxPartialExceptions)
+			}
+		default:
 			missing = append(missing, lib)
 		}
 	}

@@ -133,8 +133,8 @@ func TestPathsAgree(t *testing.T) {
 			case row.VAP.Result == kyvernosuite.NotApplicable:
 				continue
 			case row.Engine.Result == kyvernosuite.NotApplicable:
-				// ValidatingPolicies: the fallback engine does not evaluate
-				// policy-model rules; the VAP path alone is compared.
+				// A ValidatingPolicy rule no engine of kyvap evaluates (a
+				// library it lacks): the VAP path alone is compared.
 				continue
 			}
 			compared++
