@@ -2,7 +2,10 @@
 // and NamespacedValidatingPolicies kyvap enforces entirely with
 // ValidatingAdmissionPolicies, and says for each other policy what it needs.
 //
-//	go run ./hack/vpolcoverage DIR...
+//	go run ./hack/vpolcoverage [-resource-reads] DIR...
+//
+// -resource-reads counts Kyverno's resource library as kyvap's engine
+// evaluates it with the manager's --resource-library-reads.
 //
 // Every *.yaml file under each DIR is read; documents that are not
 // policies.kyverno.io ValidatingPolicies, NamespacedValidatingPolicies or
@@ -12,6 +15,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -38,14 +42,16 @@ func firstTime(seen map[string]bool, kind, namespace, name string, spec any) boo
 }
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: vpolcoverage DIR...")
+	resourceReads := flag.Bool("resource-reads", false, "count the resource library as evaluated (--resource-library-reads)")
+	flag.Parse()
+	if flag.NArg() < 1 {
+		fmt.Fprintln(os.Stderr, "usage: vpolcoverage [-resource-reads] DIR...")
 		os.Exit(2)
 	}
 	var set manifest.Set
 	var files, skipped int
 	seen := map[string]bool{}
-	for _, root := range os.Args[1:] {
+	for _, root := range flag.Args() {
 		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() || (filepath.Ext(path) != ".yaml" && filepath.Ext(path) != ".yml") {
 				return err
@@ -94,7 +100,7 @@ func main() {
 	for i := range set.NamespacedValidatingPolicies {
 		policies = append(policies, model.FromNamespacedValidatingPolicy(&set.NamespacedValidatingPolicies[i], set.CELExceptions, now))
 	}
-	opts := translate.Options{GenerateValidatingAdmissionPolicy: true}
+	opts := translate.Options{GenerateValidatingAdmissionPolicy: true, Engine: translate.EngineCapabilities{Resources: *resourceReads}}
 	needs := map[string]int{}
 	var vapOnly, byKyvap, admission, rules, vapRules int
 	var lines []string
