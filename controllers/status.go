@@ -30,6 +30,9 @@ type statusInput struct {
 	KyvernoRunning bool
 	// TypeWarnings are the VAPs' status.typeChecking warnings, by VAP name.
 	TypeWarnings map[string][]string
+	// Warnings are the translation's warnings (a namespaced policy matching
+	// cluster-scoped resources, resources the cluster does not serve, ...).
+	Warnings []string
 	// PolicyModel: the plan is of a policy-model kind (ValidatingPolicy...),
 	// whose rules are all CEL: a policy with nothing for kyvap says that
 	// none of it is enforced at admission by kyvap, not that it has no CEL.
@@ -90,6 +93,9 @@ func computeStatus(in statusInput) policyStatus {
 			ruleLines = append(ruleLines, capClause(fmt.Sprintf("%snot enforced: %s (%s)", head, shortMessage(r.Message), r.Reason)))
 		}
 	}
+	for _, w := range in.Warnings {
+		otherLines = append(otherLines, capClause("warning: "+shortMessage(w)))
+	}
 	for _, vap := range sortedKeys(in.TypeWarnings) {
 		for _, w := range in.TypeWarnings[vap] {
 			otherLines = append(otherLines, capClause(fmt.Sprintf("ValidatingAdmissionPolicy %q type checking: %s", vap, shortMessage(w))))
@@ -125,6 +131,16 @@ func computeStatus(in statusInput) policyStatus {
 	generated := celRules > 0 && translated == celRules && leftToKyverno == 0
 	message := boundedMessage(ruleLines, otherLines, reasonLines)
 	cond.Message = message
+	if len(ruleLines) == 0 && len(reasonLines) == 0 && celRules > 0 && translated == celRules {
+		// Nothing to say rule by rule: say that all is well, then any
+		// warnings.
+		summary := fmt.Sprintf("every CEL rule (%d) is enforced by ValidatingAdmissionPolicies", celRules)
+		if cond.Message == "" {
+			cond.Message = summary
+		} else {
+			cond.Message = truncate(summary+"; "+cond.Message, maxStatusMessage)
+		}
+	}
 	if cond.Message == "" {
 		cond.Message = fmt.Sprintf("every CEL rule (%d) is enforced by ValidatingAdmissionPolicies", celRules)
 	}

@@ -288,3 +288,24 @@ func TestStatusClauses(t *testing.T) {
 		t.Errorf("withoutSourceEcho = %q", got)
 	}
 }
+
+// TestStatusCarriesTranslationWarnings: a policy-model policy whose
+// translation warns (a namespaced policy matching cluster-scoped
+// resources) says so in its status, after the summary, bounded.
+func TestStatusCarriesTranslationWarnings(t *testing.T) {
+	plan := &translate.Plan{Rules: []translate.RuleResult{{Rule: "policy", Verdict: translate.VerdictTranslated, ValidatingAdmissionPolicies: []string{"kyvap-x"}}}}
+	warning := "NamespacedValidatingPolicy/a/x: matchConstraints name cluster-scoped namespaces, which a namespaced policy never applies to"
+	got := computeStatus(statusInput{Plan: plan, GenerateEnabled: true, PolicyModel: true, Warnings: []string{warning}})
+	want := "every CEL rule (1) is enforced by ValidatingAdmissionPolicies; warning: " + warning
+	if got.Condition.Message != want || got.Condition.Reason != ReasonAllRulesTranslated {
+		t.Errorf("condition %s: %q, want %s: %q", got.Condition.Reason, got.Condition.Message, ReasonAllRulesTranslated, want)
+	}
+	many := make([]string, 500)
+	for i := range many {
+		many[i] = fmt.Sprintf("warning number %d about something quite long to fill the status message", i)
+	}
+	got = computeStatus(statusInput{Plan: plan, GenerateEnabled: true, PolicyModel: true, Warnings: many})
+	if len(got.Condition.Message) > maxStatusMessage {
+		t.Errorf("message of %d bytes, want at most %d", len(got.Condition.Message), maxStatusMessage)
+	}
+}

@@ -324,6 +324,7 @@ func (r *ValidatingPolicyReconciler) report(ctx context.Context, policy client.O
 			FallbackEnforced: r.Sink.Enforcing(),
 			KyvernoRunning:   running,
 			TypeWarnings:     warnings,
+			Warnings:         plan.Warnings,
 			PolicyModel:      true,
 		})
 		previous := meta.FindStatusCondition(statusOf(current).ConditionStatus.Conditions, ConditionType)

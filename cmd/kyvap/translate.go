@@ -241,7 +241,34 @@ func translateAll(set manifest.Set, opts translate.Options) ([]translate.Plan, e
 	for i := range set.NamespacedValidatingPolicies {
 		plans = append(plans, modelPlan(model.FromNamespacedValidatingPolicy(&set.NamespacedValidatingPolicies[i], set.CELExceptions, now), resolver, opts))
 	}
-	return plans, nil
+	return append(plans, unmatchedExceptions(set)...), nil
+}
+
+// unmatchedExceptions are warnings, one plan per policies.kyverno.io
+// PolicyException, for the policyRefs that name no policy of the input:
+// such a reference exempts nothing (as in Kyverno, where it may name a
+// policy of the cluster the input does not hold).
+func unmatchedExceptions(set manifest.Set) []translate.Plan {
+	known := map[string]bool{}
+	for _, p := range set.ValidatingPolicies {
+		known[string(model.KindValidatingPolicy)+"/"+p.Name] = true
+	}
+	for _, p := range set.NamespacedValidatingPolicies {
+		known[string(model.KindNamespacedValidatingPolicy)+"/"+p.Name] = true
+	}
+	var out []translate.Plan
+	for _, ex := range set.CELExceptions {
+		plan := translate.Plan{Policy: "PolicyException/" + ex.Namespace + "/" + ex.Name}
+		for _, ref := range ex.Spec.PolicyRefs {
+			if !known[ref.Kind+"/"+ref.Name] {
+				plan.Warnings = append(plan.Warnings, fmt.Sprintf("policyRefs names %s %q, which is not among the input policies: it exempts nothing here", ref.Kind, ref.Name))
+			}
+		}
+		if len(plan.Warnings) > 0 {
+			out = append(out, plan)
+		}
+	}
+	return out
 }
 
 // modelPlan translates a policy of the policy model; its plan is named

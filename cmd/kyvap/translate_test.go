@@ -657,3 +657,28 @@ spec:
 		t.Error("a library call reached the output")
 	}
 }
+
+// TestTranslateWarnsAboutExceptionsNamingNoInputPolicy: a policies.kyverno.io
+// PolicyException whose policyRefs name no policy of the input exempts
+// nothing; kyvap translate says so, and exits 0.
+func TestTranslateWarnsAboutExceptionsNamingNoInputPolicy(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"policy.yaml": "apiVersion: policies.kyverno.io/v1\nkind: ValidatingPolicy\nmetadata: {name: present}\nspec:\n  matchConstraints:\n    resourceRules: [{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]\n  validations: [{expression: 'true'}]\n",
+		"exceptions.yaml": "apiVersion: policies.kyverno.io/v1\nkind: PolicyException\nmetadata: {name: mixed, namespace: default}\nspec:\n  policyRefs: [{name: present, kind: ValidatingPolicy}, {name: absent, kind: ValidatingPolicy}, {name: present, kind: NamespacedValidatingPolicy}]\n  matchConditions: [{name: a, expression: 'true'}]\n",
+	})
+	res := runCLI("", "translate", "-f", filepath.Join(dir, "policy.yaml"), "-f", filepath.Join(dir, "exceptions.yaml"))
+	if res.code != 0 {
+		t.Fatalf("exit code %d: %s", res.code, res.stderr)
+	}
+	for _, want := range []string{
+		`PolicyException/default/mixed: warning: policyRefs names ValidatingPolicy "absent", which is not among the input policies: it exempts nothing here`,
+		`PolicyException/default/mixed: warning: policyRefs names NamespacedValidatingPolicy "present", which is not among the input policies`,
+	} {
+		if !strings.Contains(res.stderr, want) {
+			t.Errorf("stderr %q lacks %q", res.stderr, want)
+		}
+	}
+	if strings.Contains(res.stderr, `names ValidatingPolicy "present"`) {
+		t.Errorf("a reference to an input policy was reported: %s", res.stderr)
+	}
+}
