@@ -14,11 +14,11 @@ import (
 var (
 	policiesByOutcome = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "kyvap_policies",
-		Help: "ClusterPolicies by the reason of their kyvap.io/Enforced condition.",
+		Help: "Policies (ClusterPolicies, namespaced Policies, ValidatingPolicies, NamespacedValidatingPolicies) by the reason of their kyvap.io/Enforced condition.",
 	}, []string{"outcome"})
 	rulesByVerdict = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "kyvap_rules",
-		Help: "Rules of all ClusterPolicies by translation verdict and reason.",
+		Help: "Rules of all policies by translation verdict and reason (a ValidatingPolicy and each of its pod-controller variants count as a rule).",
 	}, []string{"verdict", "reason"})
 	driftReverts = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kyvap_drift_reverts_total",

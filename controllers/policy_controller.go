@@ -46,6 +46,7 @@ type NamespacedPolicyReconciler struct {
 	Config    func() *kyverno.Config
 
 	requeue chan event.GenericEvent
+	gauges  *policyGauges
 }
 
 // Reconcile gathers the policy and its exceptions, translates them, hands
@@ -56,6 +57,7 @@ func (r *NamespacedPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if err := r.Get(ctx, req.NamespacedName, policy); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Fallback.SetFallbackRules(key, nil)
+			r.gauges.forget("Policy/" + key)
 			outcomes := deleteGeneratedOf(ctx, r.Client, model.KindPolicy, req.NamespacedName, func(obj client.Object, _ string) bool {
 				return generatedFrom(obj, model.KindPolicy, req.NamespacedName)
 			}, nil)
@@ -78,9 +80,11 @@ func (r *NamespacedPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	rules, holding := handOver(ctx, r.Client, r.Fallback, key, &plan, next)
 	r.Fallback.SetFallbackRules(key, rules)
 	outcomes := r.apply(ctx, policy, &plan, webhookRuleNames(next))
-	if err := r.report(ctx, policy, &plan, outcomes); err != nil {
+	reason, err := r.report(ctx, policy, &plan, outcomes)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
+	r.gauges.set("Policy/"+key, reason, &plan)
 	if err := outcomeError(outcomes); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -128,12 +132,12 @@ func (o namespacedPolicyOwner) converged() bool {
 // scan namespaced Policies in the background: generated (which makes a
 // running Kyverno skip the policy, its background scans included) stays
 // false for a policy with background scans on.
-func (r *NamespacedPolicyReconciler) report(ctx context.Context, policy *kyvernov1.Policy, plan *translate.Plan, outcomes []objectOutcome) error {
+func (r *NamespacedPolicyReconciler) report(ctx context.Context, policy *kyvernov1.Policy, plan *translate.Plan, outcomes []objectOutcome) (reason string, err error) {
 	warnings, err := generatedTypeWarnings(ctx, r.Client, plan)
 	if err != nil {
-		return err
+		return "", err
 	}
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		current := &kyvernov1.Policy{}
 		if err := r.Get(ctx, client.ObjectKeyFromObject(policy), current); err != nil {
 			return err
@@ -147,6 +151,7 @@ func (r *NamespacedPolicyReconciler) report(ctx context.Context, policy *kyverno
 			KyvernoRunning:   kyvernoRunning(r.Kyverno),
 			TypeWarnings:     warnings,
 		})
+		reason = status.Condition.Reason
 		if status.VAP.Generated && (current.Spec.Background == nil || *current.Spec.Background) {
 			status.VAP.Generated = false
 			status.VAP.Message = truncate(status.VAP.Message+"; "+policyBackgroundNotice, maxStatusMessage)
@@ -167,6 +172,7 @@ func (r *NamespacedPolicyReconciler) report(ctx context.Context, policy *kyverno
 		}
 		return nil
 	})
+	return reason, err
 }
 
 // policyBackgroundNotice says why a namespaced Policy enforced whole by
@@ -176,6 +182,7 @@ const policyBackgroundNotice = "generated stays false: background scans are on (
 // SetupWithManager registers the controller and its watches.
 func (r *NamespacedPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.requeue = make(chan event.GenericEvent, 1)
+	r.gauges = newPolicyGauges()
 	r.Fallback.OnEnforcingChange(r.requeueAll)
 	ofKind := builder.WithPredicates(predicate.NewPredicateFuncs(func(obj client.Object) bool {
 		return obj.GetLabels()[translate.LabelPolicyKind] == string(model.KindPolicy)

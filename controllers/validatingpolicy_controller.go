@@ -69,6 +69,7 @@ type ValidatingPolicyReconciler struct {
 
 	// requeue re-queues every policy of the kind (requeueAll).
 	requeue chan event.GenericEvent
+	gauges  *policyGauges
 }
 
 // expiryMargin is how long after an exception's expiry its policy is
@@ -81,7 +82,9 @@ func (r *ValidatingPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	policy := r.newPolicy()
 	if err := r.Get(ctx, req.NamespacedName, policy); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.Sink.SetModelRules(model.Source{Kind: r.Kind, Namespace: req.Namespace, Name: req.Name}, nil)
+			gone := model.Source{Kind: r.Kind, Namespace: req.Namespace, Name: req.Name}
+			r.Sink.SetModelRules(gone, nil)
+			r.gauges.forget(gone.String())
 			return ctrl.Result{}, r.deleteOrphans(ctx, req.NamespacedName)
 		}
 		return ctrl.Result{}, err
@@ -104,9 +107,11 @@ func (r *ValidatingPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	rules, holding := handOverModel(ctx, r.Client, r.Sink, lowered.Source, &plan, next)
 	r.Sink.SetModelRules(lowered.Source, rules)
 	outcomes := r.apply(ctx, policy, lowered.Source, &plan, webhookModelRuleIDs(next))
-	if err := r.report(ctx, policy, &plan, outcomes); err != nil {
+	reason, err := r.report(ctx, policy, &plan, outcomes)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
+	r.gauges.set(lowered.Source.String(), reason, &plan)
 	if err := outcomeError(outcomes); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -305,13 +310,13 @@ func deleteGeneratedOf(ctx context.Context, c client.Client, kind model.Kind, ke
 
 // report writes kyvap's part of the status when it changed (a no-op
 // reconcile writes nothing), and emits an Event when the condition changes.
-func (r *ValidatingPolicyReconciler) report(ctx context.Context, policy client.Object, plan *translate.Plan, outcomes []objectOutcome) error {
+func (r *ValidatingPolicyReconciler) report(ctx context.Context, policy client.Object, plan *translate.Plan, outcomes []objectOutcome) (reason string, err error) {
 	warnings, err := generatedTypeWarnings(ctx, r.Client, plan)
 	if err != nil {
-		return err
+		return "", err
 	}
 	running := kyvernoRunning(r.Kyverno)
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		current := r.newPolicy()
 		if err := r.Get(ctx, client.ObjectKeyFromObject(policy), current); err != nil {
 			return err
@@ -327,6 +332,7 @@ func (r *ValidatingPolicyReconciler) report(ctx context.Context, policy client.O
 			Warnings:         plan.Warnings,
 			PolicyModel:      true,
 		})
+		reason = status.Condition.Reason
 		previous := meta.FindStatusCondition(statusOf(current).ConditionStatus.Conditions, ConditionType)
 		updated := current.DeepCopyObject().(client.Object)
 		st := statusOf(updated)
@@ -355,6 +361,7 @@ func (r *ValidatingPolicyReconciler) report(ctx context.Context, policy client.O
 		}
 		return nil
 	})
+	return reason, err
 }
 
 // generatedTypeWarnings reads the type-checking warnings of the plan's VAPs.
@@ -434,6 +441,7 @@ var generatedRewritten = predicate.Funcs{
 // SetupWithManager registers the controller and its watches.
 func (r *ValidatingPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.requeue = make(chan event.GenericEvent, 1)
+	r.gauges = newPolicyGauges()
 	// Whether the webhook serves is part of the status of every policy
 	// with rules for it.
 	r.Sink.OnEnforcingChange(r.requeueAll)

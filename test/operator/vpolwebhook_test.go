@@ -70,6 +70,14 @@ func TestValidatingPolicyLibraryRuleEnforcedByTheWebhook(t *testing.T) {
 		t.Errorf("status.generated = true for a policy kyvap's webhook enforces: a running Kyverno would skip it")
 	}
 	waitForWebhookResources(t, "pods", "deployments", "cronjobs")
+	// The gauges count ValidatingPolicies too: the policy and its two
+	// pod-controller variants are rules on the webhook.
+	if n := controlplane.MetricValue(t, "kyvap_rules", map[string]string{"verdict": "Fallback", "reason": "KyvernoLibrary"}); n < 3 {
+		t.Errorf("kyvap_rules{verdict=Fallback,reason=KyvernoLibrary} = %v, want >= 3", n)
+	}
+	if n := controlplane.MetricValue(t, "kyvap_policies", map[string]string{"outcome": controllers.ReasonFallback}); n < 1 {
+		t.Errorf("kyvap_policies{outcome=%s} = %v, want >= 1", controllers.ReasonFallback, n)
+	}
 
 	want := "Policy hashed-no-latest failed: " + latestMessage
 	cp.WaitForDenial(t, pod(nsA, "latest", "nginx:latest"), want)
