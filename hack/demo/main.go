@@ -1086,7 +1086,31 @@ func (d *demo) showReports(ctx context.Context) error {
 	results, _, _ := unstructured.NestedSlice(report.Object, "results")
 	for _, r := range results {
 		m, _ := r.(map[string]any)
-		d.printf("result: %v/%v %v: %v (category %v, severity %v, source %v)", m["policy"], m["rule"], m["result"], m["message"], m["category"], m["severity"], m["source"])
+		d.printf("result: %s", resultLine(m))
 	}
 	return nil
+}
+
+// resultLine is a PolicyReport result as one line, without the fields it
+// does not have (a ValidatingPolicy's results have no rule name, a pass no
+// message).
+func resultLine(m map[string]any) string {
+	text := fmt.Sprint(m["policy"])
+	if rule, ok := m["rule"].(string); ok && rule != "" {
+		text += "/" + rule
+	}
+	text += " " + fmt.Sprint(m["result"])
+	if msg, ok := m["message"].(string); ok && msg != "" {
+		text += ": " + msg
+	}
+	var about []string
+	for _, k := range []string{"category", "severity", "source"} {
+		if v, ok := m[k].(string); ok && v != "" {
+			about = append(about, k+" "+v)
+		}
+	}
+	if len(about) > 0 {
+		text += " (" + strings.Join(about, ", ") + ")"
+	}
+	return text
 }

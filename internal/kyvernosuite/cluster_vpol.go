@@ -19,8 +19,11 @@ import (
 // requests of its results sent as for a ClusterPolicy. The API server
 // differs from Kyverno's CLI where kyvap test (offline) reproduces the CLI:
 //
-//   - a policy with a rule kyvap does not enforce (Kyverno CEL libraries,
-//     CEL that does not compile, ...) or that is background-only
+//   - a rule that is no VAP but kyvap's webhook enforces (a Kyverno CEL
+//     library kyvap's engine implements) is judged by the webhook's answer,
+//     "Policy <name> failed: ..." (or "error"), as Kyverno words it;
+//   - a policy with a rule kyvap does not enforce (Kyverno CEL libraries
+//     its engine lacks, CEL that does not compile, ...) or that is background-only
 //     (evaluation.admission.enabled: false) has its rows skipped: no VAP
 //     answers for it;
 //   - a policy whose bindings only Audit has its rows skipped: the API
@@ -101,6 +104,9 @@ func vpolClusterSkip(st *vpolState) string {
 		if rr.Verdict == translate.VerdictTranslated {
 			continue
 		}
+		if rr.Verdict == translate.VerdictFallback && rr.Fallback != nil && rr.Fallback.NotEnforced == "" {
+			continue // kyvap's webhook enforces it (judgeVpol reads its words)
+		}
 		if rr.Reason == translate.ReasonAdmissionDisabled {
 			return "background-only policy (evaluation.admission.enabled: false): kyvap deploys no VAP, nothing is enforced at admission, so the API server has no verdict to compare; kyvap test without --cluster evaluates it as Kyverno's CLI does"
 		}
@@ -141,9 +147,17 @@ func (in *Installation) vpolVAPRules(ctx context.Context, st *vpolState) (map[st
 // judgeVpol reads the API server's answer for one expected result of a
 // ValidatingPolicy: a denial or warning naming one of its VAPs is its fail.
 func judgeVpol(a Answer, st *vpolState, cr *clusterRequest, vapRules map[string]string) PathResult {
+	// kyvap's webhook answers for the rules that are no VAPs in Kyverno's
+	// words (webhooks/resource/vpol/handler.go).
+	byWebhook := []string{"Policy " + st.vp.Name() + " failed: ", "Policy " + st.vp.Name() + " error: "}
 	named := func(text string) bool {
 		for _, m := range vapInAnswer.FindAllStringSubmatch(text, -1) {
 			if _, ok := vapRules[m[1]]; ok {
+				return true
+			}
+		}
+		for _, w := range byWebhook {
+			if strings.Contains(text, w) {
 				return true
 			}
 		}
