@@ -13,7 +13,9 @@
 //   - x509: x509.decode;
 //   - gzip: gzip.compress and gzip.decompress;
 //   - time: time.now, time.toCron and time.truncate;
-//   - random: random and random.random.
+//   - random: random and random.random;
+//   - image: image, parseImageReference and isImage (the kyverno.image type
+//     and its member functions).
 //
 // The resource library (resource.Get, resource.List...) reads cluster
 // objects: ResourceEnvOptions declares it over a ResourceReader the caller
@@ -24,8 +26,8 @@
 //
 // Not here: the other libraries that need a cluster, the network or
 // Kyverno's admission context (http, globalContext, imagedata, generator,
-// exceptions), and the image library. Kyverno itself is not imported: its
-// modules are not linked into kyvap's binaries.
+// exceptions). Kyverno itself is not imported: its modules are not linked
+// into kyvap's binaries.
 //
 // Kyverno's base environment also has cel-go extensions the API server's
 // lacks (ext.Math, ext.Encoders, ext.Bindings: a one-argument math.round,
@@ -48,6 +50,7 @@ var libraries = []struct {
 	name string
 	lib  func() cel.Library
 }{
+	{"image", func() cel.Library { return &imageLib{} }},
 	{"user", func() cel.Library { return &userLib{} }},
 	{"hash", func() cel.Library { return &hashLib{} }},
 	{"math", func() cel.Library { return &mathLib{} }},
