@@ -143,7 +143,7 @@ func TestSupported(t *testing.T) {
 		}
 	}
 	// The libraries that need a cluster, the network or Kyverno's context.
-	for _, lib := range []string{"resource", "http", "globalContext", "imagedata", "image", "generator", "exceptions", "", "Hash"} {
+	for _, lib := range []string{"resource", "http", "globalContext", "imagedata", "generator", "exceptions", "", "Hash"} {
 		if Supported(lib) {
 			t.Errorf("Supported(%q) = true", lib)
 		}
