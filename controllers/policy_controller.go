@@ -128,10 +128,9 @@ func (o namespacedPolicyOwner) converged() bool {
 	return c != nil && c.ObservedGeneration == o.policy.Generation && c.Reason == ReasonAllRulesTranslated
 }
 
-// report writes kyvap's status fields when they changed. kyvap does not
-// scan namespaced Policies in the background: generated (which makes a
-// running Kyverno skip the policy, its background scans included) stays
-// false for a policy with background scans on.
+// report writes kyvap's status fields when they changed; generated, as
+// for a ClusterPolicy, when VAPs enforce every rule (kyvap scans the policy
+// in the background, internal/scan).
 func (r *NamespacedPolicyReconciler) report(ctx context.Context, policy *kyvernov1.Policy, plan *translate.Plan, outcomes []objectOutcome) (reason string, err error) {
 	warnings, err := generatedTypeWarnings(ctx, r.Client, plan)
 	if err != nil {
@@ -152,11 +151,6 @@ func (r *NamespacedPolicyReconciler) report(ctx context.Context, policy *kyverno
 			TypeWarnings:     warnings,
 		})
 		reason = status.Condition.Reason
-		if status.VAP.Generated && (current.Spec.Background == nil || *current.Spec.Background) {
-			status.VAP.Generated = false
-			status.VAP.Message = truncate(status.VAP.Message+"; "+policyBackgroundNotice, maxStatusMessage)
-			status.Condition.Message = truncate(status.Condition.Message+"; "+policyBackgroundNotice, maxConditionMessage)
-		}
 		previous := meta.FindStatusCondition(current.Status.Conditions, ConditionType)
 		updated := current.DeepCopy()
 		updated.Status.ValidatingAdmissionPolicy = status.VAP
@@ -174,10 +168,6 @@ func (r *NamespacedPolicyReconciler) report(ctx context.Context, policy *kyverno
 	})
 	return reason, err
 }
-
-// policyBackgroundNotice says why a namespaced Policy enforced whole by
-// VAPs is not marked generated.
-const policyBackgroundNotice = "generated stays false: background scans are on (spec.background) and kyvap does not scan namespaced Policies, so a running Kyverno keeps scanning (and evaluating) this policy"
 
 // SetupWithManager registers the controller and its watches.
 func (r *NamespacedPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -200,19 +201,18 @@ func (a *AdmissionRecorder) write(ctx context.Context, resource reports.Resource
 		}
 		policy, seen := policies[o.Policy]
 		if !seen {
-			policy = &kyvernov1.ClusterPolicy{}
-			if err := a.Client.Get(ctx, types.NamespacedName{Name: o.Policy}, policy); err != nil {
-				if client.IgnoreNotFound(err) != nil {
-					return err
-				}
-				policy = nil // deleted since: nothing to report
+			var err error
+			if policy, err = a.kyvernoPolicy(ctx, o); err != nil {
+				return err
 			}
 			policies[o.Policy] = policy
 		}
 		if policy == nil || Background(policy) {
 			continue
 		}
-		results = append(results, reports.ResultFor(policy, o.Rule, reports.Status(o.Result), o.Message, reports.ProcessAdmission, now))
+		res := reports.ResultFor(policy, o.Rule, reports.Status(o.Result), o.Message, reports.ProcessAdmission, now)
+		res.Policy = o.Policy // namespace/name for a namespaced Policy
+		results = append(results, res)
 	}
 	if len(results) == 0 {
 		return nil
@@ -251,4 +251,22 @@ func (a *AdmissionRecorder) modelPolicy(ctx context.Context, o engine.Outcome) (
 		return nil, nil
 	}
 	return policy, nil
+}
+
+// kyvernoPolicy reads the ClusterPolicy, or the namespaced Policy (as a
+// ClusterPolicy of kind Policy), an outcome is about; nil when it is gone.
+func (a *AdmissionRecorder) kyvernoPolicy(ctx context.Context, o engine.Outcome) (*kyvernov1.ClusterPolicy, error) {
+	if o.Namespace != "" {
+		p := &kyvernov1.Policy{}
+		name := strings.TrimPrefix(o.Policy, o.Namespace+"/")
+		if err := a.Client.Get(ctx, types.NamespacedName{Namespace: o.Namespace, Name: name}, p); err != nil {
+			return nil, client.IgnoreNotFound(err)
+		}
+		return p.AsClusterPolicy(), nil
+	}
+	p := &kyvernov1.ClusterPolicy{}
+	if err := a.Client.Get(ctx, types.NamespacedName{Name: o.Policy}, p); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return p, nil
 }

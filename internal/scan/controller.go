@@ -316,6 +316,27 @@ func (r *Reporter) setup() error {
 	if err := r.setupModel(); err != nil {
 		return err
 	}
+	if _, err := mgr.GetRESTMapper().RESTMapping(schema.GroupKind{Group: "kyverno.io", Kind: "Policy"}, "v1"); err == nil {
+		changed := make(chan event.GenericEvent, 1)
+		r.modelChanged = append(r.modelChanged, changed)
+		err := ctrl.NewControllerManagedBy(mgr).Named("background-scan-namespaced-policies").For(&kyvernov1.Policy{}).
+			WatchesRawSource(source.Channel(changed, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+				var policies kyvernov1.PolicyList
+				if err := r.Client.List(ctx, &policies); err != nil {
+					log.FromContext(ctx).Error(err, "listing Policies to rescan them")
+					return nil
+				}
+				requests := make([]reconcile.Request, 0, len(policies.Items))
+				for i := range policies.Items {
+					requests = append(requests, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: policies.Items[i].Namespace, Name: policies.Items[i].Name}})
+				}
+				return requests
+			}))).
+			Complete(reconcile.Func(r.reconcilePolicy))
+		if err != nil {
+			return err
+		}
+	}
 	return ctrl.NewControllerManagedBy(mgr).Named("background-scan-policies").For(&kyvernov1.ClusterPolicy{}).
 		WatchesRawSource(source.Channel(r.kyvernoChanged, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 			var policies kyvernov1.ClusterPolicyList
@@ -334,17 +355,30 @@ func (r *Reporter) setup() error {
 
 // reconcilePolicy hands the policy's scanned rules to the scanner and
 // rescans the resources of their kinds.
+// A namespaced kyverno.io/v1 Policy (a request with a namespace) is
+// scanned like a ClusterPolicy, confined to its namespace and reported as
+// namespace/name, as Kyverno names it in reports.
 func (r *Reporter) reconcilePolicy(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	key := translate.PolicyKey(req.Namespace, req.Name)
 	policy := &kyvernov1.ClusterPolicy{}
-	err := r.Client.Get(ctx, req.NamespacedName, policy)
+	var err error
+	if req.Namespace != "" {
+		namespaced := &kyvernov1.Policy{}
+		if err = r.Client.Get(ctx, req.NamespacedName, namespaced); err == nil {
+			policy = namespaced.AsClusterPolicy()
+		}
+	} else {
+		err = r.Client.Get(ctx, req.NamespacedName, policy)
+	}
 	var kinds []schema.GroupVersionKind
 	switch {
 	case apierrors.IsNotFound(err):
-		policy.Name = req.Name
-		if r.Scanner.SetPolicy(policy, nil) {
+		gone := &kyvernov1.ClusterPolicy{}
+		gone.Name = key
+		if r.Scanner.SetPolicy(gone, nil) {
 			kinds = r.allWatched()
 		}
-		if err := r.pruneAdmissionResults(ctx, req.Name); err != nil {
+		if err := r.pruneAdmissionResults(ctx, key); err != nil {
 			return reconcile.Result{}, err
 		}
 	case err != nil:
@@ -354,7 +388,10 @@ func (r *Reporter) reconcilePolicy(ctx context.Context, req reconcile.Request) (
 		if err != nil {
 			return reconcile.Result{}, err
 		}
-		changed := r.Scanner.SetPolicy(policy, rules)
+		// The scanner keys policies by the name results carry.
+		scanned := policy.DeepCopy()
+		scanned.Name, scanned.Namespace = key, ""
+		changed := r.Scanner.SetPolicy(scanned, rules)
 		if _, err = r.watch(ctx, rules); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -373,12 +410,12 @@ func (r *Reporter) reconcilePolicy(ctx context.Context, req reconcile.Request) (
 func (r *Reporter) rulesOf(policy *kyvernov1.ClusterPolicy) ([]translate.FallbackRule, error) {
 	opts := r.Options()
 	resolver := r.Resolvers.Resolver()
-	plan, err := translate.Translate(translate.Input{Policy: policy}, resolver, opts)
+	plan, err := translate.Translate(translate.InputFor(policy, nil), resolver, opts)
 	if err != nil {
 		return nil, err
 	}
 	opts.GenerateValidatingAdmissionPolicy = false
-	engineForm, err := translate.Translate(translate.Input{Policy: policy}, resolver, opts)
+	engineForm, err := translate.Translate(translate.InputFor(policy, nil), resolver, opts)
 	if err != nil {
 		return nil, err
 	}

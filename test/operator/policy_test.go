@@ -107,20 +107,28 @@ func TestNamespacedPolicyIsConfinedToItsNamespace(t *testing.T) {
 	}
 }
 
-// TestNamespacedPolicyWithBackgroundIsNotGenerated: kyvap does not scan
-// namespaced Policies, so one with background scans on stays not
-// generated, and its status says why.
-func TestNamespacedPolicyWithBackgroundIsNotGenerated(t *testing.T) {
-	const ns = "pol-background"
-	cp.Namespace(t, ns, nil)
+// TestNamespacedPolicyIsScannedInTheBackground: kyvap scans a namespaced
+// Policy with background scans on, in its namespace only, reporting it as
+// namespace/name; enforced whole by VAPs, it is marked generated.
+func TestNamespacedPolicyIsScannedInTheBackground(t *testing.T) {
+	ctx := context.Background()
+	const ns, other = "pol-background", "pol-background-other"
+	cp.EnsureNamespace(t, ns, nil)
+	cp.EnsureNamespace(t, other, nil)
+	cp.InstallPolicyReportCRDs(t)
+	inside := controlplane.ConfigMap(ns, "existing", map[string]string{"forbidden": "x"})
+	outside := controlplane.ConfigMap(other, "existing", map[string]string{"forbidden": "x"})
+	cp.Create(t, inside)
+	cp.Create(t, outside)
 	cp.StartOperator(t, generateOn)
-	policy := namespacedPolicy(ns, "scanned-by-kyverno", true)
+	policy := namespacedPolicy(ns, "scanned", true)
 	cp.Create(t, policy)
 	got := waitForPolicyCondition(t, policy, controllers.ReasonAllRulesTranslated)
-	if got.Status.ValidatingAdmissionPolicy.Generated {
-		t.Errorf("generated = true: a running Kyverno would skip the policy's background scans")
+	if !got.Status.ValidatingAdmissionPolicy.Generated {
+		t.Errorf("generated = false for a policy enforced whole by VAPs and scanned by kyvap: %s", got.Status.ValidatingAdmissionPolicy.Message)
 	}
-	if c := meta.FindStatusCondition(got.Status.Conditions, controllers.ConditionType); !strings.Contains(c.Message, "background scans are on") {
-		t.Errorf("condition message %q does not say why", c.Message)
+	waitForReported(t, inside, map[string]string{ns + "/scanned": "fail (background scan)"})
+	if results, err := reportedResults(ctx, outside); err != nil || results[ns+"/scanned"] != "" {
+		t.Errorf("the Policy of %s reported on %s: %v (%v)", ns, other, results, err)
 	}
 }
