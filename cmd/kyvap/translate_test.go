@@ -663,7 +663,7 @@ spec:
 // nothing; kyvap translate says so, and exits 0.
 func TestTranslateWarnsAboutExceptionsNamingNoInputPolicy(t *testing.T) {
 	dir := writeFiles(t, map[string]string{
-		"policy.yaml": "apiVersion: policies.kyverno.io/v1\nkind: ValidatingPolicy\nmetadata: {name: present}\nspec:\n  matchConstraints:\n    resourceRules: [{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]\n  validations: [{expression: 'true'}]\n",
+		"policy.yaml":     "apiVersion: policies.kyverno.io/v1\nkind: ValidatingPolicy\nmetadata: {name: present}\nspec:\n  matchConstraints:\n    resourceRules: [{apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]\n  validations: [{expression: 'true'}]\n",
 		"exceptions.yaml": "apiVersion: policies.kyverno.io/v1\nkind: PolicyException\nmetadata: {name: mixed, namespace: default}\nspec:\n  policyRefs: [{name: present, kind: ValidatingPolicy}, {name: absent, kind: ValidatingPolicy}, {name: present, kind: NamespacedValidatingPolicy}]\n  matchConditions: [{name: a, expression: 'true'}]\n",
 	})
 	res := runCLI("", "translate", "-f", filepath.Join(dir, "policy.yaml"), "-f", filepath.Join(dir, "exceptions.yaml"))

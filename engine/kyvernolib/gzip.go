@@ -41,7 +41,7 @@ func gzipDecompress(arg ref.Val) ref.Val {
 	if err != nil {
 		return types.WrapErr(err)
 	}
-	defer r.Close() //nolint:errcheck // a read-only reader: nothing to flush
+	defer r.Close()
 	out, err := io.ReadAll(r)
 	if err != nil {
 		return types.WrapErr(err)

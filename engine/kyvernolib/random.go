@@ -89,7 +89,7 @@ func newRegen(re *syntax.Regexp) (func() string, error) {
 		lit := string(s.Rune)
 		return func() string { return lit }, nil
 	case syntax.OpAnyChar:
-		return func() string { return string(rune(rand.Int32())) }, nil
+		return func() string { return string(rand.Int32()) }, nil
 	case syntax.OpAnyCharNotNL:
 		// goregen's range: every rune from 1 up (most are not valid
 		// runes and come out as U+FFFD), newline not excluded.

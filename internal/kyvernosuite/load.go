@@ -501,7 +501,7 @@ func (s *Suite) readPolicies(path string) error {
 					return err
 				}
 				if p.Name == "" {
-					return errors.New("Policy: metadata.name is required")
+					return errors.New("a Policy needs metadata.name")
 				}
 				as := p.AsClusterPolicy()
 				for _, q := range s.Policies {

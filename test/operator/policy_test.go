@@ -100,7 +100,7 @@ func TestNamespacedPolicyIsConfinedToItsNamespace(t *testing.T) {
 	}
 	err = controlplane.Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
 		_, err := cp.DryRunCreate(ctx, controlplane.ConfigMap(nsA, "bad", map[string]string{"forbidden": "x"}))
-		return err == nil, fmt.Errorf("still denied: %v", err)
+		return err == nil, fmt.Errorf("still denied: %w", err)
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -135,7 +135,7 @@ func TestValidatingPoliciesAreScannedInTheBackground(t *testing.T) {
 	}
 	err := controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
 		got, err := reportedResults(ctx, unlabelled)
-		return err == nil && got["scan-by-vap"] == "" && got["scan-by-webhook"] == "" && got[ns+"/scan-namespaced"] == "", fmt.Errorf("results %v (%v)", got, err)
+		return err == nil && got["scan-by-vap"] == "" && got["scan-by-webhook"] == "" && got[ns+"/scan-namespaced"] == "", fmt.Errorf("results %v (%w)", got, err)
 	})
 	if err != nil {
 		t.Errorf("results of deleted policies stay: %v", err)

@@ -32,7 +32,7 @@ func waitForWebhookResources(t *testing.T, resources ...string) {
 		got := registeredResources(vwc)
 		for _, r := range resources {
 			if !slices.Contains(got, r) {
-				return false, fmt.Errorf("the configuration registers %v (err %v), want %v", got, err, resources)
+				return false, fmt.Errorf("the configuration registers %v (err %w), want %v", got, err, resources)
 			}
 		}
 		return true, nil
