@@ -12,7 +12,8 @@ import (
 // for, checked offline on the corpus's suites.
 func TestVpolClusterSkip(t *testing.T) {
 	want := map[string]string{
-		"vpol-basic/valid-images":                "KyvernoLibrary",
+		"vpol-basic/valid-images":                "", // the image library: kyvap's webhook answers
+		"vpol-lib-resource/secret-ref":           "KyvernoLibrary",
 		"vpol-basic/require-team-label":          "",
 		"vpol-background-only/background-only":   "background-only policy",
 		"vpol-background-only/admission-only":    "",
@@ -25,7 +26,7 @@ func TestVpolClusterSkip(t *testing.T) {
 		"vpol-message-expression/image-registry": "",
 	}
 	seen := map[string]bool{}
-	for _, dir := range []string{"vpol-basic", "vpol-background-only", "vpol-actions", "nvpol", "vpol-autogen", "vpol-exceptions", "vpol-message-expression"} {
+	for _, dir := range []string{"vpol-basic", "vpol-background-only", "vpol-actions", "nvpol", "vpol-autogen", "vpol-exceptions", "vpol-message-expression", "vpol-lib-resource"} {
 		suites, err := Load("../../test/conformance/" + dir)
 		if err != nil {
 			t.Fatal(err)

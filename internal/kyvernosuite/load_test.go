@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/internal/manifest"
 )
 
@@ -311,8 +312,18 @@ spec: {}
 		t.Fatal(err)
 	}
 	got := suites[0].Ignored
-	if len(got) != 2 || got[0].Name != "team-a/local" || got[1].Kind != "ValidatingAdmissionPolicy" {
+	if len(got) != 1 || got[0].Kind != "ValidatingAdmissionPolicy" {
 		t.Errorf("ignored = %+v", got)
+	}
+	// A namespaced Policy is read, carried as a ClusterPolicy of kind Policy.
+	var local *kyvernov1.ClusterPolicy
+	for i := range suites[0].Policies {
+		if suites[0].Policies[i].Name == "local" {
+			local = &suites[0].Policies[i]
+		}
+	}
+	if local == nil || local.Kind != "Policy" || local.Namespace != "team-a" {
+		t.Errorf("the namespaced Policy was not loaded: %+v", suites[0].Policies)
 	}
 }
 

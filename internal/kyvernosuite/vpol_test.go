@@ -193,8 +193,9 @@ func TestValidatingPolicies(t *testing.T) {
 		if string(row.VAP.Result) != w.vap || row.Status != w.status || !strings.Contains(row.Reason, w.reason) {
 			t.Errorf("row %q: VAP %s, status %s, reason %q; want %s, %s, %q", w.key, row.VAP.Result, row.Status, row.Reason, w.vap, w.status, w.reason)
 		}
-		if row.Status != StatusSkipped && row.Engine.Result != NotApplicable && row.Engine.Result != None {
-			t.Errorf("row %q: engine %s, want n/a", w.key, row.Engine.Result)
+		// The engine evaluates every rule the VAP path does: same result.
+		if row.Status != StatusSkipped && row.VAP.Result != NotApplicable && row.Engine.Result != row.VAP.Result {
+			t.Errorf("row %q: engine %s, want the VAP path's %s", w.key, row.Engine.Result, row.VAP.Result)
 		}
 	}
 	if len(report.Rules) == 0 || report.Rules[0].Policy != "ValidatingPolicy/v1-pol" {
@@ -240,23 +241,23 @@ func TestRunValidatingPolicyCases(t *testing.T) {
 		want map[string]string
 	}{
 		{"vpol-basic", map[string]string{
-			"require-team-label  unlabelled":                                "fail fail n/a pass",
-			"require-team-label ignored-for-validating-policies unlabelled": "fail fail n/a pass",
-			"no-privileged  system-privileged":                              "skip skip n/a pass",
+			"require-team-label  unlabelled":                                "fail fail fail pass",
+			"require-team-label ignored-for-validating-policies unlabelled": "fail fail fail pass",
+			"no-privileged  system-privileged":                              "skip skip skip pass",
 		}},
 		{"vpol-autogen", map[string]string{
-			"run-as-non-root autogen-defaults deploy-bad": "fail fail n/a pass",
-			"run-as-non-root autogen-defaults job-bad":    "fail fail n/a pass",
-			"run-as-non-root autogen-cronjobs cron-bad":   "fail fail n/a pass",
+			"run-as-non-root autogen-defaults deploy-bad": "fail fail fail pass",
+			"run-as-non-root autogen-defaults job-bad":    "fail fail fail pass",
+			"run-as-non-root autogen-cronjobs cron-bad":   "fail fail fail pass",
 		}},
 		{"vpol-exceptions", map[string]string{
-			"disallow-latest  exempt":  "skip skip n/a pass",
-			"disallow-latest  ignored": "skip skip n/a pass",
-			"disallow-latest  latest":  "fail fail n/a pass",
+			"disallow-latest  exempt":  "skip skip skip pass",
+			"disallow-latest  ignored": "skip skip skip pass",
+			"disallow-latest  latest":  "fail fail fail pass",
 		}},
 		{"vpol-background-only", map[string]string{
-			"background-only  node-port":    "fail fail n/a pass",
-			"admission-only  load-balancer": "fail fail n/a pass",
+			"background-only  node-port":    "fail fail fail pass",
+			"admission-only  load-balancer": "fail fail fail pass",
 		}},
 	}
 	for _, tt := range tests {
@@ -278,11 +279,44 @@ func TestRunValidatingPolicyCases(t *testing.T) {
 			}
 		})
 	}
-	// The CEL library rule is skipped with its reason, never passed.
+	// A rule using a Kyverno CEL library is no VAP: the engine alone
+	// evaluates it (n/a on the VAP path), one whose library kyvap lacks is
+	// skipped with its reason, never passed.
 	report := runDir(t, filepath.Join(corpus, "vpol-basic"))
 	for _, row := range report.Rows {
-		if row.Policy == "valid-images" && (row.Status != StatusSkipped || !strings.Contains(row.Reason, "KyvernoLibrary")) {
-			t.Errorf("valid-images on %s: %s (%s)", row.Resource, row.Status, row.Reason)
+		if row.Policy == "valid-images" && (row.Status != StatusPass || row.VAP.Result != NotApplicable || row.Engine.Match == nil || !*row.Engine.Match) {
+			t.Errorf("valid-images on %s: %s, VAP %s, engine %s (%s)", row.Resource, row.Status, row.VAP.Result, row.Engine.Result, row.Reason)
+		}
+	}
+	dir := writeFiles(t, map[string]string{
+		"kyverno-test.yaml": `apiVersion: cli.kyverno.io/v1alpha1
+kind: Test
+metadata: {name: network}
+policies: [policy.yaml]
+resources: [resources.yaml]
+results:
+- {policy: remote, isValidatingPolicy: true, kind: Pod, resources: [good], result: pass}
+`,
+		"policy.yaml": `apiVersion: policies.kyverno.io/v1
+kind: ValidatingPolicy
+metadata: {name: remote}
+spec:
+  autogen: {podControllers: {controllers: []}}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
+  validations:
+  - expression: "http.Get('https://example.com').ok == true"
+`,
+		"resources.yaml": vpolResources,
+	})
+	rows := runDir(t, dir).Rows
+	if len(rows) == 0 {
+		t.Error("no row for the http library policy")
+	}
+	for _, row := range rows {
+		if row.Status != StatusSkipped || !strings.Contains(row.Reason, "KyvernoLibrary") || !strings.Contains(row.Reason, "http") {
+			t.Errorf("http library on %s: %s (%s)", row.Resource, row.Status, row.Reason)
 		}
 	}
 }
