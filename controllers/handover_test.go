@@ -1,12 +1,14 @@
 package controllers
 
 import (
+	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
 )
 
@@ -87,5 +89,67 @@ func TestHoldStale(t *testing.T) {
 	}
 	if holdStale(vap, "p", map[string]bool{}, coverage{}) {
 		t.Error("a rule that is not moving to the webhook does not keep its VAP")
+	}
+}
+
+// TestHeldModelRules: the rules of a policy-model policy moving from the
+// webhook to VAPs stay in the engine until their VAP and binding exist.
+func TestHeldModelRules(t *testing.T) {
+	has := func(objects ...string) func(kind, name string) bool {
+		return func(kind, name string) bool {
+			for _, o := range objects {
+				if o == kind+"/"+name {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	policy, variant := model.Rule{ID: model.RuleIDPolicy}, model.Rule{ID: "autogen-defaults"}
+	plan := planWith(map[string]string{model.RuleIDPolicy: "v", "autogen-defaults": "va"})
+	for _, tt := range []struct {
+		name     string
+		previous []model.Rule
+		next     []model.Rule
+		present  func(kind, name string) bool
+		want     []string
+	}{
+		{"nothing in place: both held", []model.Rule{policy, variant}, nil, has(), []string{model.RuleIDPolicy, "autogen-defaults"}},
+		{"one in place", []model.Rule{policy, variant}, nil, has(kindVAP+"/v", kindBinding+"/v-0"), []string{"autogen-defaults"}},
+		{"a VAP without its binding", []model.Rule{policy}, nil, has(kindVAP + "/v"), []string{model.RuleIDPolicy}},
+		{"all in place", []model.Rule{policy, variant}, nil, has(kindVAP+"/v", kindBinding+"/v-0", kindVAP+"/va", kindBinding+"/va-0"), nil},
+		{"still the webhook's", []model.Rule{policy}, []model.Rule{policy}, has(), nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, r := range heldModelRules(tt.previous, tt.next, plan, tt.present) {
+				got = append(got, r.ID)
+			}
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("held %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestWebhookModelRules: the webhook takes the rules the plan leaves to it
+// that the engine can evaluate, none when Kyverno runs.
+func TestWebhookModelRules(t *testing.T) {
+	p := &model.Policy{Rules: []model.Rule{{ID: "a"}, {ID: "b"}, {ID: "c"}, {ID: "d"}}}
+	plan := &translate.Plan{Rules: []translate.RuleResult{
+		{Rule: "a", Verdict: translate.VerdictTranslated},
+		{Rule: "b", Verdict: translate.VerdictFallback, Fallback: &translate.FallbackRule{}},
+		{Rule: "c", Verdict: translate.VerdictFallback, Fallback: &translate.FallbackRule{NotEnforced: "network library"}},
+		{Rule: "d", Verdict: translate.VerdictInvalid},
+	}}
+	var got []string
+	for _, r := range webhookModelRules(p, plan, false) {
+		got = append(got, r.ID)
+	}
+	if strings.Join(got, ",") != "b" {
+		t.Errorf("webhook rules %v, want [b]", got)
+	}
+	if rules := webhookModelRules(p, plan, true); len(rules) != 0 {
+		t.Errorf("with Kyverno running the webhook takes %v, want none", rules)
 	}
 }
