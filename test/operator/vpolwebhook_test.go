@@ -158,3 +158,41 @@ func TestResourceLibraryReadsWithTheFlag(t *testing.T) {
 	cp.WaitForDenial(t, controlplane.ConfigMap(ns, "dangling", map[string]string{"secret": "absent"}), "Policy secret-must-exist failed: the referenced Secret must exist")
 	cp.MustAdmit(t, controlplane.ConfigMap(ns, "pointing", map[string]string{"secret": "present"}))
 }
+
+// TestKyvernoRunningTakesTheValidatingPolicyWebhookRules: with Kyverno's
+// admission controller detected, the rules of a ValidatingPolicy that
+// kyvap's webhook enforced are left to Kyverno (the policy is not marked
+// generated, so Kyverno enforces it whole), and kyvap's webhook lets them go.
+func TestKyvernoRunningTakesTheValidatingPolicyWebhookRules(t *testing.T) {
+	const ns = "vpol-kyverno-running"
+	cp.Namespace(t, ns, nil)
+	cp.StartWebhookOperator(t, generateOn, controlplane.FreePort(t))
+	policy := validatingPolicy("hashed-left-to-kyverno", noLatestSpec(hashedNoLatest, ns))
+	cp.Create(t, policy)
+	waitForCondition := func(want string) {
+		t.Helper()
+		err := controlplane.Eventually(context.Background(), time.Minute, func(ctx context.Context) (bool, error) {
+			got, cond := waitForVPolCondition(t, policy, controllers.ReasonFallback)
+			return strings.Contains(cond.Message, want) && !vpolStatus(got).Generated, fmt.Errorf("condition message %q", cond.Message)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitForCondition("enforced by kyvap's webhook")
+	waitForWebhookResources(t, "pods")
+	cp.WaitForDenial(t, pod(ns, "latest", "nginx:latest"), "Policy hashed-left-to-kyverno failed")
+
+	kyverno := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{
+		Name: "kyverno-resource-validating-webhook-cfg", Labels: map[string]string{"webhook.kyverno.io/managed-by": "kyverno"},
+	}}
+	cp.Create(t, kyverno)
+	waitForCondition("left to Kyverno, whose admission controller runs in this cluster")
+	err := controlplane.Eventually(context.Background(), time.Minute, func(ctx context.Context) (bool, error) {
+		vwc, err := cp.WebhookConfiguration(ctx)
+		return slices.Index(registeredResources(vwc), "pods") < 0, fmt.Errorf("kyvap's webhook still registers %v (%w)", registeredResources(vwc), err)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
