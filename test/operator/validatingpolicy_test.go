@@ -465,3 +465,29 @@ func TestValidatingPoliciesStartWhenTheirCRDsAppear(t *testing.T) {
 	waitForVPolCondition(t, policy, controllers.ReasonAllRulesTranslated)
 	cp.WaitForDenial(t, pod(ns, "latest", "nginx:latest"), latestMessage)
 }
+
+// TestValidatingPolicyWithThousandsOfValidations: a policy with 3,000
+// validations becomes one VAP the API server accepts and enforces (the
+// last validation included); its status stays bounded.
+func TestValidatingPolicyWithThousandsOfValidations(t *testing.T) {
+	const ns = "vpol-many-validations"
+	cp.Namespace(t, ns, nil)
+	cp.StartOperator(t, generateOn)
+	spec := configMapPolicySpec("true", ns)
+	spec.ValidationAction = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}
+	spec.Validations = nil
+	for i := range 3000 {
+		spec.Validations = append(spec.Validations, admissionregistrationv1.Validation{
+			Expression: fmt.Sprintf("object.metadata.name != 'n%d'", i),
+			Message:    fmt.Sprintf("not n%d", i),
+		})
+	}
+	policy := validatingPolicy("many-validations", spec)
+	cp.Create(t, policy)
+	_, cond := waitForVPolCondition(t, policy, controllers.ReasonAllRulesTranslated)
+	if len(cond.Message) > 4096 {
+		t.Errorf("condition message of %d bytes", len(cond.Message))
+	}
+	cp.WaitForDenial(t, controlplane.ConfigMap(ns, "n2999", nil), "not n2999")
+	cp.MustAdmit(t, controlplane.ConfigMap(ns, "n3000", nil))
+}
