@@ -215,6 +215,7 @@ func withExceptions(env celeval.Environment, r *model.Rule, partial []int, mask 
 	out.Extensions = append(slices.Clone(env.Extensions), cel.Lib(exceptionsLib(allowed)))
 	key, _ := json.Marshal(allowed)
 	out.ExtensionsKey = env.ExtensionsKey + "|exceptions:" + string(key)
+	out.Uncached = true // the key carries the exceptions' values
 	return out
 }
 

@@ -63,6 +63,10 @@ type Environment struct {
 	// Environments with the same key must have the same Extensions.
 	Extensions    []cel.EnvOption
 	ExtensionsKey string
+	// Uncached environments are built for the program alone and not kept:
+	// for extensions whose key varies with data (the `exceptions` values
+	// of a rule), which a long-running process would otherwise accumulate.
+	Uncached bool
 }
 
 func (e Environment) compiler() (*plugincel.CompositedCompiler, environment.Type, error) {
@@ -79,7 +83,7 @@ func (e Environment) compiler() (*plugincel.CompositedCompiler, environment.Type
 	}
 	key += "|" + e.ExtensionsKey
 	set, ok := kyvernoEnvSets.Load(key)
-	if !ok {
+	if !ok || e.Uncached {
 		base := baseEnv()
 		compat := environment.DefaultCompatibilityVersion()
 		if e.Version != nil {
@@ -93,7 +97,11 @@ func (e Environment) compiler() (*plugincel.CompositedCompiler, environment.Type
 			}
 			base = extended
 		}
-		set, _ = kyvernoEnvSets.LoadOrStore(key, base)
+		if e.Uncached {
+			set = base
+		} else {
+			set, _ = kyvernoEnvSets.LoadOrStore(key, base)
+		}
 	}
 	c, err := plugincel.NewCompositedCompiler(set.(*environment.EnvSet))
 	return c, mode, err
