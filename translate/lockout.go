@@ -8,6 +8,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/model"
 )
 
 // kyvap's webhook fails closed by default. Whatever a cluster needs to keep
@@ -74,6 +75,21 @@ func webhookProtectedCovered(resolver KindResolver, rules []kyvernov1.Rule) []st
 	if err != nil {
 		return nil // the webhook configuration reports the resolver's error
 	}
+	return protectedIn(registered)
+}
+
+// modelWebhookProtectedCovered is webhookProtectedCovered for a rule of the
+// policy model, whose resource rules are what the webhook registers.
+func modelWebhookProtectedCovered(rule *model.Rule) []string {
+	registered := make([]admissionregistrationv1.RuleWithOperations, 0, len(rule.MatchConstraints.ResourceRules))
+	for _, nr := range rule.MatchConstraints.ResourceRules {
+		registered = append(registered, nr.RuleWithOperations)
+	}
+	return protectedIn(registered)
+}
+
+// protectedIn lists the protected resources the registered rules name.
+func protectedIn(registered []admissionregistrationv1.RuleWithOperations) []string {
 	var out []string
 	for _, p := range webhookProtectedResources {
 		for _, r := range registered {

@@ -161,7 +161,7 @@ var readsOutside = map[string]bool{"resource": true, "http": true, "globalContex
 // why not, otherwise).
 func (t *translation) toWebhook(rule *model.Rule, reason Reason, message string) RuleResult {
 	return RuleResult{Rule: rule.ID, Verdict: VerdictFallback, Reason: reason, Message: message,
-		Fallback: &FallbackRule{Reason: reason, Message: message, NotEnforced: ModelRuleNotEnforcedWith(rule, t.opts.Engine)}}
+		Fallback: &FallbackRule{Reason: reason, Message: message, NotEnforced: ModelRuleNotEnforcedWith(rule, t.opts.Engine), WebhookExempt: modelWebhookProtectedCovered(rule)}}
 }
 
 func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule) RuleResult {
