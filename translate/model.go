@@ -90,6 +90,42 @@ func TranslatePolicy(p model.Policy, resolver KindResolver, opts Options) Plan {
 	return plan
 }
 
+// libraryUsers says which parts of a rule call Kyverno's libraries, per
+// validation: " (validations[1]: hash; variables.x: resource)", or "" when
+// there is one part only. At most maxLibraryUsers parts are named.
+func libraryUsers(r *model.Rule) string {
+	var parts []string
+	add := func(name string, expressions ...string) {
+		if libs := model.KyvernoLibraries(expressions...); len(libs) > 0 {
+			parts = append(parts, name+": "+strings.Join(libs, ", "))
+		}
+	}
+	for _, mc := range r.MatchConditions {
+		add("matchConditions."+mc.Name, mc.Expression)
+	}
+	for _, v := range r.Variables {
+		add("variables."+v.Name, v.Expression)
+	}
+	for i, v := range r.Validations {
+		add(fmt.Sprintf("validations[%d]", i), v.Expression, v.MessageExpression)
+	}
+	for _, a := range r.AuditAnnotations {
+		add("auditAnnotations."+a.Key, a.ValueExpression)
+	}
+	if len(parts) <= 1 && len(r.Validations) <= 1 {
+		return ""
+	}
+	more := ""
+	if len(parts) > maxLibraryUsers {
+		more = fmt.Sprintf(" and %d more", len(parts)-maxLibraryUsers)
+		parts = parts[:maxLibraryUsers]
+	}
+	return " (" + strings.Join(parts, "; ") + more + ")"
+}
+
+// maxLibraryUsers bounds the parts libraryUsers names.
+const maxLibraryUsers = 5
+
 // ModelRuleNotEnforced says why kyvap's fallback engine cannot evaluate a
 // rule of the policy model, or "" when it can. It is the one answer the
 // translator (which hands the rule to the webhook or says it is not
@@ -177,7 +213,7 @@ func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule)
 	case rule.Unsupported != "":
 		return t.toWebhook(rule, ReasonAutogenExtraction, rule.Unsupported)
 	case len(rule.Libraries) > 0:
-		return t.toWebhook(rule, ReasonKyvernoLibrary, fmt.Sprintf("uses Kyverno's CEL %s %s, which the API server does not have", plural(len(rule.Libraries), "library", "libraries"), strings.Join(rule.Libraries, ", ")))
+		return t.toWebhook(rule, ReasonKyvernoLibrary, fmt.Sprintf("uses Kyverno's CEL %s %s, which the API server does not have%s", plural(len(rule.Libraries), "library", "libraries"), strings.Join(rule.Libraries, ", "), libraryUsers(rule)))
 	case !t.opts.GenerateValidatingAdmissionPolicy:
 		return t.toWebhook(rule, ReasonGenerationDisabled, "ValidatingAdmissionPolicy generation is disabled")
 	}
