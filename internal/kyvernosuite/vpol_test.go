@@ -2,6 +2,7 @@ package kyvernosuite
 
 import (
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -206,32 +207,32 @@ func TestValidatingPolicies(t *testing.T) {
 // A Pod policy without autogen has plain matchConstraints only: Kyverno's
 // CLI reports a resource it does not match as not found, a failure.
 func TestValidatingPolicyNotFound(t *testing.T) {
-	dir := writeFiles(t, map[string]string{
-		"kyverno-test.yaml": `apiVersion: cli.kyverno.io/v1alpha1
-kind: Test
-metadata: {name: not-found}
-policies: [policy.yaml]
-resources: [resources.yaml]
-results:
-- {policy: pods, isValidatingPolicy: true, kind: ConfigMap, resources: [cm], result: skip}
-`,
+	dir := podPolicyDir(t, "pods", "{policy: pods, isValidatingPolicy: true, kind: ConfigMap, resources: [cm], result: skip}", "true")
+	report := runDir(t, dir)
+	if len(report.Rows) != 1 || report.Rows[0].Status != StatusFail || !strings.Contains(report.Rows[0].Reason, "not found") {
+		t.Errorf("rows = %+v", report.Rows)
+	}
+}
+
+// podPolicyDir writes a test of one result against a ValidatingPolicy on
+// Pod CREATE (no pod-controller variants) with one validation.
+func podPolicyDir(t *testing.T, name, result, expression string) string {
+	t.Helper()
+	return writeFiles(t, map[string]string{
+		"kyverno-test.yaml": "apiVersion: cli.kyverno.io/v1alpha1\nkind: Test\nmetadata: {name: " + name + "}\npolicies: [policy.yaml]\nresources: [resources.yaml]\nresults:\n- " + result + "\n",
 		"policy.yaml": `apiVersion: policies.kyverno.io/v1
 kind: ValidatingPolicy
-metadata: {name: pods}
+metadata: {name: ` + name + `}
 spec:
   autogen: {podControllers: {controllers: []}}
   matchConstraints:
     resourceRules:
     - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
   validations:
-  - expression: "true"
+  - expression: ` + strconv.Quote(expression) + `
 `,
 		"resources.yaml": vpolResources,
 	})
-	report := runDir(t, dir)
-	if len(report.Rows) != 1 || report.Rows[0].Status != StatusFail || !strings.Contains(report.Rows[0].Reason, "not found") {
-		t.Errorf("rows = %+v", report.Rows)
-	}
 }
 
 func TestRunValidatingPolicyCases(t *testing.T) {
@@ -288,28 +289,7 @@ func TestRunValidatingPolicyCases(t *testing.T) {
 			t.Errorf("valid-images on %s: %s, VAP %s, engine %s (%s)", row.Resource, row.Status, row.VAP.Result, row.Engine.Result, row.Reason)
 		}
 	}
-	dir := writeFiles(t, map[string]string{
-		"kyverno-test.yaml": `apiVersion: cli.kyverno.io/v1alpha1
-kind: Test
-metadata: {name: network}
-policies: [policy.yaml]
-resources: [resources.yaml]
-results:
-- {policy: remote, isValidatingPolicy: true, kind: Pod, resources: [good], result: pass}
-`,
-		"policy.yaml": `apiVersion: policies.kyverno.io/v1
-kind: ValidatingPolicy
-metadata: {name: remote}
-spec:
-  autogen: {podControllers: {controllers: []}}
-  matchConstraints:
-    resourceRules:
-    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [pods]}
-  validations:
-  - expression: "http.Get('https://example.com').ok == true"
-`,
-		"resources.yaml": vpolResources,
-	})
+	dir := podPolicyDir(t, "remote", "{policy: remote, isValidatingPolicy: true, kind: Pod, resources: [good], result: pass}", "http.Get('https://example.com').ok == true")
 	rows := runDir(t, dir).Rows
 	if len(rows) == 0 {
 		t.Error("no row for the http library policy")
