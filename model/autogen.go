@@ -112,7 +112,7 @@ func variant(rule *Rule, config string, targets []podController) Rule {
 		a, b := targets[i], targets[j]
 		return a.group+"/"+a.version+"/"+a.resource < b.group+"/"+b.version+"/"+b.resource
 	})
-	v := *rule.deepCopy()
+	v := *rule.DeepCopy()
 	v.ID = "autogen-" + config
 	v.AutogenOf = rule.ID
 	v.Targets = nil
@@ -220,8 +220,8 @@ func identifierByte(c byte) bool {
 	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
 }
 
-// deepCopy copies the rule through JSON-free field copies.
-func (r *Rule) deepCopy() *Rule {
+// DeepCopy returns a copy of the rule sharing no memory with it.
+func (r *Rule) DeepCopy() *Rule {
 	out := *r
 	out.MatchConstraints = *r.MatchConstraints.DeepCopy()
 	out.MatchConditions = copyEach(r.MatchConditions, func(x admissionregistrationv1.MatchCondition) admissionregistrationv1.MatchCondition {
@@ -234,10 +234,26 @@ func (r *Rule) deepCopy() *Rule {
 	})
 	out.Actions = append([]admissionregistrationv1.ValidationAction(nil), r.Actions...)
 	out.Targets = append([]string(nil), r.Targets...)
+	out.Libraries = append([]string(nil), r.Libraries...)
+	out.ParamKind = r.ParamKind.DeepCopy()
+	out.ParamRef = r.ParamRef.DeepCopy()
+	out.Bindings = copyEach(r.Bindings, func(b Binding) Binding {
+		b.Scope = b.Scope.DeepCopy()
+		b.Actions = append([]admissionregistrationv1.ValidationAction(nil), b.Actions...)
+		return b
+	})
+	if r.TimeoutSeconds != nil {
+		timeout := *r.TimeoutSeconds
+		out.TimeoutSeconds = &timeout
+	}
 	out.Exceptions = copyEach(r.Exceptions, func(x Exception) Exception {
 		x.MatchConditions = copyEach(x.MatchConditions, func(m admissionregistrationv1.MatchCondition) admissionregistrationv1.MatchCondition { return m })
 		x.Images = append([]string(nil), x.Images...)
 		x.AllowedValues = append([]string(nil), x.AllowedValues...)
+		if x.ExpiresAt != nil {
+			at := *x.ExpiresAt
+			x.ExpiresAt = &at
+		}
 		return x
 	})
 	return &out

@@ -91,6 +91,17 @@ type Rule struct {
 	AuditAnnotations []admissionregistrationv1.AuditAnnotation
 	FailurePolicy    admissionregistrationv1.FailurePolicyType
 	Actions          []admissionregistrationv1.ValidationAction
+	// Semantics is the Kyverno engine whose verdicts the rule follows.
+	Semantics Semantics
+	// ParamKind and ParamRef are a ClusterPolicy rule's parameters, as in a
+	// ValidatingAdmissionPolicy and its binding (ParamRef's
+	// parameterNotFoundAction set to what Kyverno does).
+	ParamKind *admissionregistrationv1.ParamKind
+	ParamRef  *admissionregistrationv1.ParamRef
+	// Bindings, when set, replace Actions: the regions of the namespace
+	// space, each with the actions Kyverno picks there (a ClusterPolicy
+	// rule's validationFailureActionOverrides split it). Disjoint.
+	Bindings []Binding
 	// TimeoutSeconds is the webhook timeout Kyverno's webhook gives the
 	// policy (spec.webhookConfiguration.timeoutSeconds); nil is Kyverno's
 	// default. kyvap's webhook serves the rule with it when it enforces it.
@@ -125,6 +136,32 @@ type Rule struct {
 	// Unsupported, when set, says why no engine of kyvap can evaluate the
 	// rule (an autogen target found by structural extraction, ...).
 	Unsupported string
+}
+
+// Semantics names the Kyverno engine a rule's verdicts follow; the two
+// differ where a ValidatingAdmissionPolicy leaves a choice (docs/policy-model.md).
+type Semantics string
+
+const (
+	// SemanticsValidatingPolicy is Kyverno's ValidatingPolicy engine
+	// (pkg/cel/policies/vpol): exceptions before matchConditions, the first
+	// failing validation decides, an error denies under Deny whatever the
+	// failurePolicy. The zero value.
+	SemanticsValidatingPolicy Semantics = ""
+	// SemanticsClusterPolicy is Kyverno's ClusterPolicy CEL handler
+	// (pkg/engine/handlers/validation/validate_cel.go), a VAP validator run
+	// after Kyverno's own match/exclude, PolicyExceptions and global
+	// configuration — all of which a lowered rule carries folded into its
+	// match constraints and match conditions.
+	SemanticsClusterPolicy Semantics = "ClusterPolicy"
+)
+
+// Binding is one binding of a rule: where it applies, and with which
+// actions.
+type Binding struct {
+	// Scope narrows the rule (nil: everywhere the rule matches).
+	Scope   *admissionregistrationv1.MatchResources
+	Actions []admissionregistrationv1.ValidationAction
 }
 
 // Exception is a CEL PolicyException as it applies to a rule.

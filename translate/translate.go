@@ -17,6 +17,7 @@ import (
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/internal/kyverno"
+	"github.com/kyvap/kyvap/model"
 )
 
 // maxMatchConditions is the API server's limit on matchConditions.
@@ -30,8 +31,47 @@ var ErrNilPolicy = errors.New("translate: input has no policy")
 // mutates its input and is deterministic. The only error is a nil policy;
 // everything else is reported per rule in the Plan.
 func Translate(in Input, resolver KindResolver, opts Options) (Plan, error) {
+	t, err := newTranslation(in, resolver, opts)
+	if err != nil {
+		return Plan{}, err
+	}
+	return t.run(), nil
+}
+
+// LowerClusterPolicy lowers a ClusterPolicy (or a namespaced Policy, see
+// InputFor) into the policy model: one rule with ClusterPolicy semantics
+// for every rule and pod-controller variant that has the form of a
+// ValidatingAdmissionPolicy, in the policy's order, carrying everything
+// Kyverno's engine applies around the rule's CEL (match and exclude with
+// wildcards, the PolicyExceptions in the input, opts.KyvernoConfig, a
+// namespaced Policy's confinement, preconditions, failure-action
+// overrides as bindings, params). Generation options (opts.
+// GenerateValidatingAdmissionPolicy, RespectGenerateField, the
+// AnnotationGenerate opt-out) do not apply: they choose who enforces a
+// rule, not what it means. The Plan says, for every rule, whether it was
+// lowered and why not; the VAPs it lists are those of the lowered rules.
+func LowerClusterPolicy(in Input, resolver KindResolver, opts Options) (model.Policy, Plan, error) {
+	opts.GenerateValidatingAdmissionPolicy, opts.RespectGenerateField = true, false
+	t, err := newTranslation(in, resolver, opts)
+	if err != nil {
+		return model.Policy{}, Plan{}, err
+	}
+	t.lowering = true
+	plan := t.run()
+	kind := model.KindClusterPolicy
+	if in.Namespace != "" {
+		kind = model.KindPolicy
+	}
+	p := model.Policy{
+		Source: model.Source{Kind: kind, APIVersion: "kyverno.io/v1", Namespace: in.Namespace, Name: in.Policy.Name, UID: in.Policy.UID, Generation: in.Policy.Generation},
+		Rules:  t.lowered,
+	}
+	return p, plan, nil
+}
+
+func newTranslation(in Input, resolver KindResolver, opts Options) (*translation, error) {
 	if in.Policy == nil {
-		return Plan{}, ErrNilPolicy
+		return nil, ErrNilPolicy
 	}
 	t := &translation{
 		policy:    in.Policy.DeepCopy(),
@@ -49,7 +89,7 @@ func Translate(in Input, resolver KindResolver, opts Options) (Plan, error) {
 		}
 		return a.Name < b.Name
 	})
-	return t.run(), nil
+	return t, nil
 }
 
 // translation is the state of one Translate call.
@@ -66,6 +106,11 @@ type translation struct {
 	// ruleNames are the names of the policy's own rules.
 	ruleNames map[string]bool
 	plan      Plan
+	// lowered are the rules emitted into the plan, in order, as rules of
+	// the policy model.
+	lowered []model.Rule
+	// lowering ignores the opt-outs of VAP generation (LowerClusterPolicy).
+	lowering bool
 }
 
 func (t *translation) run() Plan {
@@ -180,7 +225,7 @@ func (t *translation) rule(rule *kyvernov1.Rule) []RuleResult {
 		return one(RuleResult{Rule: rule.Name, Verdict: VerdictNotHandled, Reason: ReasonAdmissionDisabled, Message: "spec.admission is false; the policy does not apply at admission"})
 	case !t.opts.GenerateValidatingAdmissionPolicy:
 		return one(t.fallbackResult(rule, ReasonGenerationDisabled, "ValidatingAdmissionPolicy generation is disabled"))
-	case t.policy.Annotations[AnnotationGenerate] == "false":
+	case t.policy.Annotations[AnnotationGenerate] == "false" && !t.lowering:
 		return one(t.fallbackResult(rule, ReasonGenerateOptOut, "the policy is annotated "+AnnotationGenerate+"=false"))
 	case t.opts.RespectGenerateField && (rule.Validation.CEL.Generate == nil || !*rule.Validation.CEL.Generate):
 		return one(t.fallbackResult(rule, ReasonGenerateOptOut, "validate.cel.generate is not true (Kyverno's opt-in is respected)"))
@@ -194,18 +239,18 @@ func (t *translation) rule(rule *kyvernov1.Rule) []RuleResult {
 		return one(RuleResult{Rule: rule.Name, Verdict: VerdictTranslated, Reason: ReasonEmptyRule, Message: "the rule has no expressions; Kyverno passes every request"})
 	}
 
-	vap, bindings, fl := t.build(rule, vapName(t.key(), rule.Name))
+	lowered, fl := t.lower(rule)
 	if fl != nil {
 		if fl.reason == ReasonCELCompileError {
 			return one(RuleResult{Rule: rule.Name, Verdict: VerdictInvalid, Reason: fl.reason, Message: fl.message})
 		}
 		return one(t.fallbackResult(rule, fl.reason, fl.message))
 	}
-	t.plan.ValidatingAdmissionPolicies = append(t.plan.ValidatingAdmissionPolicies, vap)
-	t.plan.Bindings = append(t.plan.Bindings, bindings...)
-	results := one(RuleResult{Rule: rule.Name, Verdict: VerdictTranslated, ValidatingAdmissionPolicies: []string{vap.Name}})
+	name := vapName(t.key(), rule.Name)
+	t.emit(&lowered, name)
+	results := one(RuleResult{Rule: rule.Name, Verdict: VerdictTranslated, ValidatingAdmissionPolicies: []string{name}})
 	for _, variant := range autogenRules(rule, t.controllers) {
-		results = append(results, t.variant(&variant))
+		results = append(results, t.variant(rule.Name, &variant))
 	}
 	return results
 }
@@ -217,14 +262,14 @@ func (t *translation) rule(rule *kyvernov1.Rule) []RuleResult {
 // pod template. So it is translated as any rule (its own match, exclusions,
 // exceptions naming autogen-<rule>, overrides), into its own VAP, and falls
 // back alone when that fails.
-func (t *translation) variant(variant *kyvernov1.Rule) RuleResult {
+func (t *translation) variant(of string, variant *kyvernov1.Rule) RuleResult {
 	name := vapName(t.key(), variant.Name)
 	if t.ruleNames[variant.Name] {
 		// A rule of the policy has the variant's name (Kyverno narrows that
 		// rule, see shadowedAutogenRule): the VAPs must not collide.
 		name = shadowedVariantName(t.key(), variant.Name)
 	}
-	vap, bindings, fl := t.build(variant, name)
+	lowered, fl := t.lower(variant)
 	if fl != nil {
 		if fl.reason == ReasonCELCompileError {
 			return RuleResult{Rule: variant.Name, Verdict: VerdictInvalid, Reason: fl.reason, Message: fl.message}
@@ -234,30 +279,40 @@ func (t *translation) variant(variant *kyvernov1.Rule) RuleResult {
 			Fallback: t.newFallbackRule([]kyvernov1.Rule{*variant}, fl.reason, fl.message),
 		}
 	}
-	t.plan.ValidatingAdmissionPolicies = append(t.plan.ValidatingAdmissionPolicies, vap)
-	t.plan.Bindings = append(t.plan.Bindings, bindings...)
-	return RuleResult{Rule: variant.Name, Verdict: VerdictTranslated, ValidatingAdmissionPolicies: []string{vap.Name}}
+	lowered.AutogenOf = of
+	lowered.Targets = matchKinds(variant)
+	if t.ruleNames[variant.Name] {
+		lowered.ID = of + "/" + variant.Name // unique: a rule of the policy has the name
+	}
+	t.emit(&lowered, name)
+	return RuleResult{Rule: variant.Name, Verdict: VerdictTranslated, ValidatingAdmissionPolicies: []string{name}}
 }
 
 // one is a rule's results when it has no translated variants.
 func one(r RuleResult) []RuleResult { return []RuleResult{r} }
 
-// build produces the VAP (named name) and bindings of a rule.
-func (t *translation) build(rule *kyvernov1.Rule, name string) (admissionregistrationv1.ValidatingAdmissionPolicy, []admissionregistrationv1.ValidatingAdmissionPolicyBinding, *failure) {
-	var vap admissionregistrationv1.ValidatingAdmissionPolicy
+// lower turns a rule (as written, or an autogen variant) into a rule of the
+// policy model with ClusterPolicy semantics: everything Kyverno's engine
+// does before its CEL handler runs — match and exclude, the
+// PolicyExceptions naming the rule, its global configuration, a namespaced
+// Policy's confinement, preconditions, failure-action overrides — expressed
+// in the fields of a ValidatingAdmissionPolicy and its bindings. A failure
+// says why the rule has no such form.
+func (t *translation) lower(rule *kyvernov1.Rule) (model.Rule, *failure) {
+	var vap model.Rule
 	match, fl := translateMatch(t.resolver, rule.MatchResources)
 	if fl != nil {
-		return vap, nil, fl
+		return vap, fl
 	}
 	if ex := rule.ExcludeResources; ex != nil {
 		filters, conjunctive := filtersOf(*ex)
 		if fl := addExclusions(&match, t.resolver, filters, conjunctive, forRule, conditionExclude); fl != nil {
-			return vap, nil, fl
+			return vap, fl
 		}
 	}
 	for i, ex := range t.exceptionsFor(rule.Name) {
 		if ex.Spec.HasConditions() {
-			return vap, nil, fail(ReasonExceptionNotExpressible, "PolicyException %s/%s has JMESPath conditions", ex.Namespace, ex.Name)
+			return vap, fail(ReasonExceptionNotExpressible, "PolicyException %s/%s has JMESPath conditions", ex.Namespace, ex.Name)
 		}
 		var filters []kyvernov1.ResourceFilter
 		conjunctive := false
@@ -270,14 +325,14 @@ func (t *translation) build(rule *kyvernov1.Rule, name string) (admissionregistr
 			continue // Kyverno: an exception without filters matches nothing
 		}
 		if fl := addExclusions(&match, t.resolver, filters, conjunctive, forException, conditionException+"-"+strconv.Itoa(i)); fl != nil {
-			return vap, nil, fail(ReasonExceptionNotExpressible, "PolicyException %s/%s: %s", ex.Namespace, ex.Name, fl.message)
+			return vap, fail(ReasonExceptionNotExpressible, "PolicyException %s/%s: %s", ex.Namespace, ex.Name, fl.message)
 		}
 	}
 	if fl := kyvernoRuntimeDifferences(t.resolver, rule, match.kinds); fl != nil {
-		return vap, nil, fl
+		return vap, fl
 	}
 	if len(match.constraints.ResourceRules) == 0 {
-		return vap, nil, fail(ReasonMatchNotExpressible, "the match block names only operations a VAP never sees")
+		return vap, fail(ReasonMatchNotExpressible, "the match block names only operations a VAP never sees")
 	}
 
 	// Exact: Kyverno matches a request by its own group/version/kind, never
@@ -308,7 +363,7 @@ func (t *translation) build(rule *kyvernov1.Rule, name string) (admissionregistr
 	spec.FailurePolicy = &failurePolicy
 	global, fl := kyvernoConfigConditions(t.opts.KyvernoConfig, t.resolver, match.kinds)
 	if fl != nil {
-		return vap, nil, fl
+		return vap, fl
 	}
 	generated := map[string]bool{}
 	ours := map[string]bool{}
@@ -327,7 +382,7 @@ func (t *translation) build(rule *kyvernov1.Rule, name string) (admissionregistr
 	preconditions := make([]admissionregistrationv1.MatchCondition, len(rule.CELPreconditions))
 	for i, mc := range rule.CELPreconditions {
 		if generated[mc.Name] {
-			return vap, nil, fail(ReasonVAPFieldInvalid, "celPrecondition name %q collides with a name kyvap generates", mc.Name)
+			return vap, fail(ReasonVAPFieldInvalid, "celPrecondition name %q collides with a name kyvap generates", mc.Name)
 		}
 		preconditions[i] = mc
 		// Kyverno accepts any name (its own tests use "Label should be
@@ -343,28 +398,28 @@ func (t *translation) build(rule *kyvernov1.Rule, name string) (admissionregistr
 		t.plan.Warnings = append(t.plan.Warnings, orValueWarning(fmt.Sprintf("rule %q", rule.Name)))
 	}
 	if len(spec.MatchConditions) > maxMatchConditions {
-		return vap, nil, fail(ReasonMatchNotExpressible, "%d match conditions exceed the API server's limit of %d", len(spec.MatchConditions), maxMatchConditions)
+		return vap, fail(ReasonMatchNotExpressible, "%d match conditions exceed the API server's limit of %d", len(spec.MatchConditions), maxMatchConditions)
 	}
 	if fl := checkFields(&spec); fl != nil {
-		return vap, nil, fl
+		return vap, fl
 	}
 	if fl := t.checkCEL(&spec, ours); fl != nil {
-		return vap, nil, fl
+		return vap, fl
 	}
 	if fl := guardNamespacePredicates(&spec, ours); fl != nil {
-		return vap, nil, fl
+		return vap, fl
 	}
 	if IsGuarded(&spec) {
 		// The user's expressions compiled above; anything failing now is
 		// in what kyvap wrapped around them.
 		if user, generatedProblems := checkVAPExpressions(&spec, t.version, ours); len(user)+len(generatedProblems) > 0 {
-			return vap, nil, fail(ReasonGeneratedCELError, "%s", problemsMessage(append(user, generatedProblems...)))
+			return vap, fail(ReasonGeneratedCELError, "%s", problemsMessage(append(user, generatedProblems...)))
 		}
 	}
 
 	paramRef, fl := paramRefFor(cel)
 	if fl != nil {
-		return vap, nil, fl
+		return vap, fl
 	}
 	mayBeClusterScoped := false
 	for _, k := range match.kinds {
@@ -374,27 +429,61 @@ func (t *translation) build(rule *kyvernov1.Rule, name string) (admissionregistr
 	}
 	pieces, fl := bindingPieces(actionSteps(&t.policy.Spec, rule), mayBeClusterScoped)
 	if fl != nil {
-		return vap, nil, fl
+		return vap, fl
 	}
 
-	vap.TypeMeta = metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"}
-	vap.ObjectMeta = t.objectMeta(name, rule.Name)
-	vap.Spec = spec
-	var bindings []admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	for i, piece := range pieces {
-		b := admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+	lowered := model.Rule{
+		Name:             rule.Name,
+		ID:               rule.Name,
+		Semantics:        model.SemanticsClusterPolicy,
+		MatchConstraints: *spec.MatchConstraints,
+		MatchConditions:  spec.MatchConditions,
+		Variables:        spec.Variables,
+		Validations:      spec.Validations,
+		FailurePolicy:    *spec.FailurePolicy,
+		ParamKind:        spec.ParamKind,
+		ParamRef:         paramRef,
+		Namespace:        t.namespace,
+		Admission:        true,
+		Background:       t.policy.Spec.BackgroundEnabled(),
+		Mode:             model.ModeKubernetes,
+	}
+	for _, piece := range pieces {
+		lowered.Bindings = append(lowered.Bindings, model.Binding{Scope: confine(piece.scope, scope), Actions: validationActions(piece.action)})
+	}
+	return *lowered.DeepCopy(), nil
+}
+
+// emit adds the VAP (named name) and bindings of a lowered ClusterPolicy
+// rule to the plan, and the rule to the lowered policy.
+func (t *translation) emit(r *model.Rule, name string) {
+	vap := admissionregistrationv1.ValidatingAdmissionPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
+		ObjectMeta: t.objectMeta(name, r.Name),
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			ParamKind:        r.ParamKind,
+			MatchConstraints: &r.MatchConstraints,
+			Validations:      r.Validations,
+			Variables:        r.Variables,
+			FailurePolicy:    &r.FailurePolicy,
+			MatchConditions:  r.MatchConditions,
+		},
+	}
+	t.plan.ValidatingAdmissionPolicies = append(t.plan.ValidatingAdmissionPolicies, *vap.DeepCopy())
+	for i, b := range r.Bindings {
+		binding := admissionregistrationv1.ValidatingAdmissionPolicyBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicyBinding"},
-			ObjectMeta: t.objectMeta(name+"-"+strconv.Itoa(i), rule.Name),
+			ObjectMeta: t.objectMeta(name+"-"+strconv.Itoa(i), r.Name),
 			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
 				PolicyName:        name,
-				ParamRef:          paramRef.DeepCopy(),
-				MatchResources:    t.withKyvernoSelectors(confine(piece.scope, scope)),
-				ValidationActions: validationActions(piece.action),
+				ParamRef:          r.ParamRef,
+				MatchResources:    t.withKyvernoSelectors(b.Scope),
+				ValidationActions: b.Actions,
 			},
 		}
-		bindings = append(bindings, b)
+		t.plan.Bindings = append(t.plan.Bindings, *binding.DeepCopy())
 	}
-	return *vap.DeepCopy(), bindings, nil
+	t.lowered = append(t.lowered, *r.DeepCopy())
 }
 
 // confine ANDs a namespaced Policy's namespace selector into a binding's

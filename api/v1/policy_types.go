@@ -141,6 +141,12 @@ func (s *Spec) AdmissionEnabled() bool {
 	return s.Admission == nil || *s.Admission
 }
 
+// BackgroundEnabled reports whether Kyverno scans the policy in the
+// background (spec.background, true unless set to false).
+func (s *Spec) BackgroundEnabled() bool {
+	return s.Background == nil || *s.Background
+}
+
 // Rule is one rule of a policy.
 type Rule struct {
 	Name string `json:"name"`

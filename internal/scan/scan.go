@@ -114,7 +114,7 @@ func (s *Scanner) SetModelPolicy(source model.Source, meta *metav1.ObjectMeta, r
 // Background reports whether Kyverno scans the policy in the background:
 // spec.background, true unless set to false.
 func Background(policy *kyvernov1.ClusterPolicy) bool {
-	return policy.Spec.Background == nil || *policy.Spec.Background
+	return policy.Spec.BackgroundEnabled()
 }
 
 // UserDependent says where a policy with background scans on selects
