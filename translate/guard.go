@@ -92,3 +92,25 @@ func unguarded(expression string) (string, bool) {
 func IsGuarded(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec) bool {
 	return len(spec.Variables) > 0 && spec.Variables[0].Name == GuardVariable
 }
+
+// Unguard undoes guardNamespacePredicates for an engine that evaluates
+// match conditions with namespaceObject (Kyverno's ValidatingPolicy
+// engine): the guard becomes the last match condition, named conditionName,
+// and every validation loses its guard. It reports whether the spec was
+// guarded.
+func Unguard(conditions *[]admissionregistrationv1.MatchCondition, variables *[]admissionregistrationv1.Variable, validations []admissionregistrationv1.Validation, conditionName string) bool {
+	if len(*variables) == 0 || (*variables)[0].Name != GuardVariable {
+		return false
+	}
+	for i := range validations {
+		if inner, ok := unguarded(validations[i].Expression); ok {
+			validations[i].Expression = inner
+		}
+	}
+	*conditions = append(*conditions, admissionregistrationv1.MatchCondition{Name: conditionName, Expression: (*variables)[0].Expression})
+	*variables = (*variables)[1:]
+	if len(*variables) == 0 {
+		*variables = nil
+	}
+	return true
+}

@@ -15,7 +15,8 @@ import (
 // model holds exactly what the VAPs say: each lowered rule is one VAP of
 // the plan with the same fields, and one binding per model binding; that
 // every rule the plan translates is lowered; and that lowering ignores only
-// the opt-outs of generation.
+// the opt-outs of generation and of admission (a background-only rule is
+// lowered with Admission false).
 func TestLowerClusterPolicy(t *testing.T) {
 	lowered := 0
 	for _, c := range loadGoldenCases(t) {
@@ -60,7 +61,7 @@ func TestLowerClusterPolicy(t *testing.T) {
 				if len(vaps[r.Name]) == 0 {
 					t.Fatalf("rule %q has no VAP", r.Name)
 				}
-				if r.Semantics != model.SemanticsClusterPolicy || r.Namespace != c.input.Namespace || !r.Admission || len(r.Bindings) == 0 {
+				if r.Semantics != model.SemanticsClusterPolicy || r.Namespace != c.input.Namespace || r.Admission != c.input.Policy.Spec.AdmissionEnabled() || len(r.Bindings) == 0 {
 					t.Errorf("rule %q: semantics %q, namespace %q, admission %v, %d bindings", r.Name, r.Semantics, r.Namespace, r.Admission, len(r.Bindings))
 				}
 				if len(vaps[r.Name]) == 1 && bindings[r.Name] != len(r.Bindings) {
@@ -83,7 +84,7 @@ func TestLowerClusterPolicy(t *testing.T) {
 			// With generation on and no opt-out, lowering is translation.
 			opts := c.opts
 			opts.GenerateValidatingAdmissionPolicy, opts.RespectGenerateField = true, false
-			if c.input.Policy.Annotations[AnnotationGenerate] != "false" {
+			if c.input.Policy.Annotations[AnnotationGenerate] != "false" && c.input.Policy.Spec.AdmissionEnabled() {
 				translated, _ := Translate(c.input, NewStaticResolver(testCRDs()...), opts)
 				if diff := cmp.Diff(translated, plan); diff != "" {
 					t.Errorf("lowering's plan differs from translation's (-translate +lower):\n%s", diff)

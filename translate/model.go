@@ -56,6 +56,10 @@ const (
 	ReasonKyvernoGeneratesVAP Reason = "KyvernoGeneratesVAP"
 )
 
+// ConditionPolicyNamespace is the match condition that keeps a namespaced
+// policy's VAP to its namespace.
+const ConditionPolicyNamespace = conditionNamespace
+
 // Condition names kyvap adds to policy-model VAPs.
 const (
 	conditionNamespace       = "kyvap-policy-namespace"

@@ -221,7 +221,7 @@ func (t *translation) rule(rule *kyvernov1.Rule) []RuleResult {
 		// Kyverno's policy validation (api/kyverno/v1 ValidateAutogenAnnotation)
 		// refuses the policy: it never enforces any of its rules.
 		return one(RuleResult{Rule: rule.Name, Verdict: VerdictInvalid, Reason: ReasonAutogenAnnotationInvalid, Message: "the annotation " + kyvernov1.AutogenControllersAnnotation + ": all is refused by Kyverno (\"does not support 'all' anymore\"); remove it or list the controllers"})
-	case !t.policy.Spec.AdmissionEnabled():
+	case !t.policy.Spec.AdmissionEnabled() && !t.lowering:
 		return one(RuleResult{Rule: rule.Name, Verdict: VerdictNotHandled, Reason: ReasonAdmissionDisabled, Message: "spec.admission is false; the policy does not apply at admission"})
 	case !t.opts.GenerateValidatingAdmissionPolicy:
 		return one(t.fallbackResult(rule, ReasonGenerationDisabled, "ValidatingAdmissionPolicy generation is disabled"))
@@ -444,7 +444,7 @@ func (t *translation) lower(rule *kyvernov1.Rule) (model.Rule, *failure) {
 		ParamKind:        spec.ParamKind,
 		ParamRef:         paramRef,
 		Namespace:        t.namespace,
-		Admission:        true,
+		Admission:        t.policy.Spec.AdmissionEnabled(),
 		Background:       t.policy.Spec.BackgroundEnabled(),
 		Mode:             model.ModeKubernetes,
 	}

@@ -20,6 +20,8 @@ Commands:
               (kyvap translate -h for its flags)
   test        run Kyverno CLI test suites through the generated VAPs and
               the fallback engine (kyvap test -h for its flags)
+  convert     migrate ClusterPolicies (and their Kyverno CLI tests) to
+              ValidatingPolicies (kyvap convert -h for its flags)
   handback    after uninstalling the operator, hand the policies back to
               Kyverno (kyvap handback -h for its flags)
   version     print the version
@@ -42,6 +44,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runTranslate(args[1:], stdin, stdout, stderr)
 	case "test":
 		return runTest(args[1:], stdout, stderr)
+	case "convert":
+		return runConvert(args[1:], stdin, stdout, stderr)
 	case "handback":
 		return runHandback(args[1:], stdout, stderr)
 	case "version", "--version":

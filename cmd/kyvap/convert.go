@@ -1,0 +1,615 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/convert"
+	"github.com/kyvap/kyvap/internal/kyvernosuite"
+	"github.com/kyvap/kyvap/internal/manifest"
+	"github.com/kyvap/kyvap/translate"
+)
+
+const convertUsage = `Usage:
+  kyvap convert -f FILE|DIR|- [-f ...] [-o DIR] [flags]
+
+Converts Kyverno ClusterPolicies and namespaced Policies (kyverno.io/v1 or
+v2beta1, validate.cel rules) into ValidatingPolicies and
+NamespacedValidatingPolicies (policies.kyverno.io/v1), one per rule, named
+<policy>-<rule>. Each carries what Kyverno's engine does with the rule: match
+and exclude (wildcards, names, namespaces, selectors, operations),
+celPreconditions, validationFailureAction, failurePolicy, variables,
+messages, background and admission, and its pod-controller variants (as
+spec.autogen when Kyverno's ValidatingPolicy autogen gives exactly the same
+variants, otherwise as policies of their own). It is the form kyvap's
+translator proves equal to Kyverno's verdicts; nothing is approximated.
+
+Policies: with -f naming policy files (or directories without a test), the
+converted policies go to stdout as commented YAML ready for
+"kubectl apply -f -", or with -o DIR into DIR, one file per source policy.
+
+Tests: with -f naming a directory that holds Kyverno CLI tests
+(kyverno-test.yaml, searched recursively) and -o DIR, every test is written
+to DIR under its relative directory as a self-contained folder: the
+converted policies (policies.yaml), the test's resources, values, variables
+and user info files, and a kyverno-test.yaml whose results address the
+converted policies (isValidatingPolicy: true; a row of a pod-controller
+variant addresses the policy that evaluates that controller). Run it with
+kyvap test or Kyverno's CLI.
+
+Refused, with the reason, never approximated: rules that are not validate.cel
+(pattern, deny, JMESPath), context entries, JMESPath preconditions, roles and
+clusterRoles, paramKind, validationFailureActionOverrides, spec.applyRules One,
+and kyverno.io PolicyExceptions (write policies.kyverno.io PolicyExceptions by
+hand). Each is listed on stderr and as a "# NOT CONVERTED" comment.
+
+Flags:
+  -f FILE                          input file, directory or "-" (repeatable, required)
+  -o DIR                           output directory (required for tests)
+  --crd FILE                       CustomResourceDefinitions that resolve custom kinds
+  --skip-unconvertible             exit 0 even when something is not converted (it is
+                                   still reported); a test row of an unconverted rule
+                                   is left out of the converted test
+  --cel-compatibility-version V    check expressions at this CEL compatibility version
+
+Exit status:
+  0  everything converted
+  1  something was not converted (see stderr), unless --skip-unconvertible
+  2  unusable input or flags
+`
+
+// convertFlags are the parsed flags of kyvap convert.
+type convertFlags struct {
+	files, crdFiles   pathList
+	out               string
+	skipUnconvertible bool
+	celVersion        string
+}
+
+func parseConvertFlags(args []string) (f convertFlags, help bool, err error) {
+	fs := flag.NewFlagSet("kyvap convert", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Var(&f.files, "f", "")
+	fs.Var(&f.crdFiles, "crd", "")
+	fs.StringVar(&f.out, "o", "", "")
+	fs.BoolVar(&f.skipUnconvertible, "skip-unconvertible", false, "")
+	fs.StringVar(&f.celVersion, "cel-compatibility-version", "", "")
+	if err := fs.Parse(args); err != nil {
+		return f, errors.Is(err, flag.ErrHelp), err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return f, false, fmt.Errorf("unexpected argument %q (inputs are given with -f)", fs.Arg(0))
+	case len(f.files) == 0:
+		return f, false, errors.New("no input: give at least one -f FILE")
+	case countStdin(f.files)+countStdin(f.crdFiles) > 1:
+		return f, false, errors.New(`stdin ("-") can be read only once`)
+	}
+	return f, false, nil
+}
+
+// runConvert is `kyvap convert`; it returns the exit code.
+func runConvert(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	f, help, err := parseConvertFlags(args)
+	if help {
+		fmt.Fprint(stdout, convertUsage)
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "kyvap convert: %v\n\n%s", err, convertUsage)
+		return exitUnusableInput
+	}
+	c := &converter{flags: f, stderr: stderr}
+	var code int
+	if tests := c.findTests(); len(tests) > 0 {
+		code = c.convertTests(tests)
+	} else {
+		code = c.convertPolicies(stdin, stdout)
+	}
+	if code == exitInvalidRule && f.skipUnconvertible {
+		return exitOK
+	}
+	return code
+}
+
+// converter holds one run's flags and what it reports.
+type converter struct {
+	flags  convertFlags
+	stderr io.Writer
+	// unconverted counts what was left behind.
+	unconverted int
+}
+
+// findTests lists the test files under the -f directories.
+func (c *converter) findTests() []string {
+	var files []string
+	for _, path := range c.flags.files {
+		if info, err := os.Stat(path); err != nil || !info.IsDir() {
+			continue
+		}
+		_ = filepath.WalkDir(path, func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && d.Name() == kyvernosuite.DefaultFileName {
+				files = append(files, p)
+			}
+			return nil
+		})
+	}
+	return files
+}
+
+// convertPolicies converts policy files to stdout or -o.
+func (c *converter) convertPolicies(stdin io.Reader, stdout io.Writer) int {
+	var set manifest.Set
+	for _, path := range c.flags.files {
+		if err := set.ReadPath(path, stdin, manifest.AcceptAll); err != nil {
+			fmt.Fprintf(c.stderr, "kyvap convert: %v\n", err)
+			return exitUnusableInput
+		}
+	}
+	for _, path := range c.flags.crdFiles {
+		if err := set.ReadPath(path, stdin, manifest.AcceptCRDsOnly); err != nil {
+			fmt.Fprintf(c.stderr, "kyvap convert: %v\n", err)
+			return exitUnusableInput
+		}
+	}
+	if len(set.Policies) == 0 {
+		fmt.Fprintf(c.stderr, "kyvap convert: no ClusterPolicy or Policy in %s\n", strings.Join(c.flags.files, ", "))
+		return exitUnusableInput
+	}
+	c.reportExceptions(&set)
+	opts := convert.Options{Resolver: translate.NewStaticResolver(set.CRDs...), CompatibilityVersion: c.flags.celVersion}
+	var stream bytes.Buffer
+	for i := range set.Policies {
+		res, err := convert.Policy(&set.Policies[i], opts)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "kyvap convert: %v\n", err)
+			return exitUnusableInput
+		}
+		c.report(&res)
+		out, err := convert.YAML(res)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "kyvap convert: %v\n", err)
+			return exitUnusableInput
+		}
+		if c.flags.out == "" {
+			stream.Write(out)
+			continue
+		}
+		if err := writeFile(filepath.Join(c.flags.out, fileName(&res)), out); err != nil {
+			fmt.Fprintf(c.stderr, "kyvap convert: %v\n", err)
+			return exitUnusableInput
+		}
+	}
+	if _, err := stdout.Write(stream.Bytes()); err != nil {
+		fmt.Fprintf(c.stderr, "kyvap convert: writing output: %v\n", err)
+		return exitUnusableInput
+	}
+	return c.exitCode()
+}
+
+func (c *converter) exitCode() int {
+	if c.unconverted > 0 {
+		return exitInvalidRule
+	}
+	return exitOK
+}
+
+// reportExceptions lists the kyverno.io PolicyExceptions, which are not
+// converted.
+func (c *converter) reportExceptions(set *manifest.Set) {
+	for _, ex := range set.Exceptions {
+		c.unconverted++
+		fmt.Fprintf(c.stderr, "NOT CONVERTED: PolicyException %s/%s: converting kyverno.io PolicyExceptions is not supported; write a policies.kyverno.io PolicyException naming the converted policies\n", ex.Namespace, ex.Name)
+	}
+}
+
+// report prints one line per rule of a converted policy.
+func (c *converter) report(res *convert.Result) {
+	for _, w := range res.Warnings {
+		fmt.Fprintf(c.stderr, "%s: warning: %s\n", res.Source, w)
+	}
+	for _, p := range res.Policies {
+		line := fmt.Sprintf("%s, rule %s: converted -> %s", res.Source, p.Rule, p.Name())
+		if len(p.Variants) > 0 {
+			line += " (with " + strings.Join(p.Variants, ", ") + " as spec.autogen)"
+		}
+		fmt.Fprintln(c.stderr, line)
+	}
+	for _, u := range res.Unconverted {
+		c.unconverted++
+		fmt.Fprintf(c.stderr, "NOT CONVERTED: %s, rule %s: %s\n", res.Source, u.Rule, u.Reason)
+	}
+}
+
+// fileName is the output file of one source policy.
+func fileName(res *convert.Result) string {
+	name := strings.ToLower(string(res.Source.Kind)) + "-" + res.Source.Name
+	if res.Source.Namespace != "" {
+		name = strings.ToLower(string(res.Source.Kind)) + "-" + res.Source.Namespace + "-" + res.Source.Name
+	}
+	return name + ".yaml"
+}
+
+func writeFile(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}
+
+// convertTests converts every test file into -o.
+func (c *converter) convertTests(files []string) int {
+	if c.flags.out == "" {
+		fmt.Fprintf(c.stderr, "kyvap convert: the input holds Kyverno CLI tests (%s): give -o DIR to write the converted tests\n", files[0])
+		return exitUnusableInput
+	}
+	code := exitOK
+	for _, file := range files {
+		suites, err := kyvernosuite.LoadFile(file)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "kyvap convert: %v\n", err)
+			return exitUnusableInput
+		}
+		if len(suites) != 1 {
+			c.unconverted++
+			fmt.Fprintf(c.stderr, "NOT CONVERTED: %s: %d tests in one file; convert files holding one test\n", file, len(suites))
+			continue
+		}
+		rel, err := c.relative(file)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "kyvap convert: %v\n", err)
+			return exitUnusableInput
+		}
+		if code := c.convertSuite(&suites[0], filepath.Join(c.flags.out, rel)); code == exitUnusableInput {
+			return code
+		}
+	}
+	if code == exitOK {
+		code = c.exitCode()
+	}
+	return code
+}
+
+// relative is a test file's directory relative to the -f directory it was
+// found under.
+func (c *converter) relative(file string) (string, error) {
+	for _, root := range c.flags.files {
+		if rel, err := filepath.Rel(root, filepath.Dir(file)); err == nil && !strings.HasPrefix(rel, "..") {
+			return rel, nil
+		}
+	}
+	return "", fmt.Errorf("%s is outside the input directories", file)
+}
+
+// convertSuite writes one converted test folder.
+func (c *converter) convertSuite(s *kyvernosuite.Suite, dir string) int {
+	label := s.Path
+	switch {
+	case len(s.Policies) == 0:
+		fmt.Fprintf(c.stderr, "%s: no ClusterPolicy or Policy to convert; skipped\n", label)
+		return exitOK
+	case len(s.ValidatingPolicies) > 0:
+		c.unconverted++
+		fmt.Fprintf(c.stderr, "NOT CONVERTED: %s: the test mixes ValidatingPolicies with ClusterPolicies; convert tests of ClusterPolicies only\n", label)
+		return exitOK
+	case len(s.Exceptions) > 0:
+		c.unconverted++
+		fmt.Fprintf(c.stderr, "NOT CONVERTED: %s: the test has kyverno.io PolicyExceptions, which are not converted (their rows would change verdict)\n", label)
+		return exitOK
+	}
+	opts := convert.Options{Resolver: translate.NewStaticResolver(s.CRDs...), CompatibilityVersion: c.flags.celVersion}
+	results := map[string]*convert.Result{}
+	var policies bytes.Buffer
+	for i := range s.Policies {
+		res, err := convert.Policy(&s.Policies[i], opts)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "kyvap convert: %s: %v\n", label, err)
+			return exitUnusableInput
+		}
+		c.report(&res)
+		out, err := convert.YAML(res)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "kyvap convert: %s: %v\n", label, err)
+			return exitUnusableInput
+		}
+		policies.Write(out)
+		results[policyKey(&s.Policies[i])] = &res
+	}
+	for _, ig := range s.Ignored {
+		c.unconverted++
+		fmt.Fprintf(c.stderr, "NOT CONVERTED: %s: policy %s: %s\n", label, ig.Name, ig.Reason)
+	}
+	test := s.Test
+	test.Policies = []string{"policies.yaml"}
+	files := map[string][]byte{"policies.yaml": policies.Bytes()}
+	copies := fileCopier{from: s.Dir, files: files}
+	test.Resources = copies.all(test.Resources)
+	test.ParamResources = copies.all(test.ParamResources)
+	test.ClusterResources = copies.all(test.ClusterResources)
+	test.Variables = copies.one(test.Variables)
+	test.UserInfo = copies.one(test.UserInfo)
+	test.Context = copies.one(test.Context)
+	if copies.err != nil {
+		fmt.Fprintf(c.stderr, "kyvap convert: %s: %v\n", label, copies.err)
+		return exitUnusableInput
+	}
+	// Values address policies by name: they now address the converted ones.
+	if test.Values != nil {
+		values := *test.Values // renameValues builds a new Policies list
+		test.Values = &values
+		renameValues(test.Values, results)
+	}
+	if test.Variables != "" {
+		var values kyvernosuite.Values
+		if err := yaml.Unmarshal(files[test.Variables], &values); err != nil {
+			fmt.Fprintf(c.stderr, "kyvap convert: %s: %s: %v\n", label, test.Variables, err)
+			return exitUnusableInput
+		}
+		renameValues(&values.ValuesSpec, results)
+		out, err := yaml.Marshal(values)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "kyvap convert: %s: %v\n", label, err)
+			return exitUnusableInput
+		}
+		files[test.Variables] = out
+	}
+	test.Results = nil
+	for _, row := range s.Test.Results {
+		converted, why := convertRow(row, results)
+		if why != "" {
+			c.unconverted++
+			fmt.Fprintf(c.stderr, "NOT CONVERTED: %s: result of policy %s, rule %s, resources %v: %s\n", label, row.Policy, row.Rule, row.Resources, why)
+			continue
+		}
+		test.Results = append(test.Results, converted)
+	}
+	header := fmt.Sprintf("# Converted by kyvap convert from %s: the same results, addressed to the\n# ValidatingPolicies converted from its ClusterPolicies.\n", s.Path)
+	if err := writeTest(dir, header, &test, files); err != nil {
+		fmt.Fprintf(c.stderr, "kyvap convert: %s: %v\n", label, err)
+		return exitUnusableInput
+	}
+	settled, notes, err := c.settle(dir, &test)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "kyvap convert: %s: %v\n", label, err)
+		return exitUnusableInput
+	}
+	if len(notes) > 0 {
+		for _, n := range notes {
+			fmt.Fprintf(c.stderr, "%s: %s\n", label, n)
+			header += "#\n# " + strings.Join(strings.Fields(n), " ") + "\n"
+		}
+		if err := writeTest(dir, header, settled, map[string][]byte{}); err != nil {
+			fmt.Fprintf(c.stderr, "kyvap convert: %s: %v\n", label, err)
+			return exitUnusableInput
+		}
+	}
+	return exitOK
+}
+
+// writeTest writes a test file and the files beside it into dir.
+func writeTest(dir, header string, test *kyvernosuite.Test, files map[string][]byte) error {
+	out, err := yaml.Marshal(test)
+	if err != nil {
+		return err
+	}
+	files[kyvernosuite.DefaultFileName] = append([]byte(header), out...)
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := writeFile(filepath.Join(dir, name), files[name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settle runs every converted result, resource by resource, through
+// kyvap's evaluation of the converted folder, and accounts for the two
+// places where Kyverno reports a ValidatingPolicy differently from the
+// ClusterPolicy it came from (the admission verdict is the same):
+//   - a resource the policy does not match: a ClusterPolicy rule reports
+//     skip, Kyverno's CLI gives a ValidatingPolicy no result (and counts a
+//     row expecting one as not found): the resource is left out;
+//   - a CEL error: a ClusterPolicy rule with failurePolicy Fail reports
+//     fail, a ValidatingPolicy error (both deny): the row expects error.
+//
+// Any other difference is reported as a verdict difference and counted as
+// not converted. It returns the settled test and one note per change.
+func (c *converter) settle(dir string, test *kyvernosuite.Test) (*kyvernosuite.Test, []string, error) {
+	suites, err := kyvernosuite.LoadFile(filepath.Join(dir, kyvernosuite.DefaultFileName))
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(suites) != 1 {
+		return nil, nil, fmt.Errorf("the converted test holds %d tests", len(suites))
+	}
+	out := *test
+	out.Results = nil
+	var notes []string
+	for _, res := range test.Results {
+		if !res.IsValidatingPolicy || len(res.Resources) == 0 {
+			out.Results = append(out.Results, res)
+			continue
+		}
+		kept, asError := res, res
+		kept.Resources, asError.Resources = nil, nil
+		asError.Result = string(kyvernosuite.Error)
+		for _, resource := range res.Resources {
+			one := res
+			one.Resources = []string{resource}
+			suite := suites[0]
+			suite.Test.Results = []kyvernosuite.TestResult{one}
+			report := kyvernosuite.Run(context.Background(), &suite, kyvernosuite.Options{CompatibilityVersion: c.flags.celVersion})
+			switch settleRow(report.Rows, res.Result) {
+			case rowKept:
+				kept.Resources = append(kept.Resources, resource)
+			case rowUnmatched:
+				notes = append(notes, fmt.Sprintf("policy %s, resource %s: left out: the ClusterPolicy's rule reports skip for a resource it does not match, and Kyverno's CLI gives a ValidatingPolicy no result there", res.Policy, resource))
+			case rowError:
+				asError.Resources = append(asError.Resources, resource)
+				notes = append(notes, fmt.Sprintf("policy %s, resource %s: expects error instead of fail: a ValidatingPolicy reports a CEL error as error, a ClusterPolicy rule with failurePolicy Fail as fail; both deny at admission", res.Policy, resource))
+			default:
+				kept.Resources = append(kept.Resources, resource)
+				c.unconverted++
+				notes = append(notes, fmt.Sprintf("NOT CONVERTED: policy %s, resource %s: the converted policy's verdict differs from the original's %s: %s", res.Policy, resource, res.Result, rowSummary(report.Rows)))
+			}
+		}
+		if len(kept.Resources) > 0 {
+			out.Results = append(out.Results, kept)
+		}
+		if len(asError.Resources) > 0 {
+			out.Results = append(out.Results, asError)
+		}
+	}
+	return &out, notes, nil
+}
+
+// How settle treats a converted row.
+type rowOutcome int
+
+const (
+	rowKept rowOutcome = iota
+	rowUnmatched
+	rowError
+	rowDiffers
+)
+
+func settleRow(rows []kyvernosuite.Row, expected string) rowOutcome {
+	if len(rows) == 0 {
+		return rowDiffers
+	}
+	outcome := rowKept
+	for _, row := range rows {
+		switch {
+		case row.Status != kyvernosuite.StatusFail:
+		case expected == string(kyvernosuite.Skip) && row.VAP.Result == kyvernosuite.None && row.Engine.Result == kyvernosuite.None:
+			outcome = max(outcome, rowUnmatched)
+		case expected == string(kyvernosuite.Fail) && row.Engine.Result == kyvernosuite.Error && row.VAP.Result != kyvernosuite.Fail:
+			outcome = max(outcome, rowError)
+		default:
+			return rowDiffers
+		}
+	}
+	return outcome
+}
+
+func rowSummary(rows []kyvernosuite.Row) string {
+	var parts []string
+	for _, r := range rows {
+		parts = append(parts, fmt.Sprintf("VAP %s, engine %s", r.VAP.Result, r.Engine.Result))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// policyKey is how test rows name a policy: a namespaced Policy as
+// namespace/name or name, a ClusterPolicy by name.
+func policyKey(p *kyvernov1.ClusterPolicy) string { return p.Name }
+
+// convertRow addresses one result row to the converted policy that
+// evaluates it, or says why it cannot.
+func convertRow(row kyvernosuite.TestResult, results map[string]*convert.Result) (kyvernosuite.TestResult, string) {
+	if row.IsValidatingAdmissionPolicy || row.IsMutatingAdmissionPolicy || row.IsValidatingPolicy || row.IsDeletingPolicy ||
+		row.IsImageValidatingPolicy || row.IsGeneratingPolicy || row.IsMutatingPolicy {
+		return row, ""
+	}
+	name := row.Policy
+	if i := strings.LastIndex(name, "/"); i >= 0 {
+		name = name[i+1:] // Kyverno compares the policy name only
+	}
+	res := results[name]
+	if res == nil {
+		return row, fmt.Sprintf("no converted policy %s in the test", row.Policy)
+	}
+	c, why := res.PolicyFor(row.Rule, row.Kind)
+	if c == nil {
+		return row, why
+	}
+	row.Policy, row.Rule, row.IsValidatingPolicy = c.Name(), "", true
+	if res.Source.Namespace != "" {
+		row.Policy = res.Source.Namespace + "/" + c.Name()
+	}
+	return row, ""
+}
+
+// fileCopier copies the files a test names into the converted folder,
+// flattened to their base names (renamed on a clash).
+type fileCopier struct {
+	from  string
+	files map[string][]byte
+	// done maps a source path to its name in the folder.
+	done map[string]string
+	err  error
+}
+
+func (fc *fileCopier) one(path string) string {
+	if path == "" || fc.err != nil {
+		return path
+	}
+	if fc.done == nil {
+		fc.done = map[string]string{}
+	}
+	src := path
+	if !filepath.IsAbs(src) {
+		src = filepath.Join(fc.from, path)
+	}
+	if name, ok := fc.done[src]; ok {
+		return name
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		fc.err = err
+		return path
+	}
+	base := filepath.Base(path)
+	name := base
+	for i := 2; fc.files[name] != nil; i++ {
+		name = fmt.Sprintf("%d-%s", i, base)
+	}
+	fc.files[name] = data
+	fc.done[src] = name
+	return name
+}
+
+func (fc *fileCopier) all(paths []string) []string {
+	if len(paths) == 0 {
+		return paths
+	}
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = fc.one(p)
+	}
+	return out
+}
+
+// renameValues gives the values of a converted policy to every policy it
+// was converted into.
+func renameValues(values *kyvernosuite.ValuesSpec, results map[string]*convert.Result) {
+	var policies []kyvernosuite.ValuesPolicy
+	for _, p := range values.Policies {
+		res := results[p.Name]
+		if res == nil {
+			policies = append(policies, p)
+			continue
+		}
+		for _, c := range res.Policies {
+			renamed := p
+			renamed.Name = c.Name()
+			policies = append(policies, renamed)
+		}
+	}
+	values.Policies = policies
+}

@@ -1,0 +1,440 @@
+// Package convert migrates Kyverno ClusterPolicies and namespaced Policies
+// (validate.cel rules) to ValidatingPolicies and NamespacedValidatingPolicies
+// (policies.kyverno.io/v1), one per rule.
+//
+// A rule is converted from its lowered form in the policy model
+// (translate.LowerClusterPolicy): the same match constraints, match
+// conditions, variables and validations kyvap's VAPs enforce, which
+// translate proves equal to Kyverno's verdicts. Whatever has no exact
+// ValidatingPolicy form is never approximated: the rule is reported with a
+// reason (Result.Unconverted).
+//
+// The package is pure and deterministic: no cluster, no clock.
+package convert
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"reflect"
+	"regexp"
+	"strings"
+	"time"
+
+	policiesv1 "github.com/kyverno/api/api/policies.kyverno.io/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/model"
+	"github.com/kyvap/kyvap/translate"
+)
+
+// Annotations and labels that trace a converted policy back to its source.
+const (
+	// AnnotationSource is "<Kind>/<name>" or "<Kind>/<namespace>/<name>".
+	AnnotationSource = "kyvap.io/converted-from"
+	// AnnotationRule is the source rule's name (autogen-… for a
+	// pod-controller variant converted on its own).
+	AnnotationRule = "kyvap.io/converted-from-rule"
+	// LabelSourcePolicy is the source policy's name (as a label value).
+	LabelSourcePolicy = "kyvap.io/converted-from-policy"
+)
+
+// ConditionApplies is the match condition that holds the part of a rule's
+// matching that reads the namespace's labels, with the rule's
+// celPreconditions (see translate.GuardVariable).
+const ConditionApplies = "kyvap-applies"
+
+// ConditionSourceNamespace is the match condition that keeps a policy
+// converted from a namespaced Policy off other namespaces and off
+// Namespace objects, as the Policy was.
+const ConditionSourceNamespace = "kyvap-policy-namespace-only"
+
+// Options tune a conversion.
+type Options struct {
+	// Resolver resolves the kinds the policies name (nil: core kinds).
+	Resolver translate.KindResolver
+	// CompatibilityVersion is the CEL compatibility version expressions
+	// are checked at (empty: the newest).
+	CompatibilityVersion string
+}
+
+// Converted is one ValidatingPolicy (cluster-scoped source) or
+// NamespacedValidatingPolicy (namespaced source) written from a rule.
+type Converted struct {
+	// Rule is the source rule, Variants the autogen variants folded into
+	// the policy's spec.autogen.
+	Rule     string
+	Variants []string
+	// AutogenOf is the rule a pod-controller variant converted on its own
+	// was derived from, Targets the kinds it applies to.
+	AutogenOf string
+	Targets   []string
+	// Exactly one is set.
+	ValidatingPolicy           *policiesv1.ValidatingPolicy
+	NamespacedValidatingPolicy *policiesv1.NamespacedValidatingPolicy
+	// NoAutogen: spec.autogen.podControllers.controllers is [] (Kyverno
+	// would otherwise derive variants the source does not have, or that
+	// are converted as policies of their own). The field's omitempty
+	// drops an empty list, so the writer adds it.
+	NoAutogen bool
+}
+
+// Name is the converted policy's name.
+func (c *Converted) Name() string {
+	if c.ValidatingPolicy != nil {
+		return c.ValidatingPolicy.Name
+	}
+	return c.NamespacedValidatingPolicy.Name
+}
+
+// Unconverted is a rule that has no exact ValidatingPolicy form.
+type Unconverted struct {
+	Rule   string
+	Reason string
+}
+
+// Result is the conversion of one policy.
+type Result struct {
+	Source      model.Source
+	Policies    []Converted
+	Unconverted []Unconverted
+	// Warnings change no verdict (the translator's, e.g. rewritten orValue).
+	Warnings []string
+}
+
+// Policy converts a ClusterPolicy, or a namespaced Policy carried as one
+// (TypeMeta kind Policy, see translate.InputFor). PolicyExceptions are not
+// folded in: they are converted (or refused) on their own.
+func Policy(p *kyvernov1.ClusterPolicy, opts Options) (Result, error) {
+	in := translate.InputFor(p, nil)
+	lowered, plan, err := translate.LowerClusterPolicy(in, opts.Resolver, translate.Options{CompatibilityVersion: opts.CompatibilityVersion})
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Source: lowered.Source, Warnings: plan.Warnings}
+	for _, rr := range plan.Rules {
+		if len(rr.ValidatingAdmissionPolicies) == 0 {
+			res.Unconverted = append(res.Unconverted, Unconverted{Rule: rr.Rule, Reason: unloweredReason(rr)})
+		}
+	}
+	variants := map[string][]model.Rule{}
+	for _, r := range lowered.Rules {
+		if r.AutogenOf != "" {
+			variants[r.AutogenOf] = append(variants[r.AutogenOf], r)
+		}
+	}
+	for i := range lowered.Rules {
+		r := &lowered.Rules[i]
+		if r.AutogenOf != "" {
+			continue
+		}
+		res.convertRule(r, variants[r.ID])
+	}
+	return res, nil
+}
+
+// unloweredReason says why a rule has no lowered form.
+func unloweredReason(rr translate.RuleResult) string {
+	switch {
+	case rr.Reason == translate.ReasonEmptyRule:
+		return "the rule has no CEL expressions (Kyverno passes every request): nothing to convert"
+	case rr.Reason != "":
+		return fmt.Sprintf("%s: %s", rr.Reason, rr.Message)
+	}
+	return string(rr.Verdict)
+}
+
+// convertRule converts a rule as written and its pod-controller variants:
+// into one policy whose spec.autogen gives Kyverno's ValidatingPolicy
+// autogen exactly the variants the ClusterPolicy has, or else into one
+// policy for the rule (autogen off) and one per variant.
+func (res *Result) convertRule(r *model.Rule, variants []model.Rule) {
+	spec, why := specOf(&res.Source, r)
+	if why != "" {
+		res.refuse(r, variants, why)
+		return
+	}
+	for _, config := range autogenConfigs(variants) {
+		candidate := spec.DeepCopy()
+		candidate.AutogenConfiguration = config
+		if sameVariants(autogenOf(&res.Source, candidate), variants) {
+			c := res.object(r, candidate)
+			c.NoAutogen = config != nil && config.PodControllers != nil && len(config.PodControllers.Controllers) == 0
+			for _, v := range variants {
+				c.Variants = append(c.Variants, v.Name)
+			}
+			res.Policies = append(res.Policies, c)
+			return
+		}
+	}
+	// Kyverno's ValidatingPolicy autogen cannot give these variants (it
+	// would rewrite kyvap's match conditions too, or the rule does not
+	// select exactly Pods): each variant becomes a policy of its own.
+	specs := []*policiesv1.ValidatingPolicySpec{noAutogen(spec)}
+	for i := range variants {
+		vs, why := specOf(&res.Source, &variants[i])
+		if why != "" {
+			res.refuse(r, variants, fmt.Sprintf("pod-controller variant %s: %s", variants[i].Name, why))
+			return
+		}
+		specs = append(specs, noAutogen(vs))
+	}
+	for i, s := range specs {
+		rule := r
+		if i > 0 {
+			rule = &variants[i-1]
+		}
+		c := res.object(rule, s)
+		c.NoAutogen = true
+		c.AutogenOf, c.Targets = rule.AutogenOf, rule.Targets
+		res.Policies = append(res.Policies, c)
+	}
+}
+
+func (res *Result) refuse(r *model.Rule, variants []model.Rule, why string) {
+	res.Unconverted = append(res.Unconverted, Unconverted{Rule: r.Name, Reason: why})
+	for _, v := range variants {
+		res.Unconverted = append(res.Unconverted, Unconverted{Rule: v.Name, Reason: "a pod-controller variant of " + r.Name + ", which is not converted"})
+	}
+}
+
+func noAutogen(spec *policiesv1.ValidatingPolicySpec) *policiesv1.ValidatingPolicySpec {
+	out := spec.DeepCopy()
+	out.AutogenConfiguration = &policiesv1.ValidatingPolicyAutogenConfiguration{PodControllers: &policiesv1.PodControllersGenerationConfiguration{Controllers: []string{}}}
+	return out
+}
+
+// specOf is the ValidatingPolicy spec of a lowered rule, or why it has none.
+func specOf(src *model.Source, r *model.Rule) (*policiesv1.ValidatingPolicySpec, string) {
+	switch {
+	case r.ParamKind != nil:
+		return nil, "paramKind: a ValidatingPolicy has no parameters (Kyverno's own CEL libraries read objects instead); not converted"
+	case len(r.Bindings) != 1:
+		return nil, fmt.Sprintf("validationFailureActionOverrides give the rule different actions in %d regions of the namespaces; converting them (one policy per region) is not supported yet", len(r.Bindings))
+	}
+	b := r.Bindings[0]
+	if b.Scope != nil && !confinementOnly(src, b.Scope) {
+		return nil, "the rule's binding is scoped (validationFailureActionOverrides); converting it is not supported yet"
+	}
+	r = r.DeepCopy()
+	// Kyverno's ValidatingPolicy engine gives match conditions the
+	// namespace object, which the API server does not: the part of the
+	// matching a VAP checks in a guard variable (reporting pass where
+	// Kyverno skips) is a match condition again.
+	translate.Unguard(&r.MatchConditions, &r.Variables, r.Validations, ConditionApplies)
+	for i := range r.MatchConditions {
+		if r.MatchConditions[i].Name == translate.ConditionPolicyNamespace {
+			// Kyverno selects a NamespacedValidatingPolicy by the request's
+			// namespace, Namespace objects included; a namespaced Policy
+			// never applies to a Namespace: the condition stays, under a
+			// name of its own (kyvap writes its own next to the policy's
+			// when it translates the converted policy).
+			r.MatchConditions[i].Name = ConditionSourceNamespace
+		}
+	}
+	spec := &policiesv1.ValidatingPolicySpec{
+		MatchConstraints: &r.MatchConstraints,
+		MatchConditions:  r.MatchConditions,
+		Variables:        r.Variables,
+		Validations:      r.Validations,
+		ValidationAction: actions(b.Actions),
+	}
+	if r.FailurePolicy == admissionregistrationv1.Ignore {
+		ignore := admissionregistrationv1.Ignore
+		spec.FailurePolicy = &ignore
+	}
+	if !r.Admission || !r.Background {
+		spec.EvaluationConfiguration = &policiesv1.EvaluationConfiguration{}
+		if !r.Admission {
+			spec.EvaluationConfiguration.Admission = &policiesv1.AdmissionConfiguration{Enabled: ptrFalse()}
+		}
+		if !r.Background {
+			spec.EvaluationConfiguration.Background = &policiesv1.BackgroundConfiguration{Enabled: ptrFalse()}
+		}
+	}
+	return spec, ""
+}
+
+func ptrFalse() *bool { f := false; return &f }
+
+// confinementOnly reports a binding scope that only keeps a namespaced
+// Policy to its namespace, which a NamespacedValidatingPolicy is anyway.
+func confinementOnly(src *model.Source, scope *admissionregistrationv1.MatchResources) bool {
+	want := admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+		Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{src.Namespace},
+	}}}}
+	return src.Namespaced() && reflect.DeepEqual(*scope, want)
+}
+
+// actions maps a ClusterPolicy rule's VAP actions to a ValidatingPolicy's:
+// Enforce is Deny; Audit, which kyvap's VAPs carry as Audit+Warn, is Audit
+// (Kyverno reports an Audit rule's failures; it does not warn at
+// admission).
+func actions(in []admissionregistrationv1.ValidationAction) []admissionregistrationv1.ValidationAction {
+	for _, a := range in {
+		if a == admissionregistrationv1.Deny {
+			return []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}
+		}
+	}
+	return []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit}
+}
+
+// autogenConfigs are the spec.autogen settings worth trying, simplest
+// first: Kyverno's defaults, the ClusterPolicy's controllers, none.
+func autogenConfigs(variants []model.Rule) []*policiesv1.ValidatingPolicyAutogenConfiguration {
+	configs := []*policiesv1.ValidatingPolicyAutogenConfiguration{nil}
+	var controllers []string
+	seen := map[string]bool{}
+	for _, v := range variants {
+		for _, kind := range v.Targets {
+			if i := strings.LastIndex(kind, "/"); i >= 0 {
+				kind = kind[i+1:]
+			}
+			resource := strings.ToLower(kind) + "s"
+			if !seen[resource] {
+				seen[resource] = true
+				controllers = append(controllers, resource)
+			}
+		}
+	}
+	if len(controllers) > 0 {
+		configs = append(configs, &policiesv1.ValidatingPolicyAutogenConfiguration{PodControllers: &policiesv1.PodControllersGenerationConfiguration{Controllers: controllers}})
+	}
+	return append(configs, noAutogen(&policiesv1.ValidatingPolicySpec{}).AutogenConfiguration)
+}
+
+// autogenOf lowers a candidate spec as Kyverno would read it and returns
+// the pod-controller variants it gets.
+func autogenOf(src *model.Source, spec *policiesv1.ValidatingPolicySpec) []model.Rule {
+	vp := &policiesv1.ValidatingPolicy{ObjectMeta: metav1.ObjectMeta{Name: src.Name}, Spec: *spec}
+	lowered := model.FromValidatingPolicy(vp, nil, time.Time{})
+	var out []model.Rule
+	for _, r := range lowered.Rules {
+		if r.AutogenOf != "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// sameVariants reports whether Kyverno's ValidatingPolicy autogen gives
+// exactly the ClusterPolicy's variants: the same requests matched, the same
+// conditions, variables and validations.
+func sameVariants(got, want []model.Rule) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		wanted := want[i].DeepCopy()
+		translate.Unguard(&wanted.MatchConditions, &wanted.Variables, wanted.Validations, ConditionApplies)
+		g, w := got[i].MatchConstraints.DeepCopy(), wanted.MatchConstraints.DeepCopy()
+		// Kyverno's matcher compares a request's own kind: matchPolicy
+		// makes no difference to it.
+		g.MatchPolicy, w.MatchPolicy = nil, nil
+		if !reflect.DeepEqual(g, w) ||
+			!reflect.DeepEqual(got[i].MatchConditions, wanted.MatchConditions) ||
+			!reflect.DeepEqual(got[i].Variables, wanted.Variables) ||
+			!reflect.DeepEqual(got[i].Validations, wanted.Validations) {
+			return false
+		}
+	}
+	return true
+}
+
+// object wraps a spec into the converted policy of the source's scope.
+func (res *Result) object(r *model.Rule, spec *policiesv1.ValidatingPolicySpec) Converted {
+	meta := metav1.ObjectMeta{
+		Name:        Name(res.Source.Name, r.ID),
+		Namespace:   res.Source.Namespace,
+		Labels:      map[string]string{LabelSourcePolicy: labelValue(res.Source.Name)},
+		Annotations: map[string]string{AnnotationSource: res.Source.String(), AnnotationRule: r.Name},
+	}
+	c := Converted{Rule: r.Name}
+	if res.Source.Namespaced() {
+		c.NamespacedValidatingPolicy = &policiesv1.NamespacedValidatingPolicy{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "policies.kyverno.io/v1", Kind: "NamespacedValidatingPolicy"},
+			ObjectMeta: meta, Spec: *spec,
+		}
+		return c
+	}
+	c.ValidatingPolicy = &policiesv1.ValidatingPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "policies.kyverno.io/v1", Kind: "ValidatingPolicy"},
+		ObjectMeta: meta, Spec: *spec,
+	}
+	return c
+}
+
+var notNameChars = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// maxName keeps converted names short enough for every name Kyverno
+// derives from them (vpol-<name> VAPs, labels).
+const maxName = 63
+
+// Name is the converted policy's name for a source policy and rule:
+// "<policy>-<rule>", lower case, characters outside [a-z0-9-] replaced by
+// '-', and, when longer than 63 characters, cut and suffixed with a hash of
+// the full pair so that distinct rules keep distinct names.
+func Name(policy, rule string) string {
+	name := strings.Trim(notNameChars.ReplaceAllString(strings.ToLower(policy+"-"+rule), "-"), "-")
+	if len(name) <= maxName && name == strings.ToLower(policy+"-"+rule) {
+		return name
+	}
+	sum := sha256.Sum256([]byte(policy + "\x00" + rule))
+	hash := hex.EncodeToString(sum[:])[:8]
+	if len(name) > maxName-9 {
+		name = strings.TrimRight(name[:maxName-9], "-")
+	}
+	return name + "-" + hash
+}
+
+// labelValue fits a name into a label value (63 characters).
+func labelValue(s string) string {
+	if len(s) <= 63 {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	return strings.TrimRight(s[:54], "-_.") + "-" + hex.EncodeToString(sum[:])[:8]
+}
+
+// PolicyFor says which converted policy holds the result a test row of
+// the source policy names by rule and resource kind (Kyverno: a row naming
+// a rule also matches its pod-controller variants, on the controllers'
+// kinds), or why none does.
+func (res *Result) PolicyFor(rule, kind string) (*Converted, string) {
+	if i := strings.LastIndex(kind, "/"); i >= 0 {
+		kind = kind[i+1:]
+	}
+	if rule == "" {
+		if len(res.Policies) == 1 && len(res.Unconverted) == 0 {
+			return &res.Policies[0], ""
+		}
+		return nil, fmt.Sprintf("the result names no rule, so it checks every rule of %s, which became %d policies", res.Source, len(res.Policies))
+	}
+	for i := range res.Policies {
+		if c := &res.Policies[i]; c.AutogenOf == rule && contains(c.Targets, kind) {
+			return c, ""
+		}
+	}
+	for i := range res.Policies {
+		if c := &res.Policies[i]; c.Rule == rule || contains(c.Variants, rule) {
+			return c, ""
+		}
+	}
+	for _, u := range res.Unconverted {
+		if u.Rule == rule {
+			return nil, fmt.Sprintf("rule %s is not converted: %s", rule, u.Reason)
+		}
+	}
+	return nil, fmt.Sprintf("%s has no rule %s", res.Source, rule)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s || strings.HasSuffix(x, "/"+s) {
+			return true
+		}
+	}
+	return false
+}
