@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -365,21 +366,25 @@ func (c *converter) convertSuite(s *kyvernosuite.Suite, dir string) int {
 		files[test.Variables] = out
 	}
 	test.Results = nil
+	var leftOut []string
 	for _, row := range s.Test.Results {
-		converted, why := convertRow(row, results)
+		converted, notes, why := convertRowResources(s, row, results)
 		if why != "" {
 			c.unconverted++
 			fmt.Fprintf(c.stderr, "NOT CONVERTED: %s: result of policy %s, rule %s, resources %v: %s\n", label, row.Policy, row.Rule, row.Resources, why)
 			continue
 		}
-		test.Results = append(test.Results, converted)
+		leftOut = append(leftOut, notes...)
+		test.Results = append(test.Results, converted...)
 	}
+	addNamespaces(s, &test, files, results)
 	header := fmt.Sprintf("# Converted by kyvap convert from %s: the same results, addressed to the\n# ValidatingPolicies converted from its ClusterPolicies.\n", s.Path)
 	if err := writeTest(dir, header, &test, files); err != nil {
 		fmt.Fprintf(c.stderr, "kyvap convert: %s: %v\n", label, err)
 		return exitUnusableInput
 	}
 	settled, notes, err := c.settle(dir, &test)
+	notes = append(leftOut, notes...)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "kyvap convert: %s: %v\n", label, err)
 		return exitUnusableInput
@@ -612,4 +617,106 @@ func renameValues(values *kyvernosuite.ValuesSpec, results map[string]*convert.R
 		}
 	}
 	values.Policies = policies
+}
+
+// convertRowResources converts one result row, resource by resource where
+// Kyverno's CLI treats the resources of a ValidatingPolicy differently
+// from a ClusterPolicy's: a policy's per-resource request.operation value
+// becomes the row's operation; a resource that needs the values'
+// request.oldObject or is a subresource is left out (notes say why: the
+// CLI gives a ValidatingPolicy's UPDATE the resource as its old object, and
+// evaluates it without subresource). why is set when the row cannot be
+// converted at all.
+func convertRowResources(s *kyvernosuite.Suite, row kyvernosuite.TestResult, results map[string]*convert.Result) (out []kyvernosuite.TestResult, notes []string, why string) {
+	converted, why := convertRow(row, results)
+	if why != "" || converted.Policy == row.Policy && !converted.IsValidatingPolicy || len(row.Resources) == 0 || row.IsValidatingPolicy {
+		if why != "" {
+			return nil, nil, why
+		}
+		return []kyvernosuite.TestResult{converted}, nil, ""
+	}
+	name := row.Policy
+	if i := strings.LastIndex(name, "/"); i >= 0 {
+		name = name[i+1:]
+	}
+	for _, ref := range row.Resources {
+		one := converted
+		one.Resources = []string{ref}
+		leave := ""
+		for _, r := range s.ResourcesNamed(ref) {
+			values := s.PolicyValues(name, r.Object.GetName())
+			if op, ok := values["request.operation"].(string); ok && one.Operation == "" {
+				one.Operation = strings.ToUpper(op)
+			}
+			if _, ok := values["request.oldObject"]; ok {
+				leave = "the values give it a request.oldObject, and Kyverno's CLI runs a ValidatingPolicy's UPDATE with the resource as its own old object"
+			}
+			if req, _, err := s.AdmissionRequest(name, r, one.Operation); err == nil && req.SubResource != "" {
+				leave = "it is a subresource (" + req.Resource.Resource + "/" + req.SubResource + "), and Kyverno's CLI evaluates ValidatingPolicies without subresources"
+			}
+		}
+		if leave != "" {
+			notes = append(notes, fmt.Sprintf("policy %s, resource %s: left out: %s", one.Policy, ref, leave))
+			continue
+		}
+		if n := len(out); n > 0 && sameRow(out[n-1], one) {
+			out[n-1].Resources = append(out[n-1].Resources, ref)
+			continue
+		}
+		out = append(out, one)
+	}
+	return out, notes, ""
+}
+
+// sameRow reports rows that differ at most in their resources.
+func sameRow(a, b kyvernosuite.TestResult) bool {
+	a.Resources, b.Resources = nil, nil
+	return reflect.DeepEqual(a, b)
+}
+
+// addNamespaces gives Kyverno's CLI the namespaces of the test's resources
+// as values when a converted policy reads namespaceObject: the CLI gives a
+// ClusterPolicy a Namespace object for every resource's namespace, a
+// ValidatingPolicy only those the values name.
+func addNamespaces(s *kyvernosuite.Suite, test *kyvernosuite.Test, files map[string][]byte, results map[string]*convert.Result) {
+	reads := false
+	for _, res := range results {
+		out, err := convert.YAML(*res)
+		if err == nil && bytes.Contains(out, []byte("namespaceObject")) {
+			reads = true
+		}
+	}
+	if !reads {
+		return
+	}
+	add := func(values *kyvernosuite.ValuesSpec) {
+		known := map[string]bool{}
+		for _, n := range values.NamespaceSelectors {
+			known[n.Name] = true
+		}
+		for _, n := range values.Namespaces {
+			known[n.Name] = true
+		}
+		for _, ns := range s.Namespaces() {
+			if !known[ns.Name] {
+				known[ns.Name] = true
+				values.NamespaceSelectors = append(values.NamespaceSelectors, kyvernosuite.NamespaceSelector{Name: ns.Name, Labels: map[string]string{}})
+			}
+		}
+	}
+	switch {
+	case test.Values != nil:
+		add(test.Values)
+	case test.Variables != "":
+		var values kyvernosuite.Values
+		if yaml.Unmarshal(files[test.Variables], &values) == nil {
+			add(&values.ValuesSpec)
+			if out, err := yaml.Marshal(values); err == nil {
+				files[test.Variables] = out
+			}
+		}
+	default:
+		test.Values = &kyvernosuite.ValuesSpec{}
+		add(test.Values)
+	}
 }

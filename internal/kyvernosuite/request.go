@@ -344,3 +344,44 @@ func nameLabel(obj map[string]any) {
 	labels[corev1.LabelMetadataName] = u.GetName()
 	u.SetLabels(labels)
 }
+
+// PolicyValues are the values of a policy (by name) for a resource (by
+// name), without the global ones: what Kyverno's CLI gives a ClusterPolicy
+// and not a ValidatingPolicy, whose request it shapes from the result's
+// operation and the global values alone (processor/operation.go).
+func (s *Suite) PolicyValues(policy, resource string) map[string]any {
+	if s.Values == nil {
+		return nil
+	}
+	out := map[string]any{}
+	for _, p := range s.Values.Policies {
+		if p.Name != policy {
+			continue
+		}
+		for _, r := range p.Resources {
+			if r.Name == resource {
+				for k, v := range r.Values {
+					out[k] = v
+				}
+			}
+		}
+	}
+	return out
+}
+
+// ResourcesNamed are the test's resources a result's resource reference
+// ("name" or "namespace/name") selects, as Kyverno's CLI selects them.
+func (s *Suite) ResourcesNamed(ref string) []*Resource {
+	ns, name, hasNS := strings.Cut(ref, "/")
+	if !hasNS {
+		name = ref
+	}
+	var out []*Resource
+	for i := range s.Resources {
+		obj := &s.Resources[i].Object
+		if name == obj.GetName() && (!hasNS || ns == obj.GetNamespace()) {
+			out = append(out, &s.Resources[i])
+		}
+	}
+	return out
+}
