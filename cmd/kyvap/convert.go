@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -130,6 +131,24 @@ type converter struct {
 	stderr io.Writer
 	// unconverted counts what was left behind.
 	unconverted int
+	// rows counts the result rows of converted tests, one per resource.
+	rows rowCounts
+}
+
+// rowCounts account for every (result, resource) pair of the source tests'
+// ClusterPolicy results: source = converted + leftOut + unconverted.
+type rowCounts struct {
+	source, converted, leftOut, unconverted int
+	// differs are converted rows whose verdict kyvap finds different.
+	differs int
+}
+
+// pairs is the number of (result, resource) pairs of a row.
+func pairs(row kyvernosuite.TestResult) int {
+	if n := len(row.Resources); n > 0 {
+		return n
+	}
+	return 1
 }
 
 // findTests lists the test files under the -f directories.
@@ -233,6 +252,8 @@ func (c *converter) report(res *convert.Result) {
 	}
 }
 
+var notFileChars = regexp.MustCompile(`[^a-z0-9.-]+`)
+
 // fileName is the output file of one source policy.
 func fileName(res *convert.Result) string {
 	name := strings.ToLower(string(res.Source.Kind)) + "-" + res.Source.Name
@@ -262,20 +283,24 @@ func (c *converter) convertTests(files []string) int {
 			fmt.Fprintf(c.stderr, "kyvap convert: %v\n", err)
 			return exitUnusableInput
 		}
-		if len(suites) != 1 {
-			c.unconverted++
-			fmt.Fprintf(c.stderr, "NOT CONVERTED: %s: %d tests in one file; convert files holding one test\n", file, len(suites))
-			continue
-		}
 		rel, err := c.relative(file)
 		if err != nil {
 			fmt.Fprintf(c.stderr, "kyvap convert: %v\n", err)
 			return exitUnusableInput
 		}
-		if code := c.convertSuite(&suites[0], filepath.Join(c.flags.out, rel)); code == exitUnusableInput {
-			return code
+		for i := range suites {
+			dir := filepath.Join(c.flags.out, rel)
+			if len(suites) > 1 {
+				// One folder per test of a file holding several.
+				dir = filepath.Join(dir, fmt.Sprintf("%d-%s", i+1, strings.Trim(notFileChars.ReplaceAllString(strings.ToLower(suites[i].Name), "-"), "-")))
+			}
+			if code := c.convertSuite(&suites[i], dir); code == exitUnusableInput {
+				return code
+			}
 		}
 	}
+	fmt.Fprintf(c.stderr, "converted %d of %d ClusterPolicy result rows (one per resource): %d left out with the reason above, %d not converted, %d with a different verdict\n",
+		c.rows.converted, c.rows.source, c.rows.leftOut, c.rows.unconverted, c.rows.differs)
 	if code == exitOK {
 		code = c.exitCode()
 	}
@@ -296,6 +321,19 @@ func (c *converter) relative(file string) (string, error) {
 // convertSuite writes one converted test folder.
 func (c *converter) convertSuite(s *kyvernosuite.Suite, dir string) int {
 	label := s.Path
+	sourceRows := 0
+	for _, row := range s.Test.Results {
+		if !row.IsValidatingPolicy && !row.IsValidatingAdmissionPolicy && !row.IsMutatingAdmissionPolicy && !row.IsDeletingPolicy &&
+			!row.IsImageValidatingPolicy && !row.IsGeneratingPolicy && !row.IsMutatingPolicy {
+			sourceRows += pairs(row)
+		}
+	}
+	if len(s.Policies) > 0 {
+		c.rows.source += sourceRows
+	}
+	if len(s.Policies) > 0 && (len(s.ValidatingPolicies) > 0 || len(s.Exceptions) > 0) {
+		c.rows.unconverted += sourceRows
+	}
 	switch {
 	case len(s.Policies) == 0:
 		fmt.Fprintf(c.stderr, "%s: no ClusterPolicy or Policy to convert; skipped\n", label)
@@ -371,9 +409,11 @@ func (c *converter) convertSuite(s *kyvernosuite.Suite, dir string) int {
 		converted, notes, why := convertRowResources(s, row, results)
 		if why != "" {
 			c.unconverted++
+			c.rows.unconverted += pairs(row)
 			fmt.Fprintf(c.stderr, "NOT CONVERTED: %s: result of policy %s, rule %s, resources %v: %s\n", label, row.Policy, row.Rule, row.Resources, why)
 			continue
 		}
+		c.rows.leftOut += len(notes)
 		leftOut = append(leftOut, notes...)
 		test.Results = append(test.Results, converted...)
 	}
@@ -384,10 +424,15 @@ func (c *converter) convertSuite(s *kyvernosuite.Suite, dir string) int {
 		return exitUnusableInput
 	}
 	settled, notes, err := c.settle(dir, &test)
-	notes = append(leftOut, notes...)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "kyvap convert: %s: %v\n", label, err)
 		return exitUnusableInput
+	}
+	notes = append(leftOut, notes...)
+	for _, row := range settled.Results {
+		if row.IsValidatingPolicy {
+			c.rows.converted += pairs(row)
+		}
 	}
 	if len(notes) > 0 {
 		for _, n := range notes {
@@ -463,6 +508,7 @@ func (c *converter) settle(dir string, test *kyvernosuite.Test) (*kyvernosuite.T
 			case rowKept:
 				kept.Resources = append(kept.Resources, resource)
 			case rowUnmatched:
+				c.rows.leftOut++
 				notes = append(notes, fmt.Sprintf("policy %s, resource %s: left out: the ClusterPolicy's rule reports skip for a resource it does not match, and Kyverno's CLI gives a ValidatingPolicy no result there", res.Policy, resource))
 			case rowError:
 				asError.Resources = append(asError.Resources, resource)
@@ -470,6 +516,7 @@ func (c *converter) settle(dir string, test *kyvernosuite.Test) (*kyvernosuite.T
 			default:
 				kept.Resources = append(kept.Resources, resource)
 				c.unconverted++
+				c.rows.differs++
 				notes = append(notes, fmt.Sprintf("NOT CONVERTED: policy %s, resource %s: the converted policy's verdict differs from the original's %s: %s", res.Policy, resource, res.Result, rowSummary(report.Rows)))
 			}
 		}
@@ -639,10 +686,23 @@ func convertRowResources(s *kyvernosuite.Suite, row kyvernosuite.TestResult, res
 	if i := strings.LastIndex(name, "/"); i >= 0 {
 		name = name[i+1:]
 	}
+	noUser := s.UserInfo == nil || reflect.DeepEqual(*s.UserInfo, kyvernosuite.RequestInfo{})
+	readsUser := false
+	if res := results[name]; res != nil && noUser {
+		for _, c := range res.Policies {
+			if c.Name() == strings.TrimPrefix(converted.Policy, res.Source.Namespace+"/") {
+				out, _ := convert.YAML(convert.Result{Source: res.Source, Policies: []convert.Converted{c}})
+				readsUser = bytes.Contains(out, []byte("request.userInfo"))
+			}
+		}
+	}
 	for _, ref := range row.Resources {
 		one := converted
 		one.Resources = []string{ref}
 		leave := ""
+		if readsUser {
+			leave = "the test gives no user: Kyverno's CLI then ignores a ClusterPolicy's subjects (its background-scan behaviour, for policies that Kyverno requires to have background off), while the ValidatingPolicy's condition reads the empty user"
+		}
 		for _, r := range s.ResourcesNamed(ref) {
 			values := s.PolicyValues(name, r.Object.GetName())
 			if op, ok := values["request.operation"].(string); ok && one.Operation == "" {

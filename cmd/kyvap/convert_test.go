@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kyvap/kyvap/internal/kyvernosuite"
+)
+
+// patternPolicy has one CEL rule and one pattern rule, which is not
+// converted.
+const patternPolicy = `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: mixed}
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: cel
+    match: {any: [{resources: {kinds: [ConfigMap]}}]}
+    validate: {cel: {expressions: [{expression: "object.metadata.name != 'x'"}]}}
+  - name: pattern
+    match: {any: [{resources: {kinds: [ConfigMap]}}]}
+    validate: {pattern: {metadata: {labels: {team: "?*"}}}}
+`
+
+func TestConvertPolicies(t *testing.T) {
+	dir := t.TempDir()
+	replicas := filepath.Join(dir, "replicas.yaml")
+	mixed := filepath.Join(dir, "mixed.yaml")
+	exception := filepath.Join(dir, "exception.yaml")
+	for path, data := range map[string]string{replicas: replicasPolicy, mixed: patternPolicy, exception: conditionalException} {
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name       string
+		args       []string
+		code       int
+		stdout     []string
+		stderr     []string
+		noStdout   bool
+		outputFile string
+	}{
+		{name: "converted", args: []string{"-f", replicas}, code: 0,
+			stdout: []string{"kind: ValidatingPolicy", "name: replicas-max-five", "kyvap.io/converted-from: ClusterPolicy/replicas", "- Deny", "object.spec.replicas <= 5"},
+			stderr: []string{"ClusterPolicy/replicas, rule max-five: converted -> replicas-max-five"}},
+		{name: "unconvertible rule", args: []string{"-f", mixed}, code: 1,
+			stdout: []string{"# NOT CONVERTED: ClusterPolicy/mixed, rule pattern: NonCELRule", "name: mixed-cel"},
+			stderr: []string{"NOT CONVERTED: ClusterPolicy/mixed, rule pattern"}},
+		{name: "skip unconvertible", args: []string{"-f", mixed, "--skip-unconvertible"}, code: 0,
+			stdout: []string{"name: mixed-cel"}, stderr: []string{"NOT CONVERTED: ClusterPolicy/mixed, rule pattern"}},
+		{name: "kyverno.io exception", args: []string{"-f", replicas, "-f", exception}, code: 1,
+			stderr: []string{"NOT CONVERTED: PolicyException kyverno/big-ones"}},
+		{name: "output directory", args: []string{"-f", replicas, "-o", filepath.Join(dir, "out")}, code: 0, noStdout: true,
+			outputFile: filepath.Join(dir, "out", "clusterpolicy-replicas.yaml")},
+		{name: "no input", args: []string{}, code: 2, stderr: []string{"no input"}},
+		{name: "missing file", args: []string{"-f", filepath.Join(dir, "missing.yaml")}, code: 2, stderr: []string{"missing.yaml"}},
+		{name: "no policy", args: []string{"-f", exception}, code: 2, stderr: []string{"no ClusterPolicy or Policy"}},
+		{name: "tests need -o", args: []string{"-f", "../../test/conformance/pod-controllers"}, code: 2, stderr: []string{"give -o DIR"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(append([]string{"convert"}, c.args...), strings.NewReader(""), &stdout, &stderr)
+			if code != c.code {
+				t.Fatalf("exit %d, want %d; stderr:\n%s", code, c.code, stderr.String())
+			}
+			for _, want := range c.stdout {
+				if !strings.Contains(stdout.String(), want) {
+					t.Errorf("stdout lacks %q:\n%s", want, stdout.String())
+				}
+			}
+			for _, want := range c.stderr {
+				if !strings.Contains(stderr.String(), want) {
+					t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+				}
+			}
+			if c.noStdout && stdout.Len() > 0 {
+				t.Errorf("stdout not empty:\n%s", stdout.String())
+			}
+			if c.outputFile != "" {
+				data, err := os.ReadFile(c.outputFile)
+				if err != nil || !bytes.Contains(data, []byte("name: replicas-max-five")) {
+					t.Errorf("%s: %v\n%s", c.outputFile, err, data)
+				}
+			}
+		})
+	}
+	var first, second bytes.Buffer
+	run([]string{"convert", "-f", replicas, "-f", mixed}, nil, &first, &bytes.Buffer{})
+	run([]string{"convert", "-f", replicas, "-f", mixed}, nil, &second, &bytes.Buffer{})
+	if !bytes.Equal(first.Bytes(), second.Bytes()) {
+		t.Error("output is not deterministic")
+	}
+}
+
+// TestConvertCorpus converts every test of the repository's verdict
+// corpus and runs the converted folders: every row kept passes kyvap's
+// evaluation (both paths), and every row of the source is accounted for:
+// converted, left out with a reason, or not converted. The converted
+// folders were checked with Kyverno v1.19.1's CLI (docs/convert.md).
+func TestConvertCorpus(t *testing.T) {
+	out := t.TempDir()
+	var stderr bytes.Buffer
+	c := &converter{flags: convertFlags{files: pathList{"../../test/conformance"}, out: out}, stderr: &stderr}
+	code := c.convertTests(c.findTests())
+	if code != exitInvalidRule {
+		t.Fatalf("exit %d, want %d (the corpus has rules no ValidatingPolicy can express); stderr:\n%s", code, exitInvalidRule, stderr.String())
+	}
+	rows := c.rows
+	t.Logf("%+v", rows)
+	if rows.source != rows.converted+rows.leftOut+rows.unconverted {
+		t.Fatalf("rows not accounted for: %+v", rows)
+	}
+	if rows.differs != 0 || rows.converted < 150 {
+		t.Fatalf("rows: %+v; stderr:\n%s", rows, stderr.String())
+	}
+	suites, err := kyvernosuite.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for i := range suites {
+		report := kyvernosuite.Run(context.Background(), &suites[i], kyvernosuite.Options{})
+		for _, row := range report.Rows {
+			checked++
+			if row.Status != kyvernosuite.StatusPass {
+				t.Errorf("%s: %s %s: %s (VAP %s, engine %s): %s", suites[i].Path, row.Policy, row.Resource, row.Status, row.VAP.Result, row.Engine.Result, row.Reason)
+			}
+		}
+	}
+	if checked != rows.converted {
+		t.Errorf("%d rows checked, %d converted", checked, rows.converted)
+	}
+}
