@@ -149,14 +149,11 @@ func compileModelRule(source model.Source, r *model.Rule, resources kyvernolib.R
 	fail := admissionregistrationv1.Fail
 	for i := range r.Exceptions {
 		ex := &r.Exceptions[i]
-		spec := &admissionregistrationv1.ValidatingAdmissionPolicySpec{MatchConditions: slices.Clone(ex.MatchConditions), FailurePolicy: &fail}
-		translate.RewriteOrValue(spec, nil)
-		c.exceptions = append(c.exceptions, celeval.CompileIn(env, name+"/exception/"+ex.Key(), spec))
+		c.exceptions = append(c.exceptions, celeval.CompileIn(env, name+"/exception/"+ex.Key(), conditionsSpec(ex.MatchConditions)))
 	}
 	var conditions *admissionregistrationv1.ValidatingAdmissionPolicySpec
 	if len(r.MatchConditions) > 0 {
-		conditions = &admissionregistrationv1.ValidatingAdmissionPolicySpec{MatchConditions: slices.Clone(r.MatchConditions), FailurePolicy: &fail}
-		translate.RewriteOrValue(conditions, nil)
+		conditions = conditionsSpec(r.MatchConditions)
 	}
 	validations := make([]admissionregistrationv1.Validation, len(r.Validations))
 	for i, v := range r.Validations {
@@ -198,6 +195,38 @@ func compileModelRule(source model.Source, r *model.Rule, resources kyvernolib.R
 		c.variants = append(c.variants, v)
 	}
 	return c
+}
+
+// conditionsSpec compiles match conditions as Kyverno's ValidatingPolicy
+// engine evaluates them (vpol/compiler/policy.go match): in the
+// environment of the validations, namespaceObject included — the API
+// server's matchConditions have no namespaceObject — so each condition is
+// a validation of the spec, read back by conditionsMatch.
+func conditionsSpec(conditions []admissionregistrationv1.MatchCondition) *admissionregistrationv1.ValidatingAdmissionPolicySpec {
+	fail := admissionregistrationv1.Fail
+	spec := &admissionregistrationv1.ValidatingAdmissionPolicySpec{FailurePolicy: &fail}
+	for _, mc := range conditions {
+		spec.Validations = append(spec.Validations, admissionregistrationv1.Validation{Expression: mc.Expression, Message: "matchCondition " + mc.Name})
+	}
+	translate.RewriteOrValue(spec, nil)
+	return spec
+}
+
+// conditionsMatch reads a conditionsSpec's result as Kyverno does: a false
+// condition is no match, whatever the others; otherwise an erring one is
+// an error (errMessage).
+func conditionsMatch(res celeval.Result) (matched bool, errMessage string) {
+	for _, d := range res.Decisions {
+		switch d.Evaluation {
+		case celeval.EvalDeny:
+			return false, ""
+		case celeval.EvalError:
+			if errMessage == "" {
+				errMessage = d.Message
+			}
+		}
+	}
+	return errMessage == "", errMessage
 }
 
 // withExceptions is env with Kyverno's `exceptions` variable bound to what
@@ -253,17 +282,18 @@ func (r *compiledModelRule) evaluate(ctx context.Context, req *Request, attrs *a
 		if res.Interrupted {
 			return o, true, true
 		}
-		if res.Excluded {
-			continue
-		}
-		if len(res.Decisions) > 0 {
+		matched, errMessage := conditionsMatch(res)
+		if errMessage != "" {
 			// Kyverno: an erring exception is no match under
 			// failurePolicy Ignore, an error otherwise, unless an earlier
 			// exception already exempted the request.
 			if r.ignore || len(exempted) > 0 {
 				continue
 			}
-			return r.errorOutcome(o, fmt.Sprintf("PolicyException %s: %s", r.rule.Exceptions[i].Key(), res.Decisions[0].Message)), true, false
+			return r.errorOutcome(o, fmt.Sprintf("PolicyException %s: %s", r.rule.Exceptions[i].Key(), errMessage)), true, false
+		}
+		if !matched {
+			continue
 		}
 		if r.rule.Exceptions[i].Full() {
 			exempted = append(exempted, r.rule.Exceptions[i].Key())
@@ -283,16 +313,18 @@ func (r *compiledModelRule) evaluate(ctx context.Context, req *Request, attrs *a
 	programs := r.variants[r.variantOf(partialMatched)]
 	if programs.conditions != nil {
 		res := programs.conditions.Validate(ctx, in)
-		switch {
-		case res.Interrupted:
+		if res.Interrupted {
 			return o, true, true
-		case res.Excluded, len(res.Decisions) > 0 && r.ignore:
+		}
+		matched, errMessage := conditionsMatch(res)
+		switch {
+		case errMessage != "" && !r.ignore:
+			return r.errorOutcome(o, errMessage), true, false
+		case !matched:
 			// Kyverno reports the policy as skipped; a condition that errs
 			// under failurePolicy Ignore is a false one.
 			o.Result, o.Message = Skip, "matchConditions not met"
 			return o, true, false
-		case len(res.Decisions) > 0:
-			return r.errorOutcome(o, res.Decisions[0].Message), true, false
 		}
 	}
 	res := programs.program.Validate(ctx, in)

@@ -2,6 +2,7 @@ package translate
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/internal/kyverno"
 )
 
@@ -727,4 +729,55 @@ func addExclusions(out *matchTranslation, resolver KindResolver, raw []kyvernov1
 		out.conditions = append(out.conditions, admissionregistrationv1.MatchCondition{Name: conditionName, Expression: "!" + celOr(negated)})
 	}
 	return nil
+}
+
+// ErrExceptionMatchesNothing is ExceptionCondition's error for an exception
+// without filters: Kyverno never applies it.
+var ErrExceptionMatchesNothing = errors.New("the exception has no match filters: Kyverno never applies it")
+
+// ExceptionCondition is the CEL condition under which a kyverno.io
+// PolicyException's match holds, with Kyverno's semantics for exceptions
+// (operations ignored; a namespace selector not checked for a Namespace;
+// wildcards): what a policies.kyverno.io PolicyException's matchConditions
+// say. It reads namespaceObject where the match has a namespace selector.
+// JMESPath conditions and podSecurity have no such form.
+func ExceptionCondition(resolver KindResolver, ex *kyvernov2.PolicyException) (string, error) {
+	switch {
+	case ex.Spec.HasConditions():
+		return "", errors.New("it has JMESPath conditions, which have no CEL form")
+	case len(ex.Spec.PodSecurity) > 0:
+		return "", errors.New("it has podSecurity controls, which apply to Kyverno's pod security rules only")
+	}
+	if resolver == nil {
+		resolver = NewStaticResolver()
+	}
+	filters, conjunctive := ex.Spec.Match.Any, false
+	if len(filters) == 0 {
+		filters, conjunctive = ex.Spec.Match.All, true
+	}
+	var terms []string
+	for _, f := range filters {
+		if isEmptyFilter(f) {
+			if conjunctive {
+				return "", ErrExceptionMatchesNothing
+			}
+			continue
+		}
+		rf, fl := resolveFilter(resolver, f)
+		if fl != nil {
+			return "", errors.New(fl.message)
+		}
+		parts, fl := celFilterParts(rf, forException)
+		if fl != nil {
+			return "", errors.New(fl.message)
+		}
+		terms = append(terms, parts.all())
+	}
+	switch {
+	case len(terms) == 0:
+		return "", ErrExceptionMatchesNothing
+	case conjunctive:
+		return celAnd(terms), nil
+	}
+	return celOr(terms), nil
 }

@@ -297,6 +297,28 @@ func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule)
 		}
 		return RuleResult{Rule: rule.ID, Verdict: VerdictInvalid, Reason: ReasonCELCompileError, Message: problemsMessage(user)}
 	}
+	// Kyverno's ValidatingPolicy engine gives match conditions (the
+	// policy's and its exceptions') the namespace object; the API server's
+	// matchConditions have none: conditions that read it are checked in
+	// the guard variable instead, as for a ClusterPolicy's namespace
+	// selection.
+	movable := map[string]bool{}
+	for name, v := range ours {
+		movable[name] = v
+	}
+	for _, mc := range rule.MatchConditions {
+		if strings.Contains(mc.Expression, namespaceObjectIdent) {
+			movable[mc.Name] = true
+		}
+	}
+	if fl := guardNamespacePredicates(&spec, movable); fl != nil {
+		return RuleResult{Rule: rule.ID, Verdict: VerdictInvalid, Reason: fl.reason, Message: fl.message}
+	}
+	if IsGuarded(&spec) {
+		if user, generated := checkVAPExpressions(&spec, t.version, ours); len(user)+len(generated) > 0 {
+			return t.toWebhook(rule, ReasonGeneratedCELError, problemsMessage(append(user, generated...)))
+		}
+	}
 
 	name := modelVAPName(src, rule.ID)
 	meta := modelObjectMeta(src, rule, name)

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/convert"
 	"github.com/kyvap/kyvap/internal/kyvernosuite"
 	"github.com/kyvap/kyvap/internal/manifest"
@@ -187,15 +188,16 @@ func (c *converter) convertPolicies(stdin io.Reader, stdout io.Writer) int {
 		fmt.Fprintf(c.stderr, "kyvap convert: no ClusterPolicy or Policy in %s\n", strings.Join(c.flags.files, ", "))
 		return exitUnusableInput
 	}
-	c.reportExceptions(&set)
 	opts := convert.Options{Resolver: translate.NewStaticResolver(set.CRDs...), CompatibilityVersion: c.flags.celVersion}
 	var stream bytes.Buffer
+	var results []convert.Result
 	for i := range set.Policies {
 		res, err := convert.Policy(&set.Policies[i], opts)
 		if err != nil {
 			fmt.Fprintf(c.stderr, "kyvap convert: %v\n", err)
 			return exitUnusableInput
 		}
+		results = append(results, res)
 		c.report(&res)
 		out, err := convert.YAML(res)
 		if err != nil {
@@ -207,6 +209,19 @@ func (c *converter) convertPolicies(stdin io.Reader, stdout io.Writer) int {
 			continue
 		}
 		if err := writeFile(filepath.Join(c.flags.out, fileName(&res)), out); err != nil {
+			fmt.Fprintf(c.stderr, "kyvap convert: %v\n", err)
+			return exitUnusableInput
+		}
+	}
+	if len(set.Exceptions) > 0 {
+		out, err := convert.ExceptionYAML(c.exceptions(set.Exceptions, results, opts))
+		if err != nil {
+			fmt.Fprintf(c.stderr, "kyvap convert: %v\n", err)
+			return exitUnusableInput
+		}
+		if c.flags.out == "" {
+			stream.Write(out)
+		} else if err := writeFile(filepath.Join(c.flags.out, "exceptions.yaml"), out); err != nil {
 			fmt.Fprintf(c.stderr, "kyvap convert: %v\n", err)
 			return exitUnusableInput
 		}
@@ -225,13 +240,24 @@ func (c *converter) exitCode() int {
 	return exitOK
 }
 
-// reportExceptions lists the kyverno.io PolicyExceptions, which are not
-// converted.
-func (c *converter) reportExceptions(set *manifest.Set) {
-	for _, ex := range set.Exceptions {
-		c.unconverted++
-		fmt.Fprintf(c.stderr, "NOT CONVERTED: PolicyException %s/%s: converting kyverno.io PolicyExceptions is not supported; write a policies.kyverno.io PolicyException naming the converted policies\n", ex.Namespace, ex.Name)
+// exceptions converts kyverno.io PolicyExceptions and reports each.
+func (c *converter) exceptions(exceptions []kyvernov2.PolicyException, results []convert.Result, opts convert.Options) []convert.ExceptionResult {
+	var out []convert.ExceptionResult
+	for i := range exceptions {
+		r := convert.Exception(&exceptions[i], results, opts)
+		if r.Exception == nil {
+			c.unconverted++
+			fmt.Fprintf(c.stderr, "NOT CONVERTED: PolicyException %s: %s\n", r.Source, r.Reason)
+		} else {
+			refs := make([]string, len(r.Exception.Spec.PolicyRefs))
+			for j, ref := range r.Exception.Spec.PolicyRefs {
+				refs[j] = ref.Name
+			}
+			fmt.Fprintf(c.stderr, "PolicyException %s: converted, naming %s\n", r.Source, strings.Join(refs, ", "))
+		}
+		out = append(out, r)
 	}
+	return out
 }
 
 // report prints one line per rule of a converted policy.
@@ -331,7 +357,7 @@ func (c *converter) convertSuite(s *kyvernosuite.Suite, dir string) int {
 	if len(s.Policies) > 0 {
 		c.rows.source += sourceRows
 	}
-	if len(s.Policies) > 0 && (len(s.ValidatingPolicies) > 0 || len(s.Exceptions) > 0) {
+	if len(s.Policies) > 0 && len(s.ValidatingPolicies) > 0 {
 		c.rows.unconverted += sourceRows
 	}
 	switch {
@@ -341,10 +367,6 @@ func (c *converter) convertSuite(s *kyvernosuite.Suite, dir string) int {
 	case len(s.ValidatingPolicies) > 0:
 		c.unconverted++
 		fmt.Fprintf(c.stderr, "NOT CONVERTED: %s: the test mixes ValidatingPolicies with ClusterPolicies; convert tests of ClusterPolicies only\n", label)
-		return exitOK
-	case len(s.Exceptions) > 0:
-		c.unconverted++
-		fmt.Fprintf(c.stderr, "NOT CONVERTED: %s: the test has kyverno.io PolicyExceptions, which are not converted (their rows would change verdict)\n", label)
 		return exitOK
 	}
 	opts := convert.Options{Resolver: translate.NewStaticResolver(s.CRDs...), CompatibilityVersion: c.flags.celVersion}
@@ -372,6 +394,27 @@ func (c *converter) convertSuite(s *kyvernosuite.Suite, dir string) int {
 	test := s.Test
 	test.Policies = []string{"policies.yaml"}
 	files := map[string][]byte{"policies.yaml": policies.Bytes()}
+	if len(s.Exceptions) > 0 {
+		var list []convert.Result
+		for i := range s.Policies {
+			list = append(list, *results[policyKey(&s.Policies[i])])
+		}
+		converted := c.exceptions(s.Exceptions, list, opts)
+		for _, r := range converted {
+			if r.Exception == nil {
+				c.rows.unconverted += sourceRows
+				fmt.Fprintf(c.stderr, "NOT CONVERTED: %s: the test's PolicyException %s is not converted, so its rows would change verdict\n", label, r.Source)
+				return exitOK
+			}
+		}
+		out, err := convert.ExceptionYAML(converted)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "kyvap convert: %s: %v\n", label, err)
+			return exitUnusableInput
+		}
+		test.PolicyExceptions = []string{"exceptions.yaml"}
+		files["exceptions.yaml"] = out
+	}
 	copies := fileCopier{from: s.Dir, files: files}
 	test.Resources = copies.all(test.Resources)
 	test.ParamResources = copies.all(test.ParamResources)

@@ -335,13 +335,19 @@ func TestValidatingPoliciesWithKyvernosGenerator(t *testing.T) {
 					t.Fatalf("watch event %s %T", ev.Type, ev.Object)
 				}
 				t.Logf("watch: %s rv %s generated=%v message %q", ev.Type, p.ResourceVersion, p.Status.Generated, p.Status.ConditionStatus.Message)
-				if !p.Status.Generated && p.Status.ConditionStatus.Message == kyvernosMessage {
+				switch {
+				case !p.Status.Generated && p.Status.ConditionStatus.Message == kyvernosMessage:
 					sawFalse = true
-				} else if p.Status.Generated && sawFalse {
+				case p.Status.Generated && sawFalse:
+					break watching
+				case p.Status.Generated && p.Status.ConditionStatus.Message == kyvernosMessage && ev.Type == watch.Modified:
+					// Kyverno's generator reconciled the policy and left
+					// generated as kyvap wrote it (its status write raced
+					// kyvap's and kept the field): nothing to restore.
 					break watching
 				}
 			case <-deadline:
-				t.Fatalf("within a minute of the VAP's restoration, generated did not go false (Kyverno, with %q) then true (kyvap): saw false = %v", kyvernosMessage, sawFalse)
+				t.Fatalf("within a minute of the VAP's restoration, Kyverno's generator did not reconcile the policy (message %q) leaving generated true, or set it false and kyvap back to true: saw false = %v", kyvernosMessage, sawFalse)
 			}
 		}
 		got = waitForVPol(t, name, func(p *policiesv1.ValidatingPolicy, c *metav1.Condition) error {
