@@ -24,6 +24,7 @@ import (
 	policiesv1 "github.com/kyverno/api/api/policies.kyverno.io/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/model"
@@ -71,6 +72,9 @@ type Converted struct {
 	// was derived from, Targets the kinds it applies to.
 	AutogenOf string
 	Targets   []string
+	// Region is the index of the region of the namespaces the policy
+	// covers, when failure-action overrides split the rule (-1: whole).
+	Region int
 	// Exactly one is set.
 	ValidatingPolicy           *policiesv1.ValidatingPolicy
 	NamespacedValidatingPolicy *policiesv1.NamespacedValidatingPolicy
@@ -151,11 +155,16 @@ func unloweredReason(rr translate.RuleResult) string {
 // autogen exactly the variants the ClusterPolicy has, or else into one
 // policy for the rule (autogen off) and one per variant.
 func (res *Result) convertRule(r *model.Rule, variants []model.Rule) {
-	spec, why := specOf(&res.Source, r)
+	specs, why := specsOf(&res.Source, r)
 	if why != "" {
 		res.refuse(r, variants, why)
 		return
 	}
+	if len(specs) > 1 {
+		res.convertRegions(r, specs, variants)
+		return
+	}
+	spec := specs[0]
 	for _, config := range autogenConfigs(variants) {
 		candidate := spec.DeepCopy()
 		candidate.AutogenConfiguration = config
@@ -172,24 +181,45 @@ func (res *Result) convertRule(r *model.Rule, variants []model.Rule) {
 	// Kyverno's ValidatingPolicy autogen cannot give these variants (it
 	// would rewrite kyvap's match conditions too, or the rule does not
 	// select exactly Pods): each variant becomes a policy of its own.
-	specs := []*policiesv1.ValidatingPolicySpec{noAutogen(spec)}
+	res.convertRegions(r, specs, variants)
+}
+
+// convertRegions writes a rule and each of its variants as policies of
+// their own, autogen off: one per region of the namespaces when
+// failure-action overrides split them (named <policy>-<rule>-<region>).
+func (res *Result) convertRegions(r *model.Rule, specs []*policiesv1.ValidatingPolicySpec, variants []model.Rule) {
+	type unit struct {
+		rule  *model.Rule
+		specs []*policiesv1.ValidatingPolicySpec
+	}
+	units := []unit{{r, specs}}
 	for i := range variants {
-		vs, why := specOf(&res.Source, &variants[i])
+		vs, why := specsOf(&res.Source, &variants[i])
 		if why != "" {
 			res.refuse(r, variants, fmt.Sprintf("pod-controller variant %s: %s", variants[i].Name, why))
 			return
 		}
-		specs = append(specs, noAutogen(vs))
+		units = append(units, unit{&variants[i], vs})
 	}
-	for i, s := range specs {
-		rule := r
-		if i > 0 {
-			rule = &variants[i-1]
+	for _, u := range units {
+		for region, s := range u.specs {
+			if s == nil {
+				continue
+			}
+			c := res.object(u.rule, noAutogen(s))
+			if len(u.specs) > 1 {
+				c.Region = region
+				name := Name(res.Source.Name, fmt.Sprintf("%s-%d", u.rule.ID, region))
+				if c.ValidatingPolicy != nil {
+					c.ValidatingPolicy.Name = name
+				} else {
+					c.NamespacedValidatingPolicy.Name = name
+				}
+			}
+			c.NoAutogen = true
+			c.AutogenOf, c.Targets = u.rule.AutogenOf, u.rule.Targets
+			res.Policies = append(res.Policies, c)
 		}
-		c := res.object(rule, s)
-		c.NoAutogen = true
-		c.AutogenOf, c.Targets = rule.AutogenOf, rule.Targets
-		res.Policies = append(res.Policies, c)
 	}
 }
 
@@ -206,17 +236,82 @@ func noAutogen(spec *policiesv1.ValidatingPolicySpec) *policiesv1.ValidatingPoli
 	return out
 }
 
-// specOf is the ValidatingPolicy spec of a lowered rule, or why it has none.
-func specOf(src *model.Source, r *model.Rule) (*policiesv1.ValidatingPolicySpec, string) {
-	switch {
-	case r.ParamKind != nil:
-		return nil, "paramKind: a ValidatingPolicy has no parameters (Kyverno's own CEL libraries read objects instead); not converted"
-	case len(r.Bindings) != 1:
-		return nil, fmt.Sprintf("validationFailureActionOverrides give the rule different actions in %d regions of the namespaces; converting them (one policy per region) is not supported yet", len(r.Bindings))
+// specsOf are the ValidatingPolicy specs of a lowered rule: one, or one
+// per region of the namespaces where validationFailureActionOverrides give
+// it another action (its bindings), each its region's match constraints
+// and action. Or why it has none.
+func specsOf(src *model.Source, r *model.Rule) ([]*policiesv1.ValidatingPolicySpec, string) {
+	if len(r.Bindings) == 1 && (r.Bindings[0].Scope == nil || confinementOnly(src, r.Bindings[0].Scope)) {
+		spec, why := specOf(src, r, r.Bindings[0].Actions)
+		if why != "" {
+			return nil, why
+		}
+		return []*policiesv1.ValidatingPolicySpec{spec}, ""
 	}
-	b := r.Bindings[0]
-	if b.Scope != nil && !confinementOnly(src, b.Scope) {
-		return nil, "the rule's binding is scoped (validationFailureActionOverrides); converting it is not supported yet"
+	var specs []*policiesv1.ValidatingPolicySpec
+	for i, b := range r.Bindings {
+		spec, why := specOf(src, r, b.Actions)
+		if why != "" {
+			return nil, why
+		}
+		constraints, ok, why := intersect(*spec.MatchConstraints, b.Scope)
+		if why != "" {
+			return nil, fmt.Sprintf("binding %d of the rule's validationFailureActionOverrides: %s", i, why)
+		}
+		if !ok {
+			specs = append(specs, nil) // the region holds nothing the rule matches
+			continue
+		}
+		spec.MatchConstraints = &constraints
+		specs = append(specs, spec)
+	}
+	return specs, ""
+}
+
+// intersect narrows match constraints to a binding's scope: the scope's
+// namespace and object selectors ANDed in, its resource rules (every
+// resource of one scope, as translate writes them) applied as the scope of
+// each rule. ok is false when nothing is left.
+func intersect(m admissionregistrationv1.MatchResources, scope *admissionregistrationv1.MatchResources) (out admissionregistrationv1.MatchResources, ok bool, why string) {
+	out = *m.DeepCopy()
+	if scope == nil {
+		return out, true, ""
+	}
+	if len(scope.ExcludeResourceRules) > 0 || scope.MatchPolicy != nil {
+		return out, false, "its scope excludes resources"
+	}
+	out.NamespaceSelector = translate.AndLabelSelectors(out.NamespaceSelector, scope.NamespaceSelector)
+	out.ObjectSelector = translate.AndLabelSelectors(out.ObjectSelector, scope.ObjectSelector)
+	if len(scope.ResourceRules) == 0 {
+		return out, true, ""
+	}
+	if len(scope.ResourceRules) != 1 {
+		return out, false, "its scope has several resource rules"
+	}
+	sr := scope.ResourceRules[0]
+	if sr.Scope == nil || len(sr.Resources) != 1 || sr.Resources[0] != "*/*" || len(sr.APIGroups) != 1 || sr.APIGroups[0] != "*" {
+		return out, false, "its scope selects resources by name"
+	}
+	want := *sr.Scope
+	var kept []admissionregistrationv1.NamedRuleWithOperations
+	for _, rr := range out.ResourceRules {
+		switch {
+		case rr.Scope == nil || *rr.Scope == admissionregistrationv1.AllScopes:
+			rr.Scope = &want
+		case *rr.Scope != want:
+			continue
+		}
+		kept = append(kept, rr)
+	}
+	out.ResourceRules = kept
+	return out, len(kept) > 0, ""
+}
+
+// specOf is the ValidatingPolicy spec of a lowered rule with one binding's
+// actions, or why it has none.
+func specOf(src *model.Source, r *model.Rule, bindingActions []admissionregistrationv1.ValidationAction) (*policiesv1.ValidatingPolicySpec, string) {
+	if r.ParamKind != nil {
+		return nil, "paramKind: a ValidatingPolicy has no parameters (Kyverno's own CEL libraries read objects instead); not converted"
 	}
 	r = r.DeepCopy()
 	// Kyverno's ValidatingPolicy engine gives match conditions the
@@ -239,7 +334,7 @@ func specOf(src *model.Source, r *model.Rule) (*policiesv1.ValidatingPolicySpec,
 		MatchConditions:  r.MatchConditions,
 		Variables:        r.Variables,
 		Validations:      r.Validations,
-		ValidationAction: actions(b.Actions),
+		ValidationAction: actions(bindingActions),
 	}
 	if r.FailurePolicy == admissionregistrationv1.Ignore {
 		ignore := admissionregistrationv1.Ignore
@@ -351,7 +446,7 @@ func (res *Result) object(r *model.Rule, spec *policiesv1.ValidatingPolicySpec) 
 		Labels:      map[string]string{LabelSourcePolicy: labelValue(res.Source.Name)},
 		Annotations: map[string]string{AnnotationSource: res.Source.String(), AnnotationRule: r.Name},
 	}
-	c := Converted{Rule: r.Name}
+	c := Converted{Rule: r.Name, Region: -1}
 	if res.Source.Namespaced() {
 		c.NamespacedValidatingPolicy = &policiesv1.NamespacedValidatingPolicy{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "policies.kyverno.io/v1", Kind: "NamespacedValidatingPolicy"},
@@ -402,25 +497,36 @@ func labelValue(s string) string {
 // the source policy names by rule and resource kind (Kyverno: a row naming
 // a rule also matches its pod-controller variants, on the controllers'
 // kinds), or why none does.
-func (res *Result) PolicyFor(rule, kind string) (*Converted, string) {
+//
+// A rule split into regions of the namespaces by failure-action overrides
+// has one policy per region: all are returned, and the resource's
+// namespace decides (Converted.Applies).
+func (res *Result) PolicyFor(rule, kind string) ([]*Converted, string) {
 	if i := strings.LastIndex(kind, "/"); i >= 0 {
 		kind = kind[i+1:]
 	}
 	if rule == "" {
 		if len(res.Policies) == 1 && len(res.Unconverted) == 0 {
-			return &res.Policies[0], ""
+			return []*Converted{&res.Policies[0]}, ""
 		}
 		return nil, fmt.Sprintf("the result names no rule, so it checks every rule of %s, which became %d policies", res.Source, len(res.Policies))
 	}
+	var out []*Converted
 	for i := range res.Policies {
 		if c := &res.Policies[i]; c.AutogenOf == rule && contains(c.Targets, kind) {
-			return c, ""
+			out = append(out, c)
 		}
+	}
+	if len(out) > 0 {
+		return out, ""
 	}
 	for i := range res.Policies {
 		if c := &res.Policies[i]; c.Rule == rule || contains(c.Variants, rule) {
-			return c, ""
+			out = append(out, c)
 		}
+	}
+	if len(out) > 0 {
+		return out, ""
 	}
 	for _, u := range res.Unconverted {
 		if u.Rule == rule {
@@ -428,6 +534,43 @@ func (res *Result) PolicyFor(rule, kind string) (*Converted, string) {
 		}
 	}
 	return nil, fmt.Sprintf("%s has no rule %s", res.Source, rule)
+}
+
+// Applies reports whether the policy's match constraints can select an
+// object of a namespace with the given labels (cluster-scoped objects:
+// namespace ""), by the scope of its resource rules and its namespace
+// selector: which region of a split rule a resource belongs to.
+func (c *Converted) Applies(namespace string, namespaceLabels map[string]string) bool {
+	spec := c.spec()
+	if spec.MatchConstraints == nil {
+		return false
+	}
+	m := spec.MatchConstraints
+	want := admissionregistrationv1.ClusterScope
+	if namespace != "" {
+		want = admissionregistrationv1.NamespacedScope
+	}
+	scoped := false
+	for _, rr := range m.ResourceRules {
+		if rr.Scope == nil || *rr.Scope == admissionregistrationv1.AllScopes || *rr.Scope == want {
+			scoped = true
+		}
+	}
+	if !scoped {
+		return false
+	}
+	if namespace == "" || m.NamespaceSelector == nil {
+		return true
+	}
+	selector, err := metav1.LabelSelectorAsSelector(m.NamespaceSelector)
+	return err == nil && selector.Matches(labels.Set(namespaceLabels))
+}
+
+func (c *Converted) spec() *policiesv1.ValidatingPolicySpec {
+	if c.ValidatingPolicy != nil {
+		return &c.ValidatingPolicy.Spec
+	}
+	return &c.NamespacedValidatingPolicy.Spec
 }
 
 func contains(list []string, s string) bool {

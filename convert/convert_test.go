@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -182,11 +183,40 @@ func TestPolicyFor(t *testing.T) {
 		got, why := res.PolicyFor(c.rule, c.kind)
 		switch {
 		case c.want == "" && got != nil:
-			t.Errorf("PolicyFor(%q, %q) = %s, want none", c.rule, c.kind, got.Name())
+			t.Errorf("PolicyFor(%q, %q) = %s, want none", c.rule, c.kind, got[0].Name())
 		case c.want == "" && why == "":
 			t.Errorf("PolicyFor(%q, %q): no reason", c.rule, c.kind)
-		case c.want != "" && (got == nil || got.Name() != c.want):
+		case c.want != "" && (len(got) != 1 || got[0].Name() != c.want):
 			t.Errorf("PolicyFor(%q, %q) = %v (%s), want %s", c.rule, c.kind, got, why, c.want)
+		}
+	}
+}
+
+// TestRegions checks a rule that failure-action overrides split: one
+// policy per region, each applying to its namespaces only.
+func TestRegions(t *testing.T) {
+	_, results, _ := convertFile(t, "testdata/overrides/policy.yaml")
+	res := &results[0]
+	got, why := res.PolicyFor("no-latest", "Pod")
+	if len(got) < 2 {
+		t.Fatalf("PolicyFor = %d policies (%s), want one per region", len(got), why)
+	}
+	for _, c := range []struct {
+		namespace string
+		labels    map[string]string
+		action    string
+	}{
+		{"prod", map[string]string{"kubernetes.io/metadata.name": "prod"}, "Deny"},
+		{"dev", map[string]string{"kubernetes.io/metadata.name": "dev"}, "Audit"},
+	} {
+		var applies []string
+		for _, p := range got {
+			if p.Applies(c.namespace, c.labels) {
+				applies = append(applies, p.Name()+"="+string(p.ValidatingPolicy.Spec.ValidationAction[0]))
+			}
+		}
+		if len(applies) != 1 || !strings.HasSuffix(applies[0], "="+c.action) {
+			t.Errorf("namespace %s: policies %v apply, want exactly one with %s", c.namespace, applies, c.action)
 		}
 	}
 }

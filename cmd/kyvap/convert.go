@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
@@ -614,12 +615,14 @@ func rowSummary(rows []kyvernosuite.Row) string {
 // namespace/name or name, a ClusterPolicy by name.
 func policyKey(p *kyvernov1.ClusterPolicy) string { return p.Name }
 
-// convertRow addresses one result row to the converted policy that
-// evaluates it, or says why it cannot.
-func convertRow(row kyvernosuite.TestResult, results map[string]*convert.Result) (kyvernosuite.TestResult, string) {
+// convertRow finds the converted policies a result row may address (one,
+// or one per region of a rule split by failure-action overrides), or says
+// why there is none. A row of a policy that is not a ClusterPolicy is
+// returned with no candidates.
+func convertRow(row kyvernosuite.TestResult, results map[string]*convert.Result) ([]*convert.Converted, *convert.Result, string) {
 	if row.IsValidatingAdmissionPolicy || row.IsMutatingAdmissionPolicy || row.IsValidatingPolicy || row.IsDeletingPolicy ||
 		row.IsImageValidatingPolicy || row.IsGeneratingPolicy || row.IsMutatingPolicy {
-		return row, ""
+		return nil, nil, ""
 	}
 	name := row.Policy
 	if i := strings.LastIndex(name, "/"); i >= 0 {
@@ -627,17 +630,44 @@ func convertRow(row kyvernosuite.TestResult, results map[string]*convert.Result)
 	}
 	res := results[name]
 	if res == nil {
-		return row, fmt.Sprintf("no converted policy %s in the test", row.Policy)
+		return nil, nil, fmt.Sprintf("no converted policy %s in the test", row.Policy)
 	}
-	c, why := res.PolicyFor(row.Rule, row.Kind)
-	if c == nil {
-		return row, why
-	}
+	candidates, why := res.PolicyFor(row.Rule, row.Kind)
+	return candidates, res, why
+}
+
+// addressed is a row addressed to one converted policy.
+func addressed(row kyvernosuite.TestResult, res *convert.Result, c *convert.Converted) kyvernosuite.TestResult {
 	row.Policy, row.Rule, row.IsValidatingPolicy = c.Name(), "", true
 	if res.Source.Namespace != "" {
 		row.Policy = res.Source.Namespace + "/" + c.Name()
 	}
-	return row, ""
+	return row
+}
+
+// regionOf picks, among the policies of a split rule, the one whose region
+// holds the resources a row names (the first when none is found).
+func regionOf(s *kyvernosuite.Suite, candidates []*convert.Converted, resources []*kyvernosuite.Resource) *convert.Converted {
+	if len(candidates) == 1 {
+		return candidates[0]
+	}
+	namespaces := map[string]map[string]string{}
+	for _, ns := range s.Namespaces() {
+		namespaces[ns.Name] = ns.Labels
+	}
+	for _, r := range resources {
+		ns := r.Object.GetNamespace()
+		labels := namespaces[ns]
+		if r.Object.GetKind() == "Namespace" && r.Object.GetAPIVersion() == "v1" {
+			ns, labels = "", r.Object.GetLabels()
+		}
+		for _, c := range candidates {
+			if c.Applies(ns, labels) {
+				return c
+			}
+		}
+	}
+	return candidates[0]
 }
 
 // fileCopier copies the files a test names into the converted folder,
@@ -718,13 +748,16 @@ func renameValues(values *kyvernosuite.ValuesSpec, results map[string]*convert.R
 // evaluates it without subresource). why is set when the row cannot be
 // converted at all.
 func convertRowResources(s *kyvernosuite.Suite, row kyvernosuite.TestResult, results map[string]*convert.Result) (out []kyvernosuite.TestResult, notes []string, why string) {
-	converted, why := convertRow(row, results)
-	if why != "" || converted.Policy == row.Policy && !converted.IsValidatingPolicy || len(row.Resources) == 0 || row.IsValidatingPolicy {
-		if why != "" {
-			return nil, nil, why
-		}
-		return []kyvernosuite.TestResult{converted}, nil, ""
+	candidates, res, why := convertRow(row, results)
+	switch {
+	case why != "":
+		return nil, nil, why
+	case len(candidates) == 0:
+		return []kyvernosuite.TestResult{row}, nil, ""
+	case len(row.Resources) == 0:
+		return []kyvernosuite.TestResult{addressed(row, res, candidates[0])}, nil, ""
 	}
+	converted := addressed(row, res, candidates[0])
 	name := row.Policy
 	if i := strings.LastIndex(name, "/"); i >= 0 {
 		name = name[i+1:]
@@ -740,7 +773,7 @@ func convertRowResources(s *kyvernosuite.Suite, row kyvernosuite.TestResult, res
 		}
 	}
 	for _, ref := range row.Resources {
-		one := converted
+		one := addressed(row, res, regionOf(s, candidates, s.ResourcesNamed(ref)))
 		one.Resources = []string{ref}
 		leave := ""
 		if readsUser {
@@ -771,6 +804,16 @@ func convertRowResources(s *kyvernosuite.Suite, row kyvernosuite.TestResult, res
 	return out, notes, ""
 }
 
+// withNameLabel is labels (copied) with the label every namespace of a
+// cluster has.
+func withNameLabel(labels map[string]string, name string) map[string]string {
+	out := map[string]string{corev1.LabelMetadataName: name}
+	for k, v := range labels {
+		out[k] = v
+	}
+	return out
+}
+
 // sameRow reports rows that differ at most in their resources.
 func sameRow(a, b kyvernosuite.TestResult) bool {
 	a.Resources, b.Resources = nil, nil
@@ -778,14 +821,17 @@ func sameRow(a, b kyvernosuite.TestResult) bool {
 }
 
 // addNamespaces gives Kyverno's CLI the namespaces of the test's resources
-// as values when a converted policy reads namespaceObject: the CLI gives a
-// ClusterPolicy a Namespace object for every resource's namespace, a
-// ValidatingPolicy only those the values name.
+// as values when a converted policy reads namespaceObject or selects
+// namespaces by name: the CLI gives a ClusterPolicy a Namespace object for
+// every resource's namespace, a ValidatingPolicy only those the values
+// name, and only the labels they list, while every namespace of a cluster
+// carries kubernetes.io/metadata.name (which the regions of failure-action
+// overrides select).
 func addNamespaces(s *kyvernosuite.Suite, test *kyvernosuite.Test, files map[string][]byte, results map[string]*convert.Result) {
 	reads := false
 	for _, res := range results {
 		out, err := convert.YAML(*res)
-		if err == nil && bytes.Contains(out, []byte("namespaceObject")) {
+		if err == nil && (bytes.Contains(out, []byte("namespaceObject")) || bytes.Contains(out, []byte(corev1.LabelMetadataName))) {
 			reads = true
 		}
 	}
@@ -794,16 +840,20 @@ func addNamespaces(s *kyvernosuite.Suite, test *kyvernosuite.Test, files map[str
 	}
 	add := func(values *kyvernosuite.ValuesSpec) {
 		known := map[string]bool{}
-		for _, n := range values.NamespaceSelectors {
+		for i := range values.NamespaceSelectors {
+			n := &values.NamespaceSelectors[i]
 			known[n.Name] = true
+			n.Labels = withNameLabel(n.Labels, n.Name)
 		}
-		for _, n := range values.Namespaces {
+		for i := range values.Namespaces {
+			n := &values.Namespaces[i]
 			known[n.Name] = true
+			n.Labels = withNameLabel(n.Labels, n.Name)
 		}
 		for _, ns := range s.Namespaces() {
 			if !known[ns.Name] {
 				known[ns.Name] = true
-				values.NamespaceSelectors = append(values.NamespaceSelectors, kyvernosuite.NamespaceSelector{Name: ns.Name, Labels: map[string]string{}})
+				values.NamespaceSelectors = append(values.NamespaceSelectors, kyvernosuite.NamespaceSelector{Name: ns.Name, Labels: withNameLabel(nil, ns.Name)})
 			}
 		}
 	}
