@@ -62,6 +62,10 @@ Flags:
   -f FILE                          input file, directory or "-" (repeatable, required)
   -o DIR                           output directory (required for tests)
   --crd FILE                       CustomResourceDefinitions that resolve custom kinds
+  --check                          after converting tests, run the source and the
+                                   converted tests through kyvap's evaluation (as
+                                   kyvap test) and exit 1 on any failing row, so CI
+                                   can gate a migration
   --skip-unconvertible             exit 0 even when something is not converted (it is
                                    still reported); a test row of an unconverted rule
                                    is left out of the converted test
@@ -78,6 +82,7 @@ type convertFlags struct {
 	files, crdFiles   pathList
 	out               string
 	skipUnconvertible bool
+	check             bool
 	celVersion        string
 }
 
@@ -88,6 +93,7 @@ func parseConvertFlags(args []string) (f convertFlags, help bool, err error) {
 	fs.Var(&f.crdFiles, "crd", "")
 	fs.StringVar(&f.out, "o", "", "")
 	fs.BoolVar(&f.skipUnconvertible, "skip-unconvertible", false, "")
+	fs.BoolVar(&f.check, "check", false, "")
 	fs.StringVar(&f.celVersion, "cel-compatibility-version", "", "")
 	if err := fs.Parse(args); err != nil {
 		return f, errors.Is(err, flag.ErrHelp), err
@@ -116,9 +122,17 @@ func runConvert(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	c := &converter{flags: f, stderr: stderr}
 	var code int
-	if tests := c.findTests(); len(tests) > 0 {
+	tests := c.findTests()
+	switch {
+	case f.check && len(tests) == 0:
+		fmt.Fprintf(stderr, "kyvap convert: --check needs Kyverno CLI tests (kyverno-test.yaml) under -f\n")
+		return exitUnusableInput
+	case len(tests) > 0:
 		code = c.convertTests(tests)
-	} else {
+		if code != exitUnusableInput && f.check {
+			code = max(code, c.check(tests, stdout))
+		}
+	default:
 		code = c.convertPolicies(stdin, stdout)
 	}
 	if code == exitInvalidRule && f.skipUnconvertible {
@@ -151,6 +165,44 @@ func pairs(row kyvernosuite.TestResult) int {
 		return n
 	}
 	return 1
+}
+
+// check runs the source tests and the converted ones through kyvap's
+// evaluation (both paths, as kyvap test): the converted rows carry the
+// source's expected verdicts (changed only where the notes say), so both
+// passing is the same verdicts. It prints both summaries and returns 1 on
+// any failing row.
+func (c *converter) check(files []string, stdout io.Writer) int {
+	run := func(label string, paths []string) int {
+		failed, passed := 0, 0
+		for _, path := range paths {
+			suites, err := kyvernosuite.Load(path)
+			if err != nil {
+				fmt.Fprintf(c.stderr, "kyvap convert: --check: %v\n", err)
+				failed++
+				continue
+			}
+			for i := range suites {
+				report := kyvernosuite.Run(context.Background(), &suites[i], kyvernosuite.Options{CompatibilityVersion: c.flags.celVersion})
+				for _, row := range report.Rows {
+					switch row.Status {
+					case kyvernosuite.StatusPass:
+						passed++
+					case kyvernosuite.StatusFail:
+						failed++
+						fmt.Fprintf(stdout, "check: %s: %s %s %s: want %s, VAP %s, engine %s\n", label, suites[i].Path, row.Policy, row.Resource, row.Expected, row.VAP.Result, row.Engine.Result)
+					}
+				}
+			}
+		}
+		fmt.Fprintf(stdout, "check: %s: %d rows passed, %d failed\n", label, passed, failed)
+		return failed
+	}
+	failed := run("source", files) + run("converted", []string{c.flags.out})
+	if failed > 0 || c.rows.differs > 0 {
+		return exitInvalidRule
+	}
+	return exitOK
 }
 
 // findTests lists the test files under the -f directories.

@@ -137,3 +137,33 @@ func TestConvertCorpus(t *testing.T) {
 		t.Errorf("%d rows checked, %d converted", checked, rows.converted)
 	}
 }
+
+// TestConvertCheck runs --check on a suite that converts cleanly, and on a
+// copy whose expectation is wrong: the check fails on it.
+func TestConvertCheck(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"convert", "--check", "-f", "../../test/conformance/pod-controllers", "-o", t.TempDir()}, nil, &stdout, &stderr)
+	if code != 0 || !strings.Contains(stdout.String(), "check: converted: 8 rows passed, 0 failed") || !strings.Contains(stdout.String(), "check: source: 8 rows passed, 0 failed") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	dir := t.TempDir()
+	for _, name := range []string{"policy.yaml", "resources.yaml", "kyverno-test.yaml"} {
+		data, err := os.ReadFile(filepath.Join("../../test/conformance/pod-controllers", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "kyverno-test.yaml" {
+			data = bytes.Replace(data, []byte("resources: [pod-good]\n  result: pass"), []byte("resources: [pod-good]\n  result: fail"), 1)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stdout.Reset()
+	if code := run([]string{"convert", "--check", "-f", dir, "-o", t.TempDir()}, nil, &stdout, &bytes.Buffer{}); code != 1 || !strings.Contains(stdout.String(), "check: source: 7 rows passed, 1 failed") {
+		t.Fatalf("exit %d, want 1 for a wrong expectation\n%s", code, stdout.String())
+	}
+	if code := run([]string{"convert", "--check", "-f", "../../test/conformance/pod-controllers/policy.yaml"}, nil, &bytes.Buffer{}, &bytes.Buffer{}); code != 2 {
+		t.Fatalf("--check without tests: exit %d, want 2", code)
+	}
+}
