@@ -2,6 +2,7 @@ package translate
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -105,7 +106,7 @@ func TestLowerClusterPolicy(t *testing.T) {
 }
 
 func TestLowerClusterPolicyNil(t *testing.T) {
-	if _, _, err := LowerClusterPolicy(Input{}, nil, Options{}); err != ErrNilPolicy {
+	if _, _, err := LowerClusterPolicy(Input{}, nil, Options{}); !errors.Is(err, ErrNilPolicy) {
 		t.Fatalf("err = %v, want ErrNilPolicy", err)
 	}
 }

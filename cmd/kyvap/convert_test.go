@@ -2,13 +2,10 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/kyvap/kyvap/internal/kyvernosuite"
 )
 
 // patternPolicy has one CEL rule and one pattern rule, which is not
@@ -95,46 +92,6 @@ func TestConvertPolicies(t *testing.T) {
 	run([]string{"convert", "-f", replicas, "-f", mixed}, nil, &second, &bytes.Buffer{})
 	if !bytes.Equal(first.Bytes(), second.Bytes()) {
 		t.Error("output is not deterministic")
-	}
-}
-
-// TestConvertCorpus converts every test of the repository's verdict
-// corpus and runs the converted folders: every row kept passes kyvap's
-// evaluation (both paths), and every row of the source is accounted for:
-// converted, left out with a reason, or not converted. The converted
-// folders were checked with Kyverno v1.19.1's CLI (docs/convert.md).
-func TestConvertCorpus(t *testing.T) {
-	out := t.TempDir()
-	var stderr bytes.Buffer
-	c := &converter{flags: convertFlags{files: pathList{"../../test/conformance"}, out: out}, stderr: &stderr}
-	code := c.convertTests(c.findTests())
-	if code != exitInvalidRule {
-		t.Fatalf("exit %d, want %d (the corpus has rules no ValidatingPolicy can express); stderr:\n%s", code, exitInvalidRule, stderr.String())
-	}
-	rows := c.rows
-	t.Logf("%+v", rows)
-	if rows.source != rows.converted+rows.leftOut+rows.unconverted {
-		t.Fatalf("rows not accounted for: %+v", rows)
-	}
-	if rows.differs != 0 || rows.converted < 150 {
-		t.Fatalf("rows: %+v; stderr:\n%s", rows, stderr.String())
-	}
-	suites, err := kyvernosuite.Load(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checked := 0
-	for i := range suites {
-		report := kyvernosuite.Run(context.Background(), &suites[i], kyvernosuite.Options{})
-		for _, row := range report.Rows {
-			checked++
-			if row.Status != kyvernosuite.StatusPass {
-				t.Errorf("%s: %s %s: %s (VAP %s, engine %s): %s", suites[i].Path, row.Policy, row.Resource, row.Status, row.VAP.Result, row.Engine.Result, row.Reason)
-			}
-		}
-	}
-	if checked != rows.converted {
-		t.Errorf("%d rows checked, %d converted", checked, rows.converted)
 	}
 }
 

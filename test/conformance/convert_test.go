@@ -1,0 +1,60 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/kyvap/kyvap/internal/convertsuite"
+	"github.com/kyvap/kyvap/internal/kyvernosuite"
+	"github.com/kyvap/kyvap/test/controlplane"
+	"github.com/kyvap/kyvap/translate"
+)
+
+// TestClusterReplayConverted converts the corpus with kyvap convert and
+// replays the converted tests on the real API server, as kyvap test
+// --cluster does: the ValidatingPolicies converted from the ClusterPolicies
+// are created, kyvap enforces them (VAPs, its webhook for the rest), and
+// every converted row must get the source's expected verdict from the API
+// server (docs/convert.md).
+func TestClusterReplayConverted(t *testing.T) {
+	ctx := context.Background()
+	out := t.TempDir()
+	var stderr bytes.Buffer
+	c := convertsuite.New(convertsuite.Options{Files: []string{"."}, Out: out}, &stderr)
+	c.ConvertTests(c.FindTests())
+	if rows := c.Rows(); rows.Converted < 150 || rows.Differs > 0 {
+		t.Fatalf("conversion: %+v\n%s", rows, stderr.String())
+	}
+	suites, err := kyvernosuite.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp.EnsureNamespace(t, controlplane.OperatorNamespace, nil)
+	cp.StartWebhookOperator(t, translate.Options{GenerateValidatingAdmissionPolicy: true}, controlplane.FreePort(t))
+	replay := cluster(t)
+	var total kyvernosuite.Summary
+	denied := 0
+	for _, s := range suites {
+		name := strings.TrimSuffix(strings.TrimPrefix(s.Path, out+"/"), "/kyverno-test.yaml")
+		t.Run(name, func(t *testing.T) {
+			report := kyvernosuite.RunCluster(ctx, &s, replay, kyvernosuite.Options{})
+			total.Add(report.Summary)
+			for _, row := range report.Rows {
+				switch {
+				case row.Status == kyvernosuite.StatusFail:
+					t.Errorf("%s on %s (%s): %s", row.Policy, row.Resource, row.Operation, row.Reason)
+				case row.Status == kyvernosuite.StatusSkipped && strings.HasPrefix(row.Reason, kyvernosuite.ForeignDenial):
+					t.Errorf("%s on %s: %s", row.Policy, row.Resource, row.Reason)
+				case row.Status == kyvernosuite.StatusPass && row.Cluster != nil && row.Cluster.Result == kyvernosuite.Fail:
+					denied++
+				}
+			}
+		})
+	}
+	t.Logf("converted corpus on the API server: %s, %d denied or warned by the API server", total, denied)
+	if flagRun() == "" && (total.Passed < 100 || denied < 30) {
+		t.Errorf("only %d converted rows replayed, %d denied", total.Passed, denied)
+	}
+}
