@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/internal/kyverno"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -59,6 +60,12 @@ type Options struct {
 	// CompatibilityVersion is the CEL compatibility version expressions
 	// are checked at (empty: the newest).
 	CompatibilityVersion string
+	// KyvernoConfig, when set, is Kyverno's global configuration folded
+	// into every converted policy (its resource filters, excluded users and
+	// groups and webhook match conditions as match conditions, its webhook
+	// selectors ANDed into the match constraints); nil leaves it to
+	// Kyverno, as the source policies did.
+	KyvernoConfig *kyverno.Config
 }
 
 // Converted is one ValidatingPolicy (cluster-scoped source) or
@@ -113,9 +120,18 @@ type Result struct {
 // folded in: they are converted (or refused) on their own.
 func Policy(p *kyvernov1.ClusterPolicy, opts Options) (Result, error) {
 	in := translate.InputFor(p, nil)
-	lowered, plan, err := translate.LowerClusterPolicy(in, opts.Resolver, translate.Options{CompatibilityVersion: opts.CompatibilityVersion})
+	lowered, plan, err := translate.LowerClusterPolicy(in, opts.Resolver, translate.Options{CompatibilityVersion: opts.CompatibilityVersion, KyvernoConfig: opts.KyvernoConfig})
 	if err != nil {
 		return Result{}, err
+	}
+	if cfg := opts.KyvernoConfig; cfg != nil && (cfg.NamespaceSelector != nil || cfg.ObjectSelector != nil) {
+		// The webhook selectors are binding scope in a VAP; a
+		// ValidatingPolicy has its match constraints only.
+		for i := range lowered.Rules {
+			m := &lowered.Rules[i].MatchConstraints
+			m.NamespaceSelector = translate.AndLabelSelectors(m.NamespaceSelector, cfg.NamespaceSelector)
+			m.ObjectSelector = translate.AndLabelSelectors(m.ObjectSelector, cfg.ObjectSelector)
+		}
 	}
 	res := Result{Source: lowered.Source, Warnings: plan.Warnings}
 	for _, rr := range plan.Rules {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/internal/kyverno"
 	"github.com/kyvap/kyvap/internal/manifest"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
@@ -268,4 +269,43 @@ func FuzzConvert(f *testing.F) {
 		}
 		assertValid(t, &first)
 	})
+}
+
+// TestInlineKyvernoConfig folds Kyverno's chart-default configuration into
+// a converted policy: its match conditions and its webhook namespace
+// selector, which every converted policy then carries itself.
+func TestInlineKyvernoConfig(t *testing.T) {
+	var set manifest.Set
+	if err := set.ReadPath("testdata/basic/policy.yaml", nil, manifest.AcceptAll); err != nil {
+		t.Fatal(err)
+	}
+	cfg := kyverno.ChartDefaults()
+	plain, err := Policy(&set.Policies[0], Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inlined, err := Policy(&set.Policies[0], Options{KyvernoConfig: &cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(r Result) []string {
+		var out []string
+		for _, mc := range r.Policies[0].ValidatingPolicy.Spec.MatchConditions {
+			out = append(out, mc.Name)
+		}
+		return out
+	}
+	if got := names(plain); strings.Contains(strings.Join(got, ","), "kyverno-") {
+		t.Errorf("without the option: conditions %v", got)
+	}
+	got := strings.Join(names(inlined), ",")
+	for _, want := range []string{"kyverno-resource-filters", "kyverno-excluded-subjects", "not-system"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("inlined conditions %s lack %s", got, want)
+		}
+	}
+	if sel := inlined.Policies[0].ValidatingPolicy.Spec.MatchConstraints.NamespaceSelector; cfg.NamespaceSelector != nil && sel == nil {
+		t.Error("the webhook namespace selector is not in the match constraints")
+	}
+	assertValid(t, &inlined)
 }

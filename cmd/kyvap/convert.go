@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/kyvap/kyvap/internal/convertsuite"
 )
@@ -50,6 +51,13 @@ Flags:
                                    converted tests through kyvap's evaluation (as
                                    kyvap test) and exit 1 on any failing row, so CI
                                    can gate a migration
+  --inline-kyverno-config VALUE    fold Kyverno's global configuration into every converted
+                                   policy (its resource filters, excluded users and groups,
+                                   webhook match conditions and selectors), for clusters
+                                   where Kyverno's configuration is not applied to
+                                   ValidatingPolicies as you want it: chart-defaults
+                                   (Kyverno's Helm-chart values) or a ConfigMap file;
+                                   policies only (default: left to Kyverno)
   --skip-unconvertible             exit 0 even when something is not converted (it is
                                    still reported); a test row of an unconverted rule
                                    is left out of the converted test
@@ -68,6 +76,7 @@ type convertFlags struct {
 	skipUnconvertible bool
 	check             bool
 	celVersion        string
+	inlineConfig      string
 }
 
 func parseConvertFlags(args []string) (f convertFlags, help bool, err error) {
@@ -78,6 +87,7 @@ func parseConvertFlags(args []string) (f convertFlags, help bool, err error) {
 	fs.StringVar(&f.out, "o", "", "")
 	fs.BoolVar(&f.skipUnconvertible, "skip-unconvertible", false, "")
 	fs.BoolVar(&f.check, "check", false, "")
+	fs.StringVar(&f.inlineConfig, "inline-kyverno-config", "", "")
 	fs.StringVar(&f.celVersion, "cel-compatibility-version", "", "")
 	if err := fs.Parse(args); err != nil {
 		return f, errors.Is(err, flag.ErrHelp), err
@@ -104,10 +114,25 @@ func runConvert(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kyvap convert: %v\n\n%s", err, convertUsage)
 		return exitUnusableInput
 	}
-	c := convertsuite.New(convertsuite.Options{Files: f.files, CRDFiles: f.crdFiles, Out: f.out, CELVersion: f.celVersion}, stderr)
+	opts := convertsuite.Options{Files: f.files, CRDFiles: f.crdFiles, Out: f.out, CELVersion: f.celVersion}
+	if f.inlineConfig != "" {
+		cfg, warnings, err := loadKyvernoConfig(f.inlineConfig)
+		if err != nil {
+			fmt.Fprintf(stderr, "kyvap convert: %v\n", strings.Replace(err.Error(), "--kyverno-config", "--inline-kyverno-config", 1))
+			return exitUnusableInput
+		}
+		for _, w := range warnings {
+			fmt.Fprintf(stderr, "kyvap convert: warning: %s\n", w)
+		}
+		opts.KyvernoConfig = cfg
+	}
+	c := convertsuite.New(opts, stderr)
 	var code int
 	tests := c.FindTests()
 	switch {
+	case f.inlineConfig != "" && len(tests) > 0:
+		fmt.Fprintf(stderr, "kyvap convert: --inline-kyverno-config converts policies only: Kyverno's CLI tests run without Kyverno's configuration\n")
+		return exitUnusableInput
 	case f.check && len(tests) == 0:
 		fmt.Fprintf(stderr, "kyvap convert: --check needs Kyverno CLI tests (kyverno-test.yaml) under -f\n")
 		return exitUnusableInput

@@ -22,6 +22,7 @@ import (
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/convert"
+	"github.com/kyvap/kyvap/internal/kyverno"
 	"github.com/kyvap/kyvap/internal/kyvernosuite"
 	"github.com/kyvap/kyvap/internal/manifest"
 	"github.com/kyvap/kyvap/translate"
@@ -42,6 +43,8 @@ type Options struct {
 	Out string
 	// CELVersion is the CEL compatibility version expressions are checked at.
 	CELVersion string
+	// KyvernoConfig is folded into converted policies (policies only).
+	KyvernoConfig *kyverno.Config
 }
 
 // New returns a converter reporting on stderr.
@@ -155,7 +158,7 @@ func (c *Converter) ConvertPolicies(stdin io.Reader, stdout io.Writer) int {
 		fmt.Fprintf(c.stderr, "kyvap convert: no ClusterPolicy or Policy in %s\n", strings.Join(c.flags.Files, ", "))
 		return exitUnusableInput
 	}
-	opts := convert.Options{Resolver: translate.NewStaticResolver(set.CRDs...), CompatibilityVersion: c.flags.CELVersion}
+	opts := convert.Options{Resolver: translate.NewStaticResolver(set.CRDs...), CompatibilityVersion: c.flags.CELVersion, KyvernoConfig: c.flags.KyvernoConfig}
 	var stream bytes.Buffer
 	var results []convert.Result
 	for i := range set.Policies {
