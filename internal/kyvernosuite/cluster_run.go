@@ -167,8 +167,13 @@ type replayTarget struct {
 
 // request builds the request of one resource of a result, or the row that
 // says why it is not sent.
+// policy is "" for a ValidatingPolicy, whose request no per-policy value
+// shapes (vpolRequestFor).
 func (r *runner) request(base Row, res *TestResult, policy string, resource *Resource) (*clusterRequest, *Row) {
-	spec := r.suite.requestFor(policy, resource, res.Operation)
+	spec := r.suite.vpolRequestFor(resource, res.Operation)
+	if policy != "" {
+		spec = r.suite.requestFor(policy, resource, res.Operation)
+	}
 	row := base
 	row.Resource, row.Operation = resource.Key(), string(spec.operation)
 	req, _, err := r.builder.admissionRequest(spec)

@@ -59,7 +59,7 @@ func (r *runner) replayVpol(ctx context.Context, c *Cluster, in *Installation, s
 				rows = append(rows, skippedRow(base, resource.Key(), why))
 				continue
 			}
-			cr, row := r.request(base, res, st.vp.Name(), resource)
+			cr, row := r.request(base, res, "", resource)
 			if row != nil {
 				rows = append(rows, *row)
 				continue

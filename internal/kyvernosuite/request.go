@@ -105,6 +105,14 @@ func (s *Suite) requestFor(policy string, res *Resource, resultOperation string)
 	return spec
 }
 
+// vpolRequestFor is the request Kyverno's CLI evaluates a ValidatingPolicy
+// with (processor/operation.go): the result's operation, else the global
+// request.operation, else CREATE; no values patch the objects, and no
+// per-policy value applies.
+func (s *Suite) vpolRequestFor(res *Resource, resultOperation string) requestSpec {
+	return requestSpec{resource: res, operation: s.operationFor("", res.Object.GetName(), resultOperation)}
+}
+
 // mergeMaps merges src into dst like Kyverno's JSON context: maps merge
 // recursively, anything else replaces.
 func mergeMaps(src, dst map[string]any) {

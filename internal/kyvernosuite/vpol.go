@@ -565,7 +565,7 @@ func (r *runner) vpolRows(ctx context.Context, i int, states []*vpolState) []Row
 			rows = append(rows, row)
 			continue
 		}
-		spec := r.suite.requestFor(states[0].vp.Name(), resource, res.Operation)
+		spec := r.suite.vpolRequestFor(resource, res.Operation)
 		row.Operation = string(spec.operation)
 		ev := r.evaluate(ctx, spec)
 		if ev.err == nil && ev.vpolErr != nil {
