@@ -114,6 +114,11 @@ type ConfigOptions struct {
 	// Labels and Annotations are set on the configuration.
 	Labels      map[string]string
 	Annotations map[string]string
+	// Owner, when set, owns the configuration: the operator's Namespace,
+	// so that whatever deletes the namespace (kubectl delete -k, deleting
+	// it by hand) has the garbage collector delete the configuration too,
+	// and no request is left to a webhook nobody serves.
+	Owner *metav1.OwnerReference
 }
 
 // DesiredConfiguration is the ValidatingWebhookConfiguration for a set of
@@ -160,6 +165,9 @@ func DesiredConfiguration(rules []translate.FallbackRule, models []engine.ModelP
 
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: opts.Name, Labels: opts.Labels, Annotations: opts.Annotations},
+	}
+	if opts.Owner != nil {
+		vwc.OwnerReferences = []metav1.OwnerReference{*opts.Owner}
 	}
 	excluded := append([]string(nil), opts.ExcludedNamespaces...)
 	sort.Strings(excluded)

@@ -128,3 +128,20 @@ func TestDesiredConfigurationLeavesOutUnsupportedRules(t *testing.T) {
 		t.Fatalf("got %+v, %v; want no configuration and a context-entries problem", vwc, problems)
 	}
 }
+
+// TestDesiredConfigurationOwner: the configuration is owned by the
+// operator's namespace when one is given (safe uninstall), and by nothing
+// otherwise.
+func TestDesiredConfigurationOwner(t *testing.T) {
+	rules := []translate.FallbackRule{{Policy: "a", Rule: celRule("pods", []string{"Pod"}, kyvernov1.Create)}}
+	owner := &metav1.OwnerReference{APIVersion: "v1", Kind: "Namespace", Name: "kyvap-system", UID: "uid-1"}
+	opts := ConfigOptions{Name: "kyvap-fallback", URL: "https://127.0.0.1:9443", CABundle: []byte("ca"), Owner: owner}
+	vwc, _ := DesiredConfiguration(rules, nil, translate.NewStaticResolver(), opts)
+	if len(vwc.OwnerReferences) != 1 || vwc.OwnerReferences[0] != *owner {
+		t.Fatalf("owner references %v, want [%v]", vwc.OwnerReferences, *owner)
+	}
+	opts.Owner = nil
+	if vwc, _ := DesiredConfiguration(rules, nil, translate.NewStaticResolver(), opts); len(vwc.OwnerReferences) != 0 {
+		t.Fatalf("owner references %v without an owner", vwc.OwnerReferences)
+	}
+}

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -48,6 +50,11 @@ type ConfigurationReconciler struct {
 	// engine it would drop rules another replica still enforces (a freshly
 	// elected leader would otherwise narrow or delete it).
 	EngineLoaded func() bool
+	// Namespace is the operator's namespace, which owns the configuration
+	// (ConfigOptions.Owner); "" gives it no owner. While the namespace is
+	// being deleted, the configuration is deleted and not recreated: the
+	// webhook is going away with it.
+	Namespace string
 
 	trigger chan event.TypedGenericEvent[*admissionregistrationv1.ValidatingWebhookConfiguration]
 	// covered are the "policy/rule" pairs the configuration last written (or
@@ -123,11 +130,17 @@ func (r *ConfigurationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.trigger = make(chan event.TypedGenericEvent[*admissionregistrationv1.ValidatingWebhookConfiguration], 1)
 	r.Engine.OnChange(r.Trigger)
 	ours := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == r.Options.Name })
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("webhookconfiguration").
 		For(&admissionregistrationv1.ValidatingWebhookConfiguration{}, builder.WithPredicates(ours)).
-		WatchesRawSource(source.Channel(r.trigger, &handler.TypedEnqueueRequestForObject[*admissionregistrationv1.ValidatingWebhookConfiguration]{})).
-		Complete(r)
+		WatchesRawSource(source.Channel(r.trigger, &handler.TypedEnqueueRequestForObject[*admissionregistrationv1.ValidatingWebhookConfiguration]{}))
+	if r.Namespace != "" {
+		own := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == r.Namespace })
+		b = b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: r.Options.Name}}}
+		}), builder.WithPredicates(own))
+	}
+	return b.Complete(r)
 }
 
 // engineLoadPoll is how often a reconcile waiting for the engine to load
@@ -148,20 +161,29 @@ func (r *ConfigurationReconciler) Reconcile(ctx context.Context, _ reconcile.Req
 	}
 	opts.Kyverno = r.Engine.KyvernoConfig()
 	opts.Engine = r.Engine.Capabilities()
+	owner, terminating, err := r.owner(ctx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	opts.Owner = owner
 	rules, models, resolver := r.Engine.Rules(), r.Engine.ModelRules(), r.Resolvers.Resolver()
 	desired, problems := DesiredConfiguration(rules, models, resolver, opts)
 	for _, p := range problems {
 		logger.Info("fallback rule left out of the webhook configuration", "problem", p.Error())
 	}
+	if terminating {
+		logger.Info("the operator's namespace is being deleted (or gone): the webhook configuration goes with it", "namespace", r.Namespace)
+		desired = nil
+	}
 	current := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	err := r.Client.Get(ctx, types.NamespacedName{Name: opts.Name}, current)
+	err = r.Client.Get(ctx, types.NamespacedName{Name: opts.Name}, current)
 	switch {
 	case apierrors.IsNotFound(err):
 		current = nil
 	case err != nil:
 		return ctrl.Result{}, err
 	}
-	if current != nil && r.EngineLoaded != nil && !r.EngineLoaded() {
+	if current != nil && !terminating && r.EngineLoaded != nil && !r.EngineLoaded() {
 		logger.V(1).Info("the fallback engine has not loaded every policy yet; the webhook configuration is left as it is")
 		return ctrl.Result{RequeueAfter: engineLoadPoll}, nil
 	}
@@ -172,6 +194,24 @@ func (r *ConfigurationReconciler) Reconcile(ctx context.Context, _ reconcile.Req
 	r.covered.Store(&covered)
 	r.Engine.SetEnforcing(true)
 	return ctrl.Result{}, nil
+}
+
+// owner is the owner reference to the operator's Namespace, and whether
+// the namespace is being deleted or gone (kyvap is being uninstalled: no
+// configuration may be written that would outlive it); nil without a
+// namespace.
+func (r *ConfigurationReconciler) owner(ctx context.Context) (*metav1.OwnerReference, bool, error) {
+	if r.Namespace == "" {
+		return nil, false, nil
+	}
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Name: r.Namespace}, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, true, nil
+		}
+		return nil, false, fmt.Errorf("reading the operator's namespace %s: %w", r.Namespace, err)
+	}
+	return &metav1.OwnerReference{APIVersion: "v1", Kind: "Namespace", Name: ns.Name, UID: ns.UID}, ns.DeletionTimestamp != nil, nil
 }
 
 func (r *ConfigurationReconciler) apply(ctx context.Context, current, desired *admissionregistrationv1.ValidatingWebhookConfiguration) error {
@@ -205,8 +245,13 @@ func (r *ConfigurationReconciler) apply(ctx context.Context, current, desired *a
 		}
 	}
 	_, injected := current.Annotations[AnnotationInjectCAFrom]
+	owners := current.OwnerReferences
+	if len(desired.OwnerReferences) > 0 {
+		owners = desired.OwnerReferences
+	}
 	if equality.Semantic.DeepEqual(current.Webhooks, desired.Webhooks) &&
 		equality.Semantic.DeepEqual(current.Labels, desired.Labels) &&
+		equality.Semantic.DeepEqual(current.OwnerReferences, owners) &&
 		annotationsContain(current.Annotations, desired.Annotations) &&
 		(r.CABundle == nil || !injected) {
 		return nil // nothing changed: no write
@@ -214,6 +259,7 @@ func (r *ConfigurationReconciler) apply(ctx context.Context, current, desired *a
 	updated := current.DeepCopy()
 	updated.Webhooks = desired.Webhooks
 	updated.Labels = desired.Labels
+	updated.OwnerReferences = owners
 	if r.CABundle != nil {
 		// Back from cert-manager to self-managed: its injector must stop.
 		delete(updated.Annotations, AnnotationInjectCAFrom)

@@ -244,7 +244,7 @@ func (w *Webhook) Setup(mgr ctrl.Manager, eng *engine.Engine, resolvers Resolver
 		svc := w.opts.ServiceName
 		dnsNames = []string{svc, svc + "." + w.opts.Namespace, svc + "." + w.opts.Namespace + ".svc", svc + "." + w.opts.Namespace + ".svc.cluster.local"}
 	}
-	reconciler := &ConfigurationReconciler{Client: mgr.GetClient(), Engine: eng, Resolvers: resolvers, Options: configOpts, EngineLoaded: w.EngineLoaded}
+	reconciler := &ConfigurationReconciler{Client: mgr.GetClient(), Engine: eng, Resolvers: resolvers, Options: configOpts, EngineLoaded: w.EngineLoaded, Namespace: w.opts.Namespace}
 	w.config = reconciler
 	if w.opts.CertManagement == CertManagementSelf {
 		certOpts := w.opts.Certificates

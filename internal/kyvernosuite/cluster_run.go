@@ -324,6 +324,15 @@ func (r *runner) checkRequests(ctx context.Context, c *Cluster, in *Installation
 		for {
 			answer = c.Ask(ctx, cfg, cr.req, cr.obj)
 			judged = target.judge(answer, cr, vapRules)
+			if judged.Result == NotApplicable {
+				// A denial by a VAP the list did not hold: the policy's own
+				// VAPs may have been listed before one of them was
+				// (re)created; list them again before calling it foreign.
+				if fresh, err := target.vapRules(ctx); err == nil {
+					vapRules = fresh
+					judged = target.judge(answer, cr, vapRules)
+				}
+			}
 			if *judged.Match || time.Now().After(deadline) || ctx.Err() != nil {
 				break
 			}

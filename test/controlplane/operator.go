@@ -113,7 +113,9 @@ func (cp *ControlPlane) startWebhookOperator(t testing.TB, cfg *rest.Config, opt
 }
 
 // StartWebhookOperatorWith is StartWebhookOperator with the operator
-// options base (its Webhook and ShutdownDrain are set here).
+// options base (its Webhook and ShutdownDrain are set here; a Webhook
+// Namespace, when given, is the operator's namespace instead of
+// OperatorNamespace).
 func (cp *ControlPlane) StartWebhookOperatorWith(t testing.TB, base operator.Options, port int) *Operator {
 	t.Helper()
 	return cp.startWebhookOperatorAt(t, cp.Config, base, port, fmt.Sprintf("https://127.0.0.1:%d", port), ctrl.Options{}, 0, certs.Options{})
@@ -121,14 +123,18 @@ func (cp *ControlPlane) StartWebhookOperatorWith(t testing.TB, base operator.Opt
 
 func (cp *ControlPlane) startWebhookOperatorAt(t testing.TB, cfg *rest.Config, base operator.Options, port int, url string, election ctrl.Options, drain time.Duration, certificates certs.Options) *Operator {
 	t.Helper()
-	cp.EnsureNamespace(t, OperatorNamespace, nil)
+	namespace := OperatorNamespace
+	if base.Webhook != nil && base.Webhook.Namespace != "" {
+		namespace = base.Webhook.Namespace // the operator's own namespace
+	}
+	cp.EnsureNamespace(t, namespace, nil)
 	t.Cleanup(func() {
 		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhook.DefaultConfigurationName}}
 		if err := cp.Client.Delete(context.Background(), vwc); err != nil && !apierrors.IsNotFound(err) {
 			t.Errorf("deleting the webhook configuration: %v", err)
 		}
 	})
-	wh := webhook.Options{Host: "127.0.0.1", Port: port, Namespace: OperatorNamespace, URL: url, Certificates: certificates}
+	wh := webhook.Options{Host: "127.0.0.1", Port: port, Namespace: namespace, URL: url, Certificates: certificates}
 	base.Webhook, base.ShutdownDrain = &wh, drain
 	op, err := cp.startOperatorAs(cfg, base, election)
 	if err != nil {
