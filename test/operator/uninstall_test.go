@@ -69,7 +69,7 @@ func TestUninstallRemovesTheWebhookConfiguration(t *testing.T) {
 				op.Stop()
 				err := controlplane.Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
 					_, err := cp.DryRunCreate(ctx, controlplane.ConfigMap(ns, "anything", nil))
-					return err != nil && strings.Contains(err.Error(), "failed calling webhook"), fmt.Errorf("want a refusal by the unreachable webhook, got %v", err)
+					return err != nil && strings.Contains(err.Error(), "failed calling webhook"), fmt.Errorf("want a refusal by the unreachable webhook, got %w", err)
 				})
 				if err != nil {
 					t.Fatal(err)
@@ -80,7 +80,7 @@ func TestUninstallRemovesTheWebhookConfiguration(t *testing.T) {
 			}
 			err := controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
 				err := cp.Client.Get(ctx, client.ObjectKey{Name: webhook.DefaultConfigurationName}, &admissionregistrationv1.ValidatingWebhookConfiguration{})
-				return apierrors.IsNotFound(err), fmt.Errorf("the webhook configuration is still there (%v)", err)
+				return apierrors.IsNotFound(err), fmt.Errorf("the webhook configuration is still there (%w)", err)
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -109,7 +109,7 @@ func TestUninstallRemovesTheWebhookConfiguration(t *testing.T) {
 			// nobody, as the uninstall asked.
 			err = controlplane.Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
 				_, err := cp.DryRunCreate(ctx, forbidden)
-				return err == nil, fmt.Errorf("still refused: %v", err)
+				return err == nil, fmt.Errorf("still refused: %w", err)
 			})
 			if err != nil {
 				t.Fatal(err)
