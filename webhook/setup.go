@@ -98,8 +98,9 @@ const (
 	// about 10 times the body's size live for Kubernetes objects and up to
 	// 21 times for the worst JSON (long arrays of small numbers), so 3 MiB
 	// of bodies in flight add at most about 65 MiB to the 24 MiB heap of a
-	// manager with 1,000 policies: under config/manager's GOMEMLIMIT of
-	// 100 MiB. The measurements are in docs/webhook.md ("The listener").
+	// manager with 1,000 policies: well under config/manager's GOMEMLIMIT
+	// (256 MiB, sized for the background scan's peak as well). The
+	// measurements are in docs/webhook.md ("The listener").
 	DefaultMaxInFlightBytes = 3 << 20
 )
 

@@ -46,6 +46,7 @@ type options struct {
 	kyvernoConfig          string
 	shutdownDrain          time.Duration
 	backgroundScanInterval time.Duration
+	backgroundScan         bool
 	resourceReads          bool
 	kyvernoConfigFallback  string
 }
@@ -79,6 +80,7 @@ func parseFlags(args []string) (options, error) {
 	fs.Int64Var(&o.webhookOpts.MaxRequestBytes, "webhook-max-request-bytes", webhook.DefaultMaxRequestBytes, "largest admission request body the webhook reads; larger ones are refused (413) unread")
 	fs.IntVar(&o.webhookOpts.MaxConcurrentEvaluations, "webhook-max-concurrent-evaluations", 0, "requests the webhook evaluates at once; the others wait until their deadline (0: twice GOMAXPROCS)")
 	fs.BoolVar(&o.resourceReads, "resource-library-reads", false, "let kyvap's engine evaluate Kyverno's CEL resource library (resource.Get/List in ValidatingPolicies) by reading from the API server with kyvap's RBAC, which must then grant get and list on what the policies read; off, such rules are reported NOT ENFORCED by kyvap")
+	fs.BoolVar(&o.backgroundScan, "background-scan", true, "scan resources in the background and write PolicyReports (with the webhook's admission results); false writes no PolicyReports and keeps no cache of the scanned kinds, which bounds the manager's memory whatever the cluster's size; enforcement is not affected")
 	fs.DurationVar(&o.backgroundScanInterval, "background-scan-interval", time.Hour, "how often the background scan re-evaluates every resource it reports on (PolicyReports), besides policy and resource changes; 0: only on changes")
 	fs.DurationVar(&o.shutdownDrain, "shutdown-drain", 5*time.Second, "on SIGTERM, how long the webhook keeps answering (closing each connection after its response, readiness failing) before the manager stops; keep it below the pod's terminationGracePeriodSeconds")
 	fs.Int64Var(&o.webhookOpts.MaxInFlightBytes, "webhook-max-inflight-bytes", webhook.DefaultMaxInFlightBytes, "request bodies the webhook handles at once, in bytes; further requests wait (decoded, they take up to 10 times this, 21 for the worst JSON: raise it with the memory limit)")
@@ -148,6 +150,7 @@ func main() {
 		KyvernoConfig:          kyvernoConfig,
 		ShutdownDrain:          opts.shutdownDrain,
 		BackgroundScanInterval: opts.backgroundScanInterval,
+		DisableBackgroundScan:  !opts.backgroundScan,
 		ResourceReads:          opts.resourceReads,
 	}
 	if opts.webhook {

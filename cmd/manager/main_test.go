@@ -151,3 +151,19 @@ func TestMetricsCertDir(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func TestBackgroundScanFlag(t *testing.T) {
+	for args, want := range map[string]bool{"": true, "--background-scan=false": false, "--background-scan=true": true} {
+		var list []string
+		if args != "" {
+			list = []string{args}
+		}
+		o, err := parseFlags(list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.backgroundScan != want {
+			t.Errorf("parseFlags(%q).backgroundScan = %v, want %v", args, o.backgroundScan, want)
+		}
+	}
+}

@@ -50,6 +50,11 @@ type Options struct {
 	// BackgroundScanInterval rescans every resource kyvap reports on this
 	// often (0: only when a policy or the resource changes).
 	BackgroundScanInterval time.Duration
+	// DisableBackgroundScan turns kyvap's PolicyReports off: no background
+	// scan (and none of its caches of the scanned kinds, the manager's
+	// largest memory use) and no admission results. Enforcement is not
+	// affected.
+	DisableBackgroundScan bool
 	// ShutdownDrain is how long the webhook keeps answering, with every
 	// response closing its connection and readiness failing, after Start's
 	// context ends and before the manager stops (0: stop at once).
@@ -79,6 +84,9 @@ type Operator struct {
 	Kyverno *Kyverno
 	// KyvernoConfig is Kyverno's global configuration in force.
 	KyvernoConfig *KyvernoConfig
+	// Reports writes the PolicyReports (background scans and admission
+	// results); nil with DisableBackgroundScan.
+	Reports *scan.Reporter
 
 	webhook *webhook.Webhook
 	// Options are the options in effect (with the discovered CEL
@@ -164,7 +172,9 @@ func New(ctx context.Context, cfg *rest.Config, managerOptions ctrl.Options, opt
 	admissionResults := &scan.AdmissionRecorder{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}
 	if fallbackWebhook != nil {
 		fallbackWebhook.EngineLoaded = op.Controllers.Loaded
-		fallbackWebhook.RecordAdmission = admissionResults.Record
+		if !opts.DisableBackgroundScan {
+			fallbackWebhook.RecordAdmission = admissionResults.Record
+		}
 		if err := fallbackWebhook.Setup(mgr, op.Engine, kinds); err != nil {
 			return nil, err
 		}
@@ -185,18 +195,24 @@ func New(ctx context.Context, cfg *rest.Config, managerOptions ctrl.Options, opt
 			return controllers.LowerModelPolicy(ctx, mgr.GetClient(), policy, nil)
 		},
 	}
-	if err := reporter.SetupWithManager(mgr); err != nil {
-		return nil, err
+	kyvernoListeners := []func(){op.Controllers.RequeueAll}
+	if !opts.DisableBackgroundScan {
+		if err := reporter.SetupWithManager(mgr); err != nil {
+			return nil, err
+		}
+		op.Reports = reporter
+		// CRDs installed later start the reports then.
+		listeners = append(listeners, reporter.CRDsChanged)
+		kyvernoListeners = append(kyvernoListeners, reporter.KyvernoChanged)
 	}
-	// CRDs installed later start the reports, and the ValidatingPolicy
-	// controllers, then.
-	listeners = append(listeners, reporter.CRDsChanged, op.Controllers.Validating.CRDsChanged)
+	// CRDs installed later start the ValidatingPolicy controllers then.
+	listeners = append(listeners, op.Controllers.Validating.CRDsChanged)
 	watch := &crdWatch{kinds: kinds, listeners: listeners}
 	if err := watch.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	// Whether Kyverno runs changes who enforces the fallback rules.
-	op.Kyverno.listeners = []func(){op.Controllers.RequeueAll, reporter.KyvernoChanged}
+	op.Kyverno.listeners = kyvernoListeners
 	if err := op.Kyverno.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}

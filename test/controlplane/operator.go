@@ -21,6 +21,7 @@ import (
 	"github.com/kyvap/kyvap/controllers"
 	"github.com/kyvap/kyvap/engine"
 	"github.com/kyvap/kyvap/internal/operator"
+	"github.com/kyvap/kyvap/internal/scan"
 	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/webhook"
 	"github.com/kyvap/kyvap/webhook/certs"
@@ -33,6 +34,8 @@ type Operator struct {
 	Reconciler *controllers.ClusterPolicyReconciler
 	// Engine is the fallback engine when the webhook runs, else nil.
 	Engine *engine.Engine
+	// Reports writes the PolicyReports; nil with scans disabled.
+	Reports *scan.Reporter
 	// Elected is closed once this manager leads (at once without election).
 	Elected <-chan struct{}
 	// Draining reports whether the webhook is shutting down (its readiness
@@ -184,7 +187,7 @@ func (cp *ControlPlane) startOperatorAs(cfg *rest.Config, opts operator.Options,
 		cancel()
 		return nil, err
 	}
-	running := &Operator{Reconciler: op.Controllers.Policies, Engine: op.Engine, Elected: op.Manager.Elected(), Draining: op.Draining, cancel: cancel, done: make(chan error, 1)}
+	running := &Operator{Reconciler: op.Controllers.Policies, Engine: op.Engine, Reports: op.Reports, Elected: op.Manager.Elected(), Draining: op.Draining, cancel: cancel, done: make(chan error, 1)}
 	go func() { running.done <- op.Start(ctx) }()
 	return running, nil
 }

@@ -29,6 +29,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
@@ -818,4 +819,40 @@ func runtimeDecode(u *unstructured.Unstructured, into any) error {
 		return err
 	}
 	return yaml.Unmarshal(data, into)
+}
+
+// TestShippedResources: the Deployment's memory holds the measured peaks
+// (docs/install.md, resources) with margin, GOMEMLIMIT sits between the
+// leader's scan peak and the limit, and the pod has the priority of a
+// component on the admission path.
+func TestShippedResources(t *testing.T) {
+	const (
+		scanPeak    = 166 << 20 // background scan, 10,000 resources x 50 rules
+		webhookPeak = 35 << 20  // a flood of the largest requests, over idle
+	)
+	var deployment appsv1.Deployment
+	readDoc(t, controlplane.RepoPath(t, "config", "manager", "manager.yaml"), "Deployment", &deployment)
+	spec := deployment.Spec.Template.Spec
+	if spec.PriorityClassName != "system-cluster-critical" {
+		t.Errorf("priorityClassName %q", spec.PriorityClassName)
+	}
+	c := spec.Containers[0]
+	limit := c.Resources.Limits.Memory().Value()
+	request := c.Resources.Requests.Memory().Value()
+	if limit < (scanPeak+webhookPeak)*5/4 || request < scanPeak {
+		t.Errorf("memory request %d, limit %d: below the measured peaks (scan %d, webhook +%d) with margin", request, limit, scanPeak, webhookPeak)
+	}
+	var goMemLimit int64
+	for _, e := range c.Env {
+		if e.Name == "GOMEMLIMIT" {
+			q, err := resource.ParseQuantity(strings.TrimSuffix(e.Value, "B"))
+			if err != nil {
+				t.Fatalf("GOMEMLIMIT %q: %v", e.Value, err)
+			}
+			goMemLimit = q.Value()
+		}
+	}
+	if goMemLimit < scanPeak || goMemLimit >= limit {
+		t.Errorf("GOMEMLIMIT %d: want between the scan's peak %d and the limit %d", goMemLimit, int64(scanPeak), limit)
+	}
 }
