@@ -39,7 +39,11 @@ kyvap translate --kyverno-config none.
 
 Flags:
   -f, --file-name NAME      test file name to look for (default kyverno-test.yaml)
-  -o text|json              output: a table per test and a summary (default), or JSON
+  -o text|json|junit        output: a table per test and a summary (default), JSON, or
+                            JUnit XML for CI systems (a testsuite per test, a testcase
+                            per checked result, failures with each path's result)
+  --detailed-results        add each result's message (the denial, the error) to the
+                            text tables, as Kyverno's CLI
   --kube-version V          the target cluster's CEL compatibility version, e.g. 1.37
                             (default: the newest this build knows)
   --require-tests           fail (exit 2) when no test file is found
@@ -72,6 +76,7 @@ type testFlags struct {
 	dirs         []string
 	fileName     string
 	output       string
+	detailed     bool
 	kubeVersion  string
 	requireTests bool
 	cluster      bool
@@ -87,6 +92,7 @@ func parseTestFlags(args []string) (f testFlags, help bool, err error) {
 	fs.StringVar(&f.fileName, "file-name", kyvernosuite.DefaultFileName, "")
 	fs.StringVar(&f.fileName, "f", kyvernosuite.DefaultFileName, "")
 	fs.StringVar(&f.output, "o", "text", "")
+	fs.BoolVar(&f.detailed, "detailed-results", false, "")
 	fs.StringVar(&f.kubeVersion, "kube-version", "", "")
 	fs.BoolVar(&f.requireTests, "require-tests", false, "")
 	fs.BoolVar(&f.cluster, "cluster", false, "")
@@ -108,8 +114,8 @@ func parseTestFlags(args []string) (f testFlags, help bool, err error) {
 	switch {
 	case len(f.dirs) == 0:
 		return f, false, errors.New("no test directory given")
-	case f.output != "text" && f.output != "json":
-		return f, false, fmt.Errorf("-o %s: want text or json", f.output)
+	case f.output != "text" && f.output != "json" && f.output != "junit":
+		return f, false, fmt.Errorf("-o %s: want text, json or junit", f.output)
 	case f.fileName == "":
 		return f, false, errors.New("--file-name must not be empty")
 	case !f.cluster && (f.kubeconfig != "" || f.context != "" || f.allowRemote):
@@ -176,9 +182,13 @@ func runTest(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	results := kyvernosuite.NewResults(reports)
-	if f.output == "json" {
+	results.Detailed = f.detailed
+	switch f.output {
+	case "json":
 		err = results.WriteJSON(stdout)
-	} else {
+	case "junit":
+		err = results.WriteJUnit(stdout)
+	default:
 		err = results.WriteText(stdout)
 	}
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"encoding/xml"
 	"os"
 	"path/filepath"
 	"strings"
@@ -188,5 +189,64 @@ spec:
 	res := runCLI("", "test", dir)
 	if res.code != 0 || !strings.Contains(res.stdout, "2 passed, 0 failed") {
 		t.Errorf("exit code %d, want 0 and both results as expected\nstdout: %s\nstderr: %s", res.code, res.stdout, res.stderr)
+	}
+}
+
+// TestRunTestJUnit: -o junit is JUnit XML a CI system reads: the failing
+// case carries a failure with each path's result, the counts add up.
+func TestRunTestJUnit(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"test", "-o", "junit", failingCase(t), "../../test/conformance/runtime-errors"}, strings.NewReader(""), &stdout, &stderr); code != 1 {
+		t.Fatalf("exit code = %d, want 1; stderr: %s", code, stderr.String())
+	}
+	var out struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+		Suites   []struct {
+			Name     string `xml:"name,attr"`
+			Tests    int    `xml:"tests,attr"`
+			Failures int    `xml:"failures,attr"`
+			Cases    []struct {
+				Name    string `xml:"name,attr"`
+				Failure *struct {
+					Message string `xml:"message,attr"`
+				} `xml:"failure"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatalf("stdout is not XML: %v\n%s", err, stdout.String())
+	}
+	if len(out.Suites) != 2 || out.Tests != 7 || out.Failures != 1 {
+		t.Fatalf("decoded %+v\n%s", out, stdout.String())
+	}
+	failures := 0
+	for _, s := range out.Suites {
+		if len(s.Cases) != s.Tests {
+			t.Errorf("suite %s: %d cases, tests=%d", s.Name, len(s.Cases), s.Tests)
+		}
+		for _, c := range s.Cases {
+			if c.Failure != nil {
+				failures++
+				if !strings.Contains(c.Failure.Message, "VAP ") || !strings.Contains(c.Failure.Message, "engine ") {
+					t.Errorf("failure of %s does not say what each path gave: %q", c.Name, c.Failure.Message)
+				}
+			}
+		}
+	}
+	if failures != 1 {
+		t.Errorf("%d failing cases, want 1", failures)
+	}
+}
+
+// TestRunTestDetailedResults: --detailed-results adds each row's message.
+func TestRunTestDetailedResults(t *testing.T) {
+	var plain, detailed bytes.Buffer
+	run([]string{"test", "../../test/conformance/runtime-errors"}, strings.NewReader(""), &plain, &bytes.Buffer{})
+	if code := run([]string{"test", "--detailed-results", "../../test/conformance/runtime-errors"}, strings.NewReader(""), &detailed, &bytes.Buffer{}); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if strings.Contains(plain.String(), "MESSAGE") || !strings.Contains(detailed.String(), "MESSAGE") || !strings.Contains(detailed.String(), "data.required must be yes") {
+		t.Errorf("plain:\n%s\ndetailed:\n%s", plain.String(), detailed.String())
 	}
 }

@@ -169,6 +169,9 @@ func (r *Report) Failed() bool { return r.Summary.Failed > 0 }
 type Results struct {
 	Tests   []Report `json:"tests"`
 	Summary Summary  `json:"summary"`
+	// Detailed adds each row's message to the text tables (kyvap test
+	// --detailed-results, as Kyverno's CLI).
+	Detailed bool `json:"-"`
 }
 
 // NewResults aggregates reports.
@@ -196,7 +199,7 @@ func (r Results) WriteJSON(w io.Writer) error {
 // WriteText writes a table per test and the summary line.
 func (r Results) WriteText(w io.Writer) error {
 	for i := range r.Tests {
-		if err := r.Tests[i].WriteText(w); err != nil {
+		if err := r.Tests[i].writeText(w, r.Detailed); err != nil {
 			return err
 		}
 	}
@@ -206,7 +209,10 @@ func (r Results) WriteText(w io.Writer) error {
 
 // WriteText writes the test's table: one line per row, the translation
 // verdicts that are not plain Translated, warnings, and failure reasons.
-func (r *Report) WriteText(w io.Writer) error {
+func (r *Report) WriteText(w io.Writer) error { return r.writeText(w, false) }
+
+// writeText is WriteText, with a MESSAGE column when detailed.
+func (r *Report) writeText(w io.Writer, detailed bool) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nTest %s (%s", r.Name, r.Path)
 	if r.Document > 1 {
@@ -227,11 +233,14 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  warning: %s\n", warning)
 	}
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	header := "  #\tPOLICY\tRULE\tRESOURCE\tEXPECTED\tVAP\tENGINE\tOK"
 	if r.Cluster {
-		fmt.Fprintln(tw, "  #\tPOLICY\tRULE\tRESOURCE\tEXPECTED\tAPI SERVER\tOK")
-	} else {
-		fmt.Fprintln(tw, "  #\tPOLICY\tRULE\tRESOURCE\tEXPECTED\tVAP\tENGINE\tOK")
+		header = "  #\tPOLICY\tRULE\tRESOURCE\tEXPECTED\tAPI SERVER\tOK"
 	}
+	if detailed {
+		header += "\tMESSAGE"
+	}
+	fmt.Fprintln(tw, header)
 	var notes []string
 	for i, row := range r.Rows {
 		rule := row.Rule
@@ -249,14 +258,18 @@ func (r *Report) WriteText(w io.Writer) error {
 		case StatusSkipped:
 			mark = "-"
 		}
+		message := ""
+		if detailed {
+			message = "\t" + shorten(rowMessage(&row))
+		}
 		if r.Cluster {
 			got := Result("-")
 			if row.Cluster != nil {
 				got = row.Cluster.Result
 			}
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, row.Policy, rule, resource, row.Expected, got, mark)
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s%s\n", i+1, row.Policy, rule, resource, row.Expected, got, mark, message)
 		} else {
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, row.Policy, rule, resource, row.Expected, row.VAP.Result, row.Engine.Result, mark)
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n", i+1, row.Policy, rule, resource, row.Expected, row.VAP.Result, row.Engine.Result, mark, message)
 		}
 		if row.Reason != "" && row.Status != StatusPass {
 			notes = append(notes, fmt.Sprintf("  %d: %s", i+1, shorten(row.Reason)))
@@ -280,4 +293,15 @@ var longExpression = regexp.MustCompile(`(?s)expression '(.{40}).{20,}?' (result
 // messages (kyvap's generated conditions are long); JSON output keeps them.
 func shorten(msg string) string {
 	return longExpression.ReplaceAllString(msg, "expression '$1…' $2")
+}
+
+// rowMessage is the message a row's result carries: the API server's in a
+// replay, else the engine's, else the VAP path's, else the row's reason.
+func rowMessage(row *Row) string {
+	for _, m := range []*PathResult{row.Cluster, &row.Engine, &row.VAP} {
+		if m != nil && m.Message != "" {
+			return strings.Join(strings.Fields(m.Message), " ")
+		}
+	}
+	return row.Reason
 }
