@@ -64,7 +64,7 @@ func TestRunTestExitCodes(t *testing.T) {
 		{"broken test file", []string{"test", broken}, 2, "", "kyverno-test.yaml:3: document 1: invalid YAML"},
 		{"missing directory", []string{"test", filepath.Join(empty, "nope")}, 2, "", "no such file or directory"},
 		{"no directory", []string{"test"}, 2, "", "no test directory given"},
-		{"bad output", []string{"test", "-o", "yaml", passingCase}, 2, "", "-o yaml: want text or json"},
+		{"bad output", []string{"test", "-o", "yaml", passingCase}, 2, "", "-o yaml: want text, json or junit"},
 		{"no tests found", []string{"test", empty}, 0, "0 passed, 0 failed", "no kyverno-test.yaml found"},
 		{"no tests found, required", []string{"test", "--require-tests", empty}, 2, "", "no kyverno-test.yaml found"},
 		{"other file name", []string{"test", "--file-name", "other.yaml", passingCase}, 0, "0 passed, 0 failed", "no other.yaml found"},
