@@ -32,6 +32,14 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(policiesByOutcome, rulesByVerdict, driftReverts, applyErrors)
+	// Every series exists from the start at 0, so that alerts on their
+	// increase (config/prometheus) see the first error.
+	for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
+		driftReverts.WithLabelValues(kind)
+		for _, a := range []action{actionFailed, actionConflict} {
+			applyErrors.WithLabelValues(kind, string(a))
+		}
+	}
 }
 
 // policyGauges keeps each policy's last contribution to the gauges so they

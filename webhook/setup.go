@@ -256,6 +256,7 @@ func (w *Webhook) Setup(mgr ctrl.Manager, eng *engine.Engine, resolvers Resolver
 		certOpts.TrustedBundle = certs.ConfigurationCABundle(mgr.GetAPIReader(), w.opts.ConfigurationName)
 		w.certs = certs.NewManager(mgr.GetClient(), mgr.GetAPIReader(), certOpts, ctrl.Log.WithName("webhook-certs"))
 		w.tls.m = w.certs
+		publishCertificateExpiry(func() (*tls.Certificate, error) { return w.certs.GetCertificate(nil) })
 		reconciler.CABundle = w.certs.CABundle
 		w.certs.OnCABundleChange(func([]byte) { reconciler.Trigger() })
 		if err := mgr.Add(w.certs); err != nil {
@@ -267,6 +268,7 @@ func (w *Webhook) Setup(mgr ctrl.Manager, eng *engine.Engine, resolvers Resolver
 	} else {
 		configOpts.Annotations = map[string]string{AnnotationInjectCAFrom: w.opts.Namespace + "/" + CertManagerCertificate}
 		reconciler.Options = configOpts
+		publishCertificateExpiry(certificateFromDir(w.opts.CertDir))
 	}
 	return reconciler.SetupWithManager(mgr)
 }

@@ -153,7 +153,15 @@ var (
 	})
 )
 
-func init() { metrics.Registry.MustRegister(policyResults, scans, reportWrites, forbiddenKinds) }
+func init() {
+	metrics.Registry.MustRegister(policyResults, scans, reportWrites, forbiddenKinds)
+	// Every series exists from the start at 0 (dashboards, alerts).
+	for _, process := range []string{reports.ProcessBackground, reports.ProcessAdmission} {
+		for _, a := range []string{"create", "update", "delete"} {
+			reportWrites.WithLabelValues(process, a)
+		}
+	}
+}
 
 // count moves the metrics from a resource's previous results to its new ones.
 func (r *Reporter) count(key resourceKey, results []reports.Result) {
