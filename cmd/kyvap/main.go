@@ -22,6 +22,8 @@ Commands:
               the fallback engine (kyvap test -h for its flags)
   convert     migrate ClusterPolicies (and their Kyverno CLI tests) to
               ValidatingPolicies (kyvap convert -h for its flags)
+  status      who enforces each rule of every policy in the cluster (also as
+              kubectl kyvap status; kyvap status -h for its flags)
   handback    after uninstalling the operator, hand the policies back to
               Kyverno (kyvap handback -h for its flags)
   version     print the version
@@ -46,6 +48,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runTest(args[1:], stdout, stderr)
 	case "convert":
 		return runConvert(args[1:], stdin, stdout, stderr)
+	case "status":
+		return runStatus(args[1:], stdout, stderr)
 	case "handback":
 		return runHandback(args[1:], stdout, stderr)
 	case "version", "--version":

@@ -36,3 +36,17 @@ func TestRun(t *testing.T) {
 		})
 	}
 }
+
+func TestStatusFlags(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"status", "-o", "xml"}, nil, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), "want text, wide, json or yaml") {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+	stdout.Reset()
+	if code := run([]string{"status", "-h"}, nil, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "kubectl kyvap status") {
+		t.Errorf("exit %d, help %q", code, stdout.String())
+	}
+	if code := run([]string{"status", "--kubeconfig", "/nonexistent/kubeconfig"}, nil, &stdout, &stderr); code != 2 {
+		t.Errorf("unreadable kubeconfig: exit %d", code)
+	}
+}

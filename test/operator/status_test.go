@@ -1,47 +1,83 @@
 package operator
 
 import (
+	"bytes"
 	"context"
-	"fmt"
 	"strings"
 	"testing"
-	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/controllers"
+	"github.com/kyvap/kyvap/internal/enforcement"
 	"github.com/kyvap/kyvap/test/controlplane"
+	"github.com/kyvap/kyvap/translate"
 )
 
-// 500 rules whose CEL does not compile: the status names some, counts the
-// others, and is small enough for the API server to store.
-func TestStatusOfManyInvalidRulesIsBounded(t *testing.T) {
-	cp.StartOperator(t, generateOn)
-	expression := "object.spec.containers.all(c, c.image.startsWith('registry.example.com/') && " + strings.Repeat("has(c.name) && ", 40)
-	var rules []kyvernov1.Rule
-	for i := range 500 {
-		rules = append(rules, controlplane.CELRule(fmt.Sprintf("broken-%03d", i), "Pod", expression, "broken"))
-	}
-	policy := controlplane.ClusterPolicy("many-invalid", kyvernov1.Enforce, rules...)
-	cp.Create(t, policy)
-	// 500 rules that fail to compile, each tried at several CEL versions,
-	// take ~40 s under the race detector on 2 idle cores: a minute was too
-	// short with the other suites running beside it.
-	got, cond, err := controlplane.WaitForPolicyStatus(context.Background(), cp.Client, policy.Name, 5*time.Minute)
+// TestStatusSaysWhoEnforcesEachRule: kyvap status reads back, from what
+// the operator wrote, that a policy's CEL rule is a VAP (with its name), a
+// rule with context entries is enforced by nobody (kyvap's webhook cannot
+// run JMESPath; Kyverno does not run here), and an opted-out policy's rule
+// is kyvap's webhook's; any rule enforced by nobody is what kyvap status's
+// exit code reports.
+func TestStatusSaysWhoEnforcesEachRule(t *testing.T) {
+	cp.StartWebhookOperator(t, translate.Options{GenerateValidatingAdmissionPolicy: true}, controlplane.FreePort(t))
+	contextRule := controlplane.CELRule("with-context", "ConfigMap", "true", "never")
+	contextRule.Context = []apiextensionsv1.JSON{{Raw: []byte(`{"name":"cm","configMap":{"name":"x","namespace":"default"}}`)}}
+	mixed := controlplane.ClusterPolicy("status-mixed", kyvernov1.Enforce,
+		controlplane.CELRule("cel", "ConfigMap", "object.metadata.name != 'status-bad'", "status-bad is refused"), contextRule)
+	cp.CreatePolicy(t, mixed, controllers.ReasonFallback)
+	opted := controlplane.ClusterPolicy("status-webhook", kyvernov1.Enforce, controlplane.CELRule("secrets", "Secret", "true", "never"))
+	opted.Annotations = map[string]string{translate.AnnotationGenerate: "false"}
+	cp.CreatePolicy(t, opted, controllers.ReasonFallback)
+
+	policies, err := enforcement.ClusterStatus(context.Background(), cp.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cond.Reason != controllers.ReasonInvalidRules {
-		t.Fatalf("condition %s/%s, want %s", cond.Status, cond.Reason, controllers.ReasonInvalidRules)
+	got := map[string]enforcement.Rule{}
+	for _, p := range policies {
+		if p.Kind == "ClusterPolicy" && strings.HasPrefix(p.Name, "status-") {
+			if !p.Processed {
+				t.Errorf("%s: not processed (%s)", p.Name, p.Reason)
+			}
+			for _, r := range p.Rules {
+				got[p.Name+"/"+r.Name] = r
+			}
+		}
 	}
-	msg := got.Status.ValidatingAdmissionPolicy.Message
-	t.Logf("status message: %d bytes", len(msg))
-	if len(msg) > 4096 {
-		t.Errorf("status message has %d bytes, want at most 4096", len(msg))
+	for key, want := range map[string]enforcement.Enforcer{
+		"status-mixed/cel":          enforcement.ByVAP,
+		"status-mixed/with-context": enforcement.ByNobody,
+		"status-webhook/secrets":    enforcement.ByWebhook,
+	} {
+		if got[key].By != want {
+			t.Errorf("%s: enforced by %q (%s), want %q", key, got[key].By, got[key].Detail, want)
+		}
 	}
-	if !strings.HasPrefix(msg, `rule "broken-000": not enforced: `) || !strings.Contains(msg, "more rules (kyvap translate lists every rule)") {
-		t.Errorf("status message %q: want the first rules and a count of the others", msg)
+	if vaps := got["status-mixed/cel"].VAPs; len(vaps) != 1 || !strings.HasPrefix(vaps[0], "kyvap-status-mixed") {
+		t.Errorf("the VAP rule's VAPs: %v", vaps)
 	}
-	if strings.Contains(msg, "startsWith") {
-		t.Errorf("status message echoes the CEL source: %q", msg)
+	if !enforcement.Unenforced(policies) {
+		t.Error("a rule enforced by nobody does not make kyvap status fail")
+	}
+	var mine []enforcement.PolicyStatus
+	for _, p := range policies {
+		if p.Name == "status-webhook" {
+			mine = append(mine, p)
+		}
+	}
+	if len(mine) != 1 || enforcement.Unenforced(mine) {
+		t.Errorf("a policy entirely enforced by kyvap's webhook counts as unenforced: %+v", mine)
+	}
+	var out bytes.Buffer
+	if err := enforcement.Write(&out, "wide", policies); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ENFORCED BY", "status-mixed", "with-context", "nobody", "kyvap-status-mixed"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("wide output lacks %q:\n%s", want, out.String())
+		}
 	}
 }
