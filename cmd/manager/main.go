@@ -4,6 +4,7 @@ package main
 
 import (
 	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -20,6 +21,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kyvap/kyvap/internal/operator"
+	"github.com/kyvap/kyvap/internal/scan"
 	"github.com/kyvap/kyvap/internal/version"
 	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/webhook"
@@ -47,6 +49,7 @@ type options struct {
 	shutdownDrain          time.Duration
 	backgroundScanInterval time.Duration
 	backgroundScan         bool
+	backgroundScanWorkers  int
 	resourceReads          bool
 	kyvernoConfigFallback  string
 }
@@ -81,6 +84,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.webhookOpts.MaxConcurrentEvaluations, "webhook-max-concurrent-evaluations", 0, "requests the webhook evaluates at once; the others wait until their deadline (0: twice GOMAXPROCS)")
 	fs.BoolVar(&o.resourceReads, "resource-library-reads", false, "let kyvap's engine evaluate Kyverno's CEL resource library (resource.Get/List in ValidatingPolicies) by reading from the API server with kyvap's RBAC, which must then grant get and list on what the policies read; off, such rules are reported NOT ENFORCED by kyvap")
 	fs.BoolVar(&o.backgroundScan, "background-scan", true, "scan resources in the background and write PolicyReports (with the webhook's admission results); false writes no PolicyReports and keeps no cache of the scanned kinds, which bounds the manager's memory whatever the cluster's size; enforcement is not affected")
+	fs.IntVar(&o.backgroundScanWorkers, "background-scan-workers", scan.Workers, "resources the background scan evaluates and reports at once (the scan's CPU and its burst of report writes to the API server)")
 	fs.DurationVar(&o.backgroundScanInterval, "background-scan-interval", time.Hour, "how often the background scan re-evaluates every resource it reports on (PolicyReports), besides policy and resource changes; 0: only on changes")
 	fs.DurationVar(&o.shutdownDrain, "shutdown-drain", 5*time.Second, "on SIGTERM, how long the webhook keeps answering (closing each connection after its response, readiness failing) before the manager stops; keep it below the pod's terminationGracePeriodSeconds")
 	fs.Int64Var(&o.webhookOpts.MaxInFlightBytes, "webhook-max-inflight-bytes", webhook.DefaultMaxInFlightBytes, "request bodies the webhook handles at once, in bytes; further requests wait (decoded, they take up to 10 times this, 21 for the worst JSON: raise it with the memory limit)")
@@ -91,8 +95,16 @@ func parseFlags(args []string) (options, error) {
 		return o, err
 	}
 	o.webhookOpts.EnableHTTP2 = o.enableHTTP2
+	if o.backgroundScanWorkers < 1 {
+		return o, invalidFlagError(fmt.Sprintf("--background-scan-workers=%d: want at least 1 (--background-scan=false turns scans off)", o.backgroundScanWorkers))
+	}
 	return o, nil
 }
+
+// invalidFlagError is a flag value parseFlags refuses after parsing.
+type invalidFlagError string
+
+func (e invalidFlagError) Error() string { return string(e) }
 
 // The metrics endpoint's authentication (TokenReview) and authorization
 // (SubjectAccessReview) go through the API server with the manager's
@@ -119,6 +131,10 @@ func (o options) metricsOptions() metricsserver.Options {
 func main() {
 	opts, err := parseFlags(os.Args[1:])
 	if err != nil {
+		var invalid invalidFlagError
+		if errors.As(err, &invalid) {
+			fmt.Fprintln(os.Stderr, err) // the flag package printed the others
+		}
 		os.Exit(2)
 	}
 	if opts.showVersion {
@@ -151,6 +167,7 @@ func main() {
 		ShutdownDrain:          opts.shutdownDrain,
 		BackgroundScanInterval: opts.backgroundScanInterval,
 		DisableBackgroundScan:  !opts.backgroundScan,
+		BackgroundScanWorkers:  opts.backgroundScanWorkers,
 		ResourceReads:          opts.resourceReads,
 	}
 	if opts.webhook {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -165,5 +166,18 @@ func TestBackgroundScanFlag(t *testing.T) {
 		if o.backgroundScan != want {
 			t.Errorf("parseFlags(%q).backgroundScan = %v, want %v", args, o.backgroundScan, want)
 		}
+	}
+}
+
+func TestBackgroundScanWorkersFlag(t *testing.T) {
+	o, err := parseFlags([]string{"--background-scan-workers=2"})
+	if err != nil || o.backgroundScanWorkers != 2 {
+		t.Fatalf("workers %d, err %v", o.backgroundScanWorkers, err)
+	}
+	if o, _ := parseFlags(nil); o.backgroundScanWorkers != 8 {
+		t.Errorf("default workers %d, want 8", o.backgroundScanWorkers)
+	}
+	if _, err := parseFlags([]string{"--background-scan-workers=0"}); err == nil || !strings.Contains(err.Error(), "at least 1") {
+		t.Errorf("0 workers: %v", err)
 	}
 }

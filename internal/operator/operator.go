@@ -55,6 +55,8 @@ type Options struct {
 	// largest memory use) and no admission results. Enforcement is not
 	// affected.
 	DisableBackgroundScan bool
+	// BackgroundScanWorkers scan resources at once (0: scan.Workers).
+	BackgroundScanWorkers int
 	// ShutdownDrain is how long the webhook keeps answering, with every
 	// response closing its connection and readiness failing, after Start's
 	// context ends and before the manager stops (0: stop at once).
@@ -190,7 +192,7 @@ func New(ctx context.Context, cfg *rest.Config, managerOptions ctrl.Options, opt
 	reporter := &scan.Reporter{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Resolvers: kinds, Kyverno: op.Kyverno,
 		Options: func() translate.Options { return translateOpts }, Scanner: scanner,
-		Config: op.KyvernoConfig.Get, Interval: opts.BackgroundScanInterval, Admission: admissionResults,
+		Config: op.KyvernoConfig.Get, Interval: opts.BackgroundScanInterval, Workers: opts.BackgroundScanWorkers, Admission: admissionResults,
 		LowerModel: func(ctx context.Context, policy client.Object) (model.Policy, error) {
 			return controllers.LowerModelPolicy(ctx, mgr.GetClient(), policy, nil)
 		},

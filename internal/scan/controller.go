@@ -1,6 +1,7 @@
 package scan
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -65,6 +66,8 @@ type Reporter struct {
 	// Interval rescans every watched resource this often (0: only on
 	// changes), as Kyverno's background scan interval.
 	Interval time.Duration
+	// Workers scan resources at once (0: Workers).
+	Workers int
 	// Admission, when set, writes the webhook's results into the same
 	// reports once the CRDs are found.
 	Admission *AdmissionRecorder
@@ -125,8 +128,8 @@ next:
 	return out
 }
 
-// Workers is how many resources are scanned at once: report writes, not
-// evaluation, bound a full scan.
+// Workers is how many resources are scanned at once by default: report
+// writes, not evaluation, bound a full scan.
 const Workers = 8
 
 // rescanDelay gathers the rescans of policies created or changed together
@@ -309,7 +312,7 @@ func (r *Reporter) setup() error {
 	r.kyvernoChanged = make(chan event.GenericEvent, 1)
 	r.resources, err = controller.NewTyped[resourceKey]("background-scan", mgr, controller.TypedOptions[resourceKey]{
 		Reconciler:              reconcile.TypedFunc[resourceKey](r.reconcileResource),
-		MaxConcurrentReconciles: Workers,
+		MaxConcurrentReconciles: cmp.Or(r.Workers, Workers),
 	})
 	if err != nil {
 		return err
