@@ -73,9 +73,14 @@ kyverno-assets: ## Build (or reuse) Kyverno's admission and reports controllers 
 	@hack/build-kyverno.sh >/dev/null
 	@hack/build-kyverno.sh reports-controller >/dev/null
 
+.PHONY: release
+release: $(KUSTOMIZE) ## Write the release artefacts into dist/: make release VERSION=vX.Y.Z [IMAGE=repo@sha256:...] (docs/install.md, releases).
+	@test -n "$(VERSION)" || { echo "make release VERSION=vX.Y.Z"; exit 2; }
+	go run ./hack/release -version $(VERSION) -out dist -kustomize $(KUSTOMIZE) $(if $(IMAGE),-image $(IMAGE))
+
 .PHONY: test
-test: envtest-assets kyverno-assets ## Run unit and envtest suites against a real kube-apiserver (and a real Kyverno), then the verdict corpus.
-	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test $(TEST_FLAGS) ./...
+test: envtest-assets kyverno-assets $(KUSTOMIZE) ## Run unit and envtest suites against a real kube-apiserver (and a real Kyverno), then the verdict corpus.
+	KUSTOMIZE="$(abspath $(KUSTOMIZE))" KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test $(TEST_FLAGS) ./...
 	$(MAKE) conformance
 
 .PHONY: conformance
