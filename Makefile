@@ -57,12 +57,16 @@ vet: ## Run go vet.
 lint: $(GOLANGCI_LINT) ## Run golangci-lint (v2, pinned).
 	$(GOLANGCI_LINT) run ./...
 
+.PHONY: chart
+chart: $(KUSTOMIZE) ## Generate the Helm chart charts/kyvap from config/ (hack/chartgen).
+	go run ./hack/chartgen -kustomize $(KUSTOMIZE) -out charts/kyvap
+
 .PHONY: verify
-verify: generate manifests $(KUSTOMIZE) ## Regenerate everything and fail on a diff.
+verify: generate manifests chart $(KUSTOMIZE) ## Regenerate everything and fail on a diff.
 	go mod tidy
 	for dir in config/default config/cert-manager; do $(KUSTOMIZE) build $$dir >/dev/null; done
 	git diff --exit-code -- . || { echo "generated files are out of date: run 'make generate manifests' and commit"; exit 1; }
-	test -z "$$(git status --porcelain --untracked-files=all -- api config go.mod go.sum)" || { git status --short; echo "untracked generated files"; exit 1; }
+	test -z "$$(git status --porcelain --untracked-files=all -- api config charts go.mod go.sum)" || { git status --short; echo "untracked generated files"; exit 1; }
 
 .PHONY: envtest-assets
 envtest-assets: ## Build (or reuse) kube-apiserver, kube-controller-manager and etcd under bin/k8s/.

@@ -119,6 +119,11 @@ type ConfigOptions struct {
 	// it by hand) has the garbage collector delete the configuration too,
 	// and no request is left to a webhook nobody serves.
 	Owner *metav1.OwnerReference
+	// ForceFailurePolicyIgnore sets failurePolicy Ignore on every webhook,
+	// whatever the policies say (Kyverno's --forceFailurePolicyIgnore): the
+	// API server admits what it could not send to kyvap. The webhook still
+	// applies each policy's own failurePolicy to errors inside evaluation.
+	ForceFailurePolicyIgnore bool
 }
 
 // DesiredConfiguration is the ValidatingWebhookConfiguration for a set of
@@ -192,6 +197,9 @@ func modelWebhookRules(r *model.Rule) []admissionregistrationv1.RuleWithOperatio
 
 func webhookFor(g Group, rules []admissionregistrationv1.RuleWithOperations, excluded []string, opts ConfigOptions) admissionregistrationv1.ValidatingWebhook {
 	failurePolicy := g.FailurePolicy
+	if opts.ForceFailurePolicyIgnore {
+		failurePolicy = admissionregistrationv1.Ignore
+	}
 	equivalent := admissionregistrationv1.Equivalent
 	sideEffects := admissionregistrationv1.SideEffectClassNone
 	timeout := g.TimeoutSeconds

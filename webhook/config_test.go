@@ -132,6 +132,25 @@ func TestDesiredConfigurationLeavesOutUnsupportedRules(t *testing.T) {
 // TestDesiredConfigurationOwner: the configuration is owned by the
 // operator's namespace when one is given (safe uninstall), and by nothing
 // otherwise.
+func TestDesiredConfigurationForceFailurePolicyIgnore(t *testing.T) {
+	rules := []translate.FallbackRule{{Policy: "a", Rule: celRule("pods", []string{"Pod"}, kyvernov1.Create)}}
+	opts := ConfigOptions{Name: "kyvap-fallback", URL: "https://127.0.0.1:9443", CABundle: []byte("ca")}
+	vwc, _ := DesiredConfiguration(rules, nil, translate.NewStaticResolver(), opts)
+	if len(vwc.Webhooks) != 1 || *vwc.Webhooks[0].FailurePolicy != admissionregistrationv1.Fail {
+		t.Fatalf("without the option: %+v, want one webhook with failurePolicy Fail", vwc.Webhooks)
+	}
+	opts.ForceFailurePolicyIgnore = true
+	forced, _ := DesiredConfiguration(rules, nil, translate.NewStaticResolver(), opts)
+	if len(forced.Webhooks) != 1 || *forced.Webhooks[0].FailurePolicy != admissionregistrationv1.Ignore {
+		t.Fatalf("forced: %+v, want one webhook with failurePolicy Ignore", forced.Webhooks)
+	}
+	// The path still carries the policy's failurePolicy: evaluation errors
+	// deny as the policy asks.
+	if got, want := *forced.Webhooks[0].ClientConfig.URL, *vwc.Webhooks[0].ClientConfig.URL; got != want {
+		t.Fatalf("URL %s, want %s", got, want)
+	}
+}
+
 func TestDesiredConfigurationOwner(t *testing.T) {
 	rules := []translate.FallbackRule{{Policy: "a", Rule: celRule("pods", []string{"Pod"}, kyvernov1.Create)}}
 	owner := &metav1.OwnerReference{APIVersion: "v1", Kind: "Namespace", Name: "kyvap-system", UID: "uid-1"}

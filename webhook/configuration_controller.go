@@ -9,6 +9,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,6 +56,14 @@ type ConfigurationReconciler struct {
 	// being deleted, the configuration is deleted and not recreated: the
 	// webhook is going away with it.
 	Namespace string
+	// OwnerClusterRole, when set, owns the configuration instead of the
+	// Namespace (the Helm chart's ClusterRole: helm uninstall deletes it and
+	// keeps the namespace). While it is being deleted or is gone, the
+	// configuration is deleted and not recreated, as for the namespace. It
+	// is read with APIReader: a single named GET, no cache of every
+	// ClusterRole.
+	OwnerClusterRole string
+	APIReader        client.Reader
 
 	trigger chan event.TypedGenericEvent[*admissionregistrationv1.ValidatingWebhookConfiguration]
 	// covered are the "policy/rule" pairs the configuration last written (or
@@ -196,8 +205,9 @@ func (r *ConfigurationReconciler) Reconcile(ctx context.Context, _ reconcile.Req
 	return ctrl.Result{}, nil
 }
 
-// owner is the owner reference to the operator's Namespace, and whether
-// the namespace is being deleted or gone (kyvap is being uninstalled: no
+// owner is the owner reference to the configuration's owner (the
+// operator's Namespace, or OwnerClusterRole), and whether the namespace or
+// that owner is being deleted or gone (kyvap is being uninstalled: no
 // configuration may be written that would outlive it); nil without a
 // namespace.
 func (r *ConfigurationReconciler) owner(ctx context.Context) (*metav1.OwnerReference, bool, error) {
@@ -211,7 +221,18 @@ func (r *ConfigurationReconciler) owner(ctx context.Context) (*metav1.OwnerRefer
 		}
 		return nil, false, fmt.Errorf("reading the operator's namespace %s: %w", r.Namespace, err)
 	}
-	return &metav1.OwnerReference{APIVersion: "v1", Kind: "Namespace", Name: ns.Name, UID: ns.UID}, ns.DeletionTimestamp != nil, nil
+	if r.OwnerClusterRole == "" {
+		return &metav1.OwnerReference{APIVersion: "v1", Kind: "Namespace", Name: ns.Name, UID: ns.UID}, ns.DeletionTimestamp != nil, nil
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Name: r.OwnerClusterRole}, role); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, true, nil
+		}
+		return nil, false, fmt.Errorf("reading ClusterRole %s, the webhook configuration's owner: %w", r.OwnerClusterRole, err)
+	}
+	ref := &metav1.OwnerReference{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole", Name: role.Name, UID: role.UID}
+	return ref, ns.DeletionTimestamp != nil || role.DeletionTimestamp != nil, nil
 }
 
 func (r *ConfigurationReconciler) apply(ctx context.Context, current, desired *admissionregistrationv1.ValidatingWebhookConfiguration) error {

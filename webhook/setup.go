@@ -55,6 +55,14 @@ type Options struct {
 	SecretName string
 	// ConfigurationName is the ValidatingWebhookConfiguration's name.
 	ConfigurationName string
+	// OwnerClusterRole, when set, names the ClusterRole that owns the
+	// ValidatingWebhookConfiguration instead of the operator's Namespace:
+	// an install whose removal keeps the namespace (helm uninstall) deletes
+	// that ClusterRole, and the garbage collector the configuration with it.
+	OwnerClusterRole string
+	// ForceFailurePolicyIgnore gives every webhook failurePolicy Ignore
+	// (ConfigOptions.ForceFailurePolicyIgnore).
+	ForceFailurePolicyIgnore bool
 	// EnableHTTP2 lets the server negotiate HTTP/2. Off by default, as in
 	// kubebuilder's scaffold: HTTP/2's stream multiplexing made the server
 	// vulnerable to the Rapid Reset and stream-cancellation attacks
@@ -225,9 +233,10 @@ func (w *Webhook) Setup(mgr ctrl.Manager, eng *engine.Engine, resolvers Resolver
 	}
 
 	configOpts := ConfigOptions{
-		Name:               w.opts.ConfigurationName,
-		ExcludedNamespaces: append(append([]string(nil), translate.WebhookProtectedNamespaces...), w.opts.Namespace),
-		Labels:             map[string]string{translate.LabelManagedBy: translate.ManagedByValue},
+		Name:                     w.opts.ConfigurationName,
+		ExcludedNamespaces:       append(append([]string(nil), translate.WebhookProtectedNamespaces...), w.opts.Namespace),
+		Labels:                   map[string]string{translate.LabelManagedBy: translate.ManagedByValue},
+		ForceFailurePolicyIgnore: w.opts.ForceFailurePolicyIgnore,
 	}
 	var dnsNames []string
 	var ips []net.IP
@@ -245,7 +254,8 @@ func (w *Webhook) Setup(mgr ctrl.Manager, eng *engine.Engine, resolvers Resolver
 		svc := w.opts.ServiceName
 		dnsNames = []string{svc, svc + "." + w.opts.Namespace, svc + "." + w.opts.Namespace + ".svc", svc + "." + w.opts.Namespace + ".svc.cluster.local"}
 	}
-	reconciler := &ConfigurationReconciler{Client: mgr.GetClient(), Engine: eng, Resolvers: resolvers, Options: configOpts, EngineLoaded: w.EngineLoaded, Namespace: w.opts.Namespace}
+	reconciler := &ConfigurationReconciler{Client: mgr.GetClient(), Engine: eng, Resolvers: resolvers, Options: configOpts, EngineLoaded: w.EngineLoaded, Namespace: w.opts.Namespace,
+		OwnerClusterRole: w.opts.OwnerClusterRole, APIReader: mgr.GetAPIReader()}
 	w.config = reconciler
 	if w.opts.CertManagement == CertManagementSelf {
 		certOpts := w.opts.Certificates

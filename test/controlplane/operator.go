@@ -124,6 +124,13 @@ func (cp *ControlPlane) StartWebhookOperatorWith(t testing.TB, base operator.Opt
 	return cp.startWebhookOperatorAt(t, cp.Config, base, port, fmt.Sprintf("https://127.0.0.1:%d", port), ctrl.Options{}, 0, certs.Options{})
 }
 
+// StartWebhookOperatorAsWith is StartWebhookOperatorWith with the
+// credentials of cfg (a ServiceAccount's, to test shipped RBAC).
+func (cp *ControlPlane) StartWebhookOperatorAsWith(t testing.TB, cfg *rest.Config, base operator.Options, port int) *Operator {
+	t.Helper()
+	return cp.startWebhookOperatorAt(t, cfg, base, port, fmt.Sprintf("https://127.0.0.1:%d", port), ctrl.Options{}, 0, certs.Options{})
+}
+
 func (cp *ControlPlane) startWebhookOperatorAt(t testing.TB, cfg *rest.Config, base operator.Options, port int, url string, election ctrl.Options, drain time.Duration, certificates certs.Options) *Operator {
 	t.Helper()
 	namespace := OperatorNamespace
@@ -138,6 +145,9 @@ func (cp *ControlPlane) startWebhookOperatorAt(t testing.TB, cfg *rest.Config, b
 		}
 	})
 	wh := webhook.Options{Host: "127.0.0.1", Port: port, Namespace: namespace, URL: url, Certificates: certificates}
+	if base.Webhook != nil {
+		wh.OwnerClusterRole, wh.ForceFailurePolicyIgnore = base.Webhook.OwnerClusterRole, base.Webhook.ForceFailurePolicyIgnore
+	}
 	base.Webhook, base.ShutdownDrain = &wh, drain
 	op, err := cp.startOperatorAs(cfg, base, election)
 	if err != nil {
