@@ -78,7 +78,7 @@ kyverno-assets: ## Build (or reuse) Kyverno's admission and reports controllers 
 	@hack/build-kyverno.sh reports-controller >/dev/null
 
 .PHONY: release
-release: $(KUSTOMIZE) ## Write the release artefacts into dist/: make release VERSION=vX.Y.Z [IMAGE=repo@sha256:...] (docs/install.md, releases).
+release: $(KUSTOMIZE) ## Write the release into dist/: binaries, the image (OCI archive), install.yaml, the chart, SBOM, checksums: make release VERSION=vX.Y.Z [IMAGE=repository] (docs/install.md, Releases).
 	@test -n "$(VERSION)" || { echo "make release VERSION=vX.Y.Z"; exit 2; }
 	go run ./hack/release -version $(VERSION) -out dist -kustomize $(KUSTOMIZE) $(if $(IMAGE),-image $(IMAGE))
 

@@ -1,7 +1,9 @@
 // Command release writes kyvap's release artefacts into a directory (make
-// release VERSION=vX.Y.Z): the CLI and the manager for every platform,
-// install.yaml (config/default with the image pinned), an SPDX SBOM of the
-// binaries' modules and checksums.txt. Builds are reproducible: -trimpath,
+// release VERSION=vX.Y.Z): the CLI and the manager for every platform, the
+// manager's image as an OCI archive (built without a Docker engine),
+// install.yaml (config/default with the image pinned by digest), the
+// packaged Helm chart (pinned likewise), an SPDX SBOM of the binaries'
+// modules and checksums.txt. Builds are reproducible: -trimpath,
 // no build ID, the version and the commit time from the inputs, no
 // timestamps; the same inputs give the same bytes (TestReproducible).
 package main
@@ -41,7 +43,7 @@ func main() {
 	flag.StringVar(&o.version, "version", "", "release version, vX.Y.Z (required)")
 	flag.StringVar(&o.out, "out", "dist", "output directory (emptied first)")
 	flag.StringVar(&o.kustomize, "kustomize", "bin/kustomize", "kustomize binary for install.yaml")
-	flag.StringVar(&o.image, "image", "ghcr.io/kyvap/kyvap", "the manager's image: repository[:tag] or repository@sha256:digest (pinned by digest in install.yaml when given one)")
+	flag.StringVar(&o.image, "image", "ghcr.io/kyvap/kyvap", "the manager's image: a repository, to build the image here (an OCI archive) and pin install.yaml and the chart to its digest; or repository@sha256:digest, an image built elsewhere")
 	flag.StringVar(&platforms, "platforms", strings.Join(defaultPlatforms, ","), "os/arch list")
 	flag.StringVar(&only, "binaries", "kyvap,manager", "commands to build")
 	flag.Parse()
@@ -66,6 +68,7 @@ func release(o options) error {
 		return err
 	}
 	var built []string
+	managers := map[string]string{} // linux platform → manager binary
 	for _, name := range o.binaries {
 		pkg, ok := binaries[name]
 		if !ok {
@@ -86,9 +89,23 @@ func release(o options) error {
 				return fmt.Errorf("building %s for %s: %w", name, platform, err)
 			}
 			built = append(built, file)
+			if name == "manager" && goos == "linux" {
+				managers[platform] = file
+			}
 		}
 	}
-	if err := installYAML(o); err != nil {
+	repository, digest, err := image(o, managers)
+	if err != nil {
+		return err
+	}
+	ref := repository + ":" + o.version
+	if digest != "" {
+		ref = repository + "@" + digest
+	}
+	if err := installYAML(o, ref); err != nil {
+		return err
+	}
+	if _, err := packChart(o, repository, digest); err != nil {
 		return err
 	}
 	if err := sbom(o, built); err != nil {
@@ -97,8 +114,31 @@ func release(o options) error {
 	return checksums(o.out)
 }
 
+// image is the manager's image repository and digest: -image's when it
+// has a digest (an image built elsewhere), else the one built here from
+// the linux managers (none when no linux manager was built: the image is
+// then named by the version's tag).
+func image(o options, managers map[string]string) (repository, digest string, err error) {
+	repository = o.image
+	if name, d, ok := strings.Cut(o.image, "@"); ok {
+		return name, d, nil
+	}
+	if i := strings.LastIndex(repository, ":"); i > strings.LastIndex(repository, "/") {
+		repository = repository[:i]
+	}
+	if len(managers) == 0 {
+		return repository, "", nil
+	}
+	file := filepath.Join(o.out, "kyvap-image_"+o.version+".oci.tar")
+	hash, err := buildImage(o, managers, file)
+	if err != nil {
+		return "", "", fmt.Errorf("building the image: %w", err)
+	}
+	return repository, hash.String(), nil
+}
+
 // installYAML is config/default with the manager's image.
-func installYAML(o options) error {
+func installYAML(o options, image string) error {
 	out, err := exec.Command(o.kustomize, "build", "config/default").Output()
 	if err != nil {
 		var exit *exec.ExitError
@@ -106,10 +146,6 @@ func installYAML(o options) error {
 			return fmt.Errorf("kustomize build config/default: %s", exit.Stderr)
 		}
 		return fmt.Errorf("kustomize build config/default: %w", err)
-	}
-	image := o.image
-	if !strings.Contains(image, "@sha256:") && !strings.Contains(image[strings.LastIndex(image, "/")+1:], ":") {
-		image += ":" + o.version
 	}
 	const shipped = "image: ghcr.io/kyvap/kyvap:latest"
 	if !bytes.Contains(out, []byte(shipped)) {
