@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package api_test checks kyvap's Kyverno types against Kyverno's own CRDs
 // from the pinned kyverno module.
 package api_test

@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package controllers reconciles Kyverno ClusterPolicies, ValidatingPolicies
 // and NamespacedValidatingPolicies into the ValidatingAdmissionPolicies and
 // bindings that translate/ plans, and reports the outcome in the policies'

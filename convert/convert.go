@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package convert migrates Kyverno ClusterPolicies and namespaced Policies
 // (validate.cel rules) to ValidatingPolicies and NamespacedValidatingPolicies
 // (policies.kyverno.io/v1), one per rule.

@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package engine is kyvap's fallback engine: it enforces the Kyverno CEL
 // rules that are not expressed as ValidatingAdmissionPolicies, with Kyverno's
 // matching semantics (package match) and the API server's CEL evaluation

@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package model is kyvap's one policy model: every input kind (ValidatingPolicy,
 // NamespacedValidatingPolicy, and, as they move over, ClusterPolicy and
 // namespaced Policy) lowers into a Policy made of VAP-shaped rules, and the

@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package translate turns the CEL validate rules of a Kyverno ClusterPolicy
 // into ValidatingAdmissionPolicies and bindings, and says, rule by rule, what
 // it could not translate and why.

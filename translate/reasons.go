@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package translate
 
 // The reason codes. They are stable: the operator writes them to the

@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package webhook serves kyvap's own CEL admission webhook: the rules
 // translate/ could not express as VAPs are judged by engine/, and this
 // package is what connects the engine to the API server. It holds the HTTP

@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package v1 holds minimal Go types for the kyverno.io/v1 objects kyvap reads:
 // ClusterPolicy and Policy.
 //

@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package v2 holds minimal Go types for kyverno.io/v2 PolicyException.
 //
 // +kubebuilder:object:generate=true

@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command kyvap previews and tests the ValidatingAdmissionPolicies kyvap
 // generates from Kyverno policies, offline.
 package main

@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command manager is the kyvap operator: it reconciles Kyverno ClusterPolicies
 // into ValidatingAdmissionPolicies and serves the fallback CEL webhook.
 package main

@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package celeval compiles and evaluates the CEL of a ValidatingAdmissionPolicy
 // spec exactly as the API server's ValidatingAdmissionPolicy plugin does: the
 // same environment (newest compatibility version, strict cost), the same

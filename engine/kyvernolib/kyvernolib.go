@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package kyvernolib reimplements, for kyvap's CEL fallback engine, the pure
 // CEL libraries Kyverno adds to a ValidatingPolicy's environment. It follows
 // Kyverno v1.19.1, whose libraries live in the github.com/kyverno/sdk module

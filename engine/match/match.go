@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package match decides, with Kyverno's own semantics, whether a Kyverno rule
 // applies to an admission request, whether a PolicyException exempts the
 // request from a rule, and whether a failing rule denies or only audits.

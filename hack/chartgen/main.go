@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command chartgen writes the Helm chart charts/kyvap from config/ (make
 // chart; make verify fails when they drift). config/ stays the one source of
 // the manifests: every object of `kustomize build config/default` (and of

@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command demo is `make demo`: on a fresh machine it starts the local control
 // plane the tests use, runs the kyvap manager binary against it with the RBAC
 // of config/rbac, applies the sample policies of config/samples, prints what

@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command release writes kyvap's release artefacts into a directory (make
 // release VERSION=vX.Y.Z): the CLI and the manager for every platform, the
 // manager's image as an OCI archive (built without a Docker engine),

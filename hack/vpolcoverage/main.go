@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command vpolcoverage measures how much of a corpus of ValidatingPolicies
 // and NamespacedValidatingPolicies kyvap enforces entirely with
 // ValidatingAdmissionPolicies, and says for each other policy what it needs.

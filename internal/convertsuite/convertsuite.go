@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package convertsuite runs kyvap convert over files: policies to
 // ValidatingPolicies, and Kyverno CLI tests to converted test folders whose
 // rows are settled against kyvap's evaluation (docs/convert.md). The CLI

@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package enforcement reads back, from what the operator wrote, who
 // enforces each rule of a policy: kyvap's condition message (one clause per
 // rule that is not entirely a VAP, controllers/status.go) and the VAPs

@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package handback returns a cluster's Kyverno policies to Kyverno when kyvap
 // is uninstalled. A policy kyvap marked status.validatingadmissionpolicy
 // generated: true is skipped entirely by a running Kyverno (its webhook, its

@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package kyverno is the one home of the small pieces of Kyverno's semantics
 // that both the translator (translate/) and the fallback engine
 // (engine/match, engine/) need: wildcard matching, the kind-spelling parser,

@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package kyvernosuite runs Kyverno CLI test suites (kyverno-test.yaml,
 // cli.kyverno.io/v1alpha1 Test) against what kyvap makes of the policies.
 //

@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package manifest reads the objects `kyvap translate` works on (Kyverno
 // ClusterPolicies, ValidatingPolicies, NamespacedValidatingPolicies, both
 // groups' PolicyExceptions, and CustomResourceDefinitions for kind

@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package operator wires kyvap's manager: discovery (the kind resolver and
 // the single CRD watch that refreshes it), the fallback engine, the policy
 // controllers and the fallback webhook. cmd/manager and the test control

@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package reports builds the PolicyReports kyvap writes for what it
 // enforces (issue 15), in the layout of Kyverno's own reports
 // (wgpolicyk8s.io/v1alpha2, one PolicyReport per namespaced resource, owned

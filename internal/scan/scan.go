@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package scan evaluates the rules kyvap enforces on resources that already
 // exist, as Kyverno's background controller does (issue 15): each resource
 // is judged as a CREATE without user information, by kyvap's engine, whose

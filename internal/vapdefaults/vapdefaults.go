@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package vapdefaults applies to ValidatingAdmissionPolicies and their
 // bindings the defaults the API server applies when it stores them
 // (k8s.io/kubernetes pkg/apis/admissionregistration/v1/defaults.go, which is

@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package vapsim evaluates ValidatingAdmissionPolicies and their bindings
 // against an admission request in-process, the way kube-apiserver's
 // ValidatingAdmissionPolicy admission plugin does.

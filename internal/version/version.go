@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package version carries the build's version, set by the linker
 // (-X github.com/kyvap/kyvap/internal/version.Version=...).
 package version

@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package conformance runs the verdict corpus in this directory (Kyverno CLI
 // test format) four ways and checks they agree: the generated VAPs
 // evaluated in-process, the fallback engine in-process, a real

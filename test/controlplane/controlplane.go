@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package controlplane starts the real Kubernetes control plane every kyvap
 // suite that talks to an API server uses: kube-apiserver and etcd through
 // controller-runtime's envtest, Kyverno's CRDs from the pinned kyverno module,

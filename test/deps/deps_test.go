@@ -1,8 +1,13 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package deps guards what the shipped binaries link.
 package deps
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -96,4 +101,38 @@ func goList(t *testing.T, args ...string) []string {
 
 func hasPathPrefix(pkg, prefix string) bool {
 	return pkg == prefix || strings.HasPrefix(pkg, prefix+"/")
+}
+
+// licenseHeader starts every Go file of the repository (hack/boilerplate.go.txt;
+// generated files carry it after their build constraint).
+const licenseHeader = "// Copyright 2026 The kyvap Authors.\n// SPDX-License-Identifier: Apache-2.0\n"
+
+// TestLicenseHeaders: every Go file carries the project's license header.
+func TestLicenseHeaders(t *testing.T) {
+	root := controlplane.RepoPath(t)
+	boilerplate, err := os.ReadFile(filepath.Join(root, "hack", "boilerplate.go.txt"))
+	if err != nil || string(boilerplate) != licenseHeader {
+		t.Fatalf("hack/boilerplate.go.txt is not the license header (%v)", err)
+	}
+	out, err := exec.Command("git", "-C", root, "ls-files", "*.go").Output()
+	if err != nil {
+		t.Fatalf("git ls-files: %v", err)
+	}
+	files := strings.Fields(string(out))
+	if len(files) < 100 {
+		t.Fatalf("only %d Go files found", len(files))
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(data)
+		if strings.HasPrefix(text, "//go:build") {
+			_, text, _ = strings.Cut(text, "\n\n")
+		}
+		if !strings.HasPrefix(text, licenseHeader) {
+			t.Errorf("%s does not start with the license header (hack/boilerplate.go.txt)", f)
+		}
+	}
 }

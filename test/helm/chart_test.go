@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package helm tests kyvap's Helm chart (charts/kyvap) with Helm's Go SDK:
 // lint, the values schema, the rendering against config/ (the chart is
 // generated from it), and install, upgrade and uninstall on the real test

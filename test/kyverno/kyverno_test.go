@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package kyverno runs kyvap beside a real Kyverno admission controller
 // (v1.19.1, built from its module by hack/build-kyverno.sh and run out of
 // cluster against the test control plane), with Kyverno's VAP generator

@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package operator tests kyvap's reconciler end to end against the real
 // control plane (kube-apiserver, etcd and kube-controller-manager's garbage
 // collector): the API server enforces what the operator generates.

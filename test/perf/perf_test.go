@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package perf measures the operator against the real control plane. These
 // are benchmarks (go test -bench), never timed assertions; `make bench`
 // runs them and docs/performance.md records the numbers.

@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package samples keeps config/samples honest: every sample ClusterPolicy is
 // accepted by Kyverno's CRD, reaches the status its comment promises when the
 // operator runs against the real control plane, and the API server enforces

@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package smoke proves the test control plane is real: kube-apiserver serves
 // Kyverno's CRDs, enforces ValidatingAdmissionPolicies, and, with
 // kube-controller-manager beside it, garbage-collects dependents.

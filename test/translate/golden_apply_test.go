@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package translate_test checks that the real API server accepts everything
 // the translator emits for its golden cases: the translator type-checks CEL
 // itself, but only kube-apiserver's validation is the final word on a

@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package webhookcerts runs webhook/certs' Manager against a real API
 // server: the Secret it writes, the races between replicas, rotation and a
 // TLS handshake with the certificate it serves.

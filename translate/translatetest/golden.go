@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package translatetest holds test helpers over the translator's golden
 // cases (translate/testdata): one loader for the translator's own golden and
 // parity tests, its benchmarks, and the real-API-server suite in

@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package certs gives kyvap's admission webhook a serving certificate without
 // any other tool: a private CA and a serving certificate it signs live in one
 // Secret in the operator's namespace, every replica keeps that Secret fresh

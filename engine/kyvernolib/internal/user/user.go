@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package user holds the Go type behind the CEL type user.ServiceAccount of
 // Kyverno's user library. cel-go names a native Go type after the last
 // element of its package path, and Kyverno's type is named
