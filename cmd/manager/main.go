@@ -48,13 +48,14 @@ type options struct {
 	webhookOpts    webhook.Options
 	zapOptions     zap.Options
 	// kyvernoConfig and kyvernoConfigFallback are "namespace/name".
-	kyvernoConfig          string
-	shutdownDrain          time.Duration
-	backgroundScanInterval time.Duration
-	backgroundScan         bool
-	backgroundScanWorkers  int
-	resourceReads          bool
-	kyvernoConfigFallback  string
+	kyvernoConfig              string
+	shutdownDrain              time.Duration
+	backgroundScanInterval     time.Duration
+	backgroundScan             bool
+	backgroundScanWorkers      int
+	backgroundScanMetadataOnly bool
+	resourceReads              bool
+	kyvernoConfigFallback      string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -91,6 +92,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.resourceReads, "resource-library-reads", false, "let kyvap's engine evaluate Kyverno's CEL resource library (resource.Get/List in ValidatingPolicies) by reading from the API server with kyvap's RBAC, which must then grant get and list on what the policies read; off, such rules are reported NOT ENFORCED by kyvap")
 	fs.BoolVar(&o.backgroundScan, "background-scan", true, "scan resources in the background and write PolicyReports (with the webhook's admission results); false writes no PolicyReports and keeps no cache of the scanned kinds, which bounds the manager's memory whatever the cluster's size; enforcement is not affected")
 	fs.IntVar(&o.backgroundScanWorkers, "background-scan-workers", scan.Workers, "resources the background scan evaluates and reports at once (the scan's CPU and its burst of report writes to the API server)")
+	fs.BoolVar(&o.backgroundScanMetadataOnly, "background-scan-metadata-only", false, "cache only the metadata of the resources the background scan reports on, and read each resource from the API server when it is evaluated: the manager's memory stays flat however large the scanned objects are, for one GET per evaluation")
 	fs.DurationVar(&o.backgroundScanInterval, "background-scan-interval", time.Hour, "how often the background scan re-evaluates every resource it reports on (PolicyReports), besides policy and resource changes; 0: only on changes")
 	fs.DurationVar(&o.shutdownDrain, "shutdown-drain", 5*time.Second, "on SIGTERM, how long the webhook keeps answering (closing each connection after its response, readiness failing) before the manager stops; keep it below the pod's terminationGracePeriodSeconds")
 	fs.Int64Var(&o.webhookOpts.MaxInFlightBytes, "webhook-max-inflight-bytes", webhook.DefaultMaxInFlightBytes, "request bodies the webhook handles at once, in bytes; further requests wait (decoded, they take up to 10 times this, 21 for the worst JSON: raise it with the memory limit)")
@@ -168,13 +170,14 @@ func main() {
 		os.Exit(2)
 	}
 	operatorOptions := operator.Options{
-		Translate:              translate.Options{GenerateValidatingAdmissionPolicy: opts.generateVAP, CompatibilityVersion: opts.celVersion},
-		KyvernoConfig:          kyvernoConfig,
-		ShutdownDrain:          opts.shutdownDrain,
-		BackgroundScanInterval: opts.backgroundScanInterval,
-		DisableBackgroundScan:  !opts.backgroundScan,
-		BackgroundScanWorkers:  opts.backgroundScanWorkers,
-		ResourceReads:          opts.resourceReads,
+		Translate:                  translate.Options{GenerateValidatingAdmissionPolicy: opts.generateVAP, CompatibilityVersion: opts.celVersion},
+		KyvernoConfig:              kyvernoConfig,
+		ShutdownDrain:              opts.shutdownDrain,
+		BackgroundScanInterval:     opts.backgroundScanInterval,
+		DisableBackgroundScan:      !opts.backgroundScan,
+		BackgroundScanWorkers:      opts.backgroundScanWorkers,
+		BackgroundScanMetadataOnly: opts.backgroundScanMetadataOnly,
+		ResourceReads:              opts.resourceReads,
 	}
 	if opts.webhook {
 		operatorOptions.Webhook = &opts.webhookOpts

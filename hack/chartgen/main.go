@@ -279,6 +279,7 @@ func deployment(o, withCerts object, m *markers) error {
 - {{ printf "--background-scan=%t" .Values.backgroundScan.enabled | quote }}
 - {{ printf "--background-scan-interval=%s" .Values.backgroundScan.interval | quote }}
 - {{ printf "--background-scan-workers=%d" (int .Values.backgroundScan.workers) | quote }}
+- {{ printf "--background-scan-metadata-only=%t" .Values.backgroundScan.metadataOnly | quote }}
 `
 	if len(extraArgs) > 0 {
 		args += "{{- if " + condCertManager + " }}\n"
@@ -578,6 +579,7 @@ var chartValues = []value{
 	{"kyvernoConfig", "kyverno/kyverno", map[string]any{"type": "string", "pattern": "^(none|[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-.a-z0-9]*[a-z0-9])?)$"}, "Kyverno's global configuration ConfigMap, namespace/name, or none. Without it, the chart's copy (kyvap-kyverno-config, Kyverno's chart defaults) applies."},
 	{"backgroundScan.enabled", true, boolean, "Scan existing resources and write PolicyReports. false writes none and keeps the manager's memory flat whatever the cluster's size."},
 	{"backgroundScan.interval", "1h0m0s", map[string]any{"type": "string", "pattern": "^([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+$|^0$"}, "How often every scanned resource is evaluated again, besides policy and resource changes (0: only on changes)."},
+	{"backgroundScan.metadataOnly", false, boolean, "Cache only the scanned resources' metadata and read each one from the API server when it is evaluated: memory stays flat however large the objects are, for one GET per evaluation."},
 	{"backgroundScan.workers", 8, map[string]any{"type": "integer", "minimum": 1, "maximum": 64}, "Resources the scan evaluates and reports at once."},
 	{"certificates.provider", "self", map[string]any{"type": "string", "enum": []string{"self", "cert-manager"}}, "Who provides the webhook's serving certificate: self (kyvap keeps a CA in a Secret and rotates it) or cert-manager (must be installed; docs/webhook-tls.md)."},
 	{"podDisruptionBudget.enabled", true, boolean, "Create a PodDisruptionBudget so that drains evict one replica at a time."},

@@ -60,6 +60,10 @@ type Options struct {
 	DisableBackgroundScan bool
 	// BackgroundScanWorkers scan resources at once (0: scan.Workers).
 	BackgroundScanWorkers int
+	// BackgroundScanMetadataOnly caches only the scanned resources'
+	// metadata and reads each one when it is evaluated (scan.Reporter's
+	// MetadataOnly).
+	BackgroundScanMetadataOnly bool
 	// ShutdownDrain is how long the webhook keeps answering, with every
 	// response closing its connection and readiness failing, after Start's
 	// context ends and before the manager stops (0: stop at once).
@@ -196,6 +200,7 @@ func New(ctx context.Context, cfg *rest.Config, managerOptions ctrl.Options, opt
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Resolvers: kinds, Kyverno: op.Kyverno,
 		Options: func() translate.Options { return translateOpts }, Scanner: scanner,
 		Config: op.KyvernoConfig.Get, Interval: opts.BackgroundScanInterval, Workers: opts.BackgroundScanWorkers, Admission: admissionResults,
+		MetadataOnly: opts.BackgroundScanMetadataOnly,
 		LowerModel: func(ctx context.Context, policy client.Object) (model.Policy, error) {
 			return controllers.LowerModelPolicy(ctx, mgr.GetClient(), policy, nil)
 		},

@@ -71,6 +71,12 @@ type Reporter struct {
 	Interval time.Duration
 	// Workers scan resources at once (0: Workers).
 	Workers int
+	// MetadataOnly caches only the metadata of the scanned kinds (no
+	// managedFields: a few hundred bytes a resource, whatever its size) and
+	// reads each resource from the API server (Reader) when it is
+	// evaluated: the manager's memory no longer grows with the size of the
+	// scanned objects, for one GET per evaluation.
+	MetadataOnly bool
 	// Admission, when set, writes the webhook's results into the same
 	// reports once the CRDs are found.
 	Admission *AdmissionRecorder
@@ -546,8 +552,7 @@ func (r *Reporter) ensureInformer(ctx context.Context, gvk schema.GroupVersionKi
 	if _, ok := r.watched[gvk]; ok {
 		return nil
 	}
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(gvk)
+	obj := r.cached(gvk)
 	enqueue := func(o client.Object, q workqueue.TypedRateLimitingInterface[resourceKey]) {
 		q.Add(resourceKey{GVK: gvk, Namespace: o.GetNamespace(), Name: o.GetName()})
 	}
@@ -574,6 +579,49 @@ func (r *Reporter) ensureInformer(ctx context.Context, gvk schema.GroupVersionKi
 	return nil
 }
 
+// cached is the object the scan's cache holds for a kind: the whole
+// object, or its metadata (MetadataOnly).
+func (r *Reporter) cached(gvk schema.GroupVersionKind) client.Object {
+	if r.MetadataOnly {
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(gvk)
+		return m
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	return u
+}
+
+// cachedKeys are the cached resources of a kind.
+func (r *Reporter) cachedKeys(ctx context.Context, gvk schema.GroupVersionKind) ([]resourceKey, error) {
+	listKind := gvk.GroupVersion().WithKind(gvk.Kind + "List")
+	var items []metav1.Object
+	if r.MetadataOnly {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(listKind)
+		if err := r.objects.List(ctx, list); err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			items = append(items, &list.Items[i])
+		}
+	} else {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(listKind)
+		if err := r.objects.List(ctx, list); err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			items = append(items, &list.Items[i])
+		}
+	}
+	keys := make([]resourceKey, len(items))
+	for i, o := range items {
+		keys[i] = resourceKey{GVK: gvk, Namespace: o.GetNamespace(), Name: o.GetName()}
+	}
+	return keys, nil
+}
+
 func (r *Reporter) allWatched() []schema.GroupVersionKind {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -592,15 +640,14 @@ func (r *Reporter) enqueueAll(ctx context.Context, kinds []schema.GroupVersionKi
 			continue
 		}
 		seen[gvk] = true
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.objects.List(ctx, list); err != nil {
+		keys, err := r.cachedKeys(ctx, gvk)
+		if err != nil {
 			log.FromContext(ctx).Error(err, "listing resources to scan", "kind", gvk.String())
 			continue
 		}
-		for i := range list.Items {
+		for _, key := range keys {
 			select {
-			case r.rescan <- event.TypedGenericEvent[resourceKey]{Object: resourceKey{GVK: gvk, Namespace: list.Items[i].GetNamespace(), Name: list.Items[i].GetName()}}:
+			case r.rescan <- event.TypedGenericEvent[resourceKey]{Object: key}:
 			case <-ctx.Done():
 				return
 			}
@@ -613,13 +660,18 @@ func (r *Reporter) enqueueAll(ctx context.Context, kinds []schema.GroupVersionKi
 func (r *Reporter) reconcileResource(ctx context.Context, key resourceKey) (reconcile.Result, error) {
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(key.GVK)
-	if err := r.objects.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name}, obj); err != nil {
+	var from client.Reader = r.objects
+	if r.MetadataOnly {
+		from = r.Reader
+	}
+	if err := from.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			// A deleted resource's report goes with it (owner reference).
 			r.count(key, nil)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	obj.SetManagedFields(nil) // as the cache strips them
 	resource := reports.Resource{APIVersion: key.GVK.GroupVersion().String(), Kind: key.GVK.Kind, Namespace: key.Namespace, Name: key.Name, UID: obj.GetUID()}
 	if r.Config != nil {
 		if cfg := r.Config(); cfg != nil && cfg.IsFiltered(key.GVK.Group, key.GVK.Version, key.GVK.Kind, "", key.Namespace, key.Name) {

@@ -209,6 +209,7 @@ var chartArgs = []string{
 	"--background-scan=true",
 	"--background-scan-interval=1h0m0s",
 	"--background-scan-workers=8",
+	"--background-scan-metadata-only=false",
 }
 
 // TestRenderingIsConfig: with its default values the chart renders exactly

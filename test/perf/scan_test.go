@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -119,7 +120,9 @@ func BenchmarkBackgroundScan(b *testing.B) {
 		b.Fatal(err)
 	}
 	events := watchReports(b, ns)
-	m := startManager(b, "--background-scan-interval=40s")
+	// KYVAP_BENCH_SCAN_FLAGS adds manager flags (e.g.
+	// --background-scan-metadata-only) to compare scan modes.
+	m := startManager(b, append([]string{"--background-scan-interval=40s"}, strings.Fields(os.Getenv("KYVAP_BENCH_SCAN_FLAGS"))...)...)
 	rss := sampleRSS(b, m)
 
 	// Phase 1: the full scan.
