@@ -182,6 +182,11 @@ func (r *ClusterPolicyReconciler) report(ctx context.Context, policy *kyvernov1.
 		updated := current.DeepCopy()
 		updated.Status.ValidatingAdmissionPolicy = status.VAP
 		meta.SetStatusCondition(&updated.Status.Conditions, status.Condition)
+		if !kyvernoRunning(r.Kyverno) {
+			// Kyverno writes Ready when it runs; otherwise the CRD's READY
+			// column would stay empty.
+			meta.SetStatusCondition(&updated.Status.Conditions, readyCondition(status))
+		}
 		if equality.Semantic.DeepEqual(current.Status, updated.Status) {
 			return nil // nothing changed: no write
 		}

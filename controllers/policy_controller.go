@@ -158,6 +158,11 @@ func (r *NamespacedPolicyReconciler) report(ctx context.Context, policy *kyverno
 		updated := current.DeepCopy()
 		updated.Status.ValidatingAdmissionPolicy = status.VAP
 		meta.SetStatusCondition(&updated.Status.Conditions, status.Condition)
+		if !kyvernoRunning(r.Kyverno) {
+			// Kyverno writes Ready when it runs; otherwise the CRD's READY
+			// column would stay empty.
+			meta.SetStatusCondition(&updated.Status.Conditions, readyCondition(status))
+		}
 		if equality.Semantic.DeepEqual(current.Status, updated.Status) {
 			return nil
 		}

@@ -46,6 +46,10 @@ type statusInput struct {
 type policyStatus struct {
 	VAP       kyvernov1.ValidatingAdmissionPolicyStatus
 	Condition metav1.Condition
+	// Enforced: every rule is enforced at admission by someone (kyvap's
+	// VAPs, kyvap's webhook or a running Kyverno), which is what Kyverno's
+	// Ready condition (the CRD's READY column) says when kyvap writes it.
+	Enforced bool
 }
 
 // computeStatus derives the Kyverno-compatible VAP status and kyvap's
@@ -66,7 +70,7 @@ func computeStatus(in statusInput) policyStatus {
 		}
 	}
 
-	celRules, translated, invalid, fallback, leftToKyverno := 0, 0, 0, 0, 0
+	celRules, translated, invalid, fallback, leftToKyverno, unenforced := 0, 0, 0, 0, 0, 0
 	for _, r := range in.Plan.Rules {
 		name := r.Rule
 		if len(name) > maxRuleNameInClause {
@@ -78,10 +82,14 @@ func computeStatus(in statusInput) policyStatus {
 			// Kyverno enforces it. generated: true would tell a running
 			// Kyverno to skip the whole policy, this rule included.
 			leftToKyverno++
+			if !in.KyvernoRunning {
+				unenforced++
+			}
 			ruleLines = append(ruleLines, capClause(fmt.Sprintf("%sleft to Kyverno (%s: %s)", head, r.Reason, shortMessage(r.Message))))
 		case translate.VerdictTranslated:
 			celRules++
 			if broken := brokenObjects(r, failed); len(broken) > 0 {
+				unenforced++
 				ruleLines = append(ruleLines, capClause(fmt.Sprintf("%snot enforced: its generated objects could not be applied (%s)", head, strings.Join(broken, ", "))))
 				continue
 			}
@@ -89,10 +97,14 @@ func computeStatus(in statusInput) policyStatus {
 		case translate.VerdictFallback:
 			celRules++
 			fallback++
+			if !in.KyvernoRunning && (!in.FallbackEnforced || (r.Fallback != nil && r.Fallback.NotEnforced != "")) {
+				unenforced++
+			}
 			ruleLines = append(ruleLines, capClause(head+fallbackText(r, shortMessage(r.Message), in.FallbackEnforced, in.KyvernoRunning)))
 		case translate.VerdictInvalid:
 			celRules++
 			invalid++
+			unenforced++
 			ruleLines = append(ruleLines, capClause(fmt.Sprintf("%snot enforced: %s (%s)", head, shortMessage(r.Message), r.Reason)))
 		}
 	}
@@ -150,6 +162,7 @@ func computeStatus(in statusInput) policyStatus {
 	return policyStatus{
 		VAP:       kyvernov1.ValidatingAdmissionPolicyStatus{Generated: generated, Message: message},
 		Condition: cond,
+		Enforced:  celRules+leftToKyverno > 0 && unenforced == 0 && len(conflicts) == 0 && len(applyErrors) == 0,
 	}
 }
 
@@ -299,6 +312,23 @@ func dedupe(clauses []string) []string {
 		}
 	}
 	return out
+}
+
+// kyvernoReadyType is Kyverno's condition on its policies (the CRD's READY
+// column), which kyvap writes only when Kyverno does not run.
+const kyvernoReadyType = "Ready"
+
+// readyCondition is Kyverno's Ready condition as kyvap writes it when
+// Kyverno does not run: True when every rule is enforced at admission, with
+// Kyverno's reasons (Succeeded, Failed) and kyvap's reason in the message.
+func readyCondition(st policyStatus) metav1.Condition {
+	c := metav1.Condition{Type: kyvernoReadyType, Status: metav1.ConditionTrue, Reason: "Succeeded", ObservedGeneration: st.Condition.ObservedGeneration,
+		Message: "enforced by kyvap (" + st.Condition.Reason + ")"}
+	if !st.Enforced {
+		c.Status, c.Reason = metav1.ConditionFalse, "Failed"
+		c.Message = "not every rule is enforced (kyvap: " + st.Condition.Reason + "; see condition " + ConditionType + ")"
+	}
+	return c
 }
 
 // fallbackText says where a fallback rule is enforced; msg is the rule's

@@ -312,3 +312,38 @@ func TestStatusCarriesTranslationWarnings(t *testing.T) {
 		t.Errorf("message of %d bytes, want at most %d", len(got.Condition.Message), maxStatusMessage)
 	}
 }
+
+// TestStatusEnforced: Kyverno's Ready condition, which kyvap writes when
+// Kyverno does not run, says whether every rule is enforced by someone.
+func TestStatusEnforced(t *testing.T) {
+	translated := translate.RuleResult{Rule: "replicas", Verdict: translate.VerdictTranslated, ValidatingAdmissionPolicies: []string{"kyvap-p.replicas"}}
+	fallback := translate.RuleResult{Rule: "roles", Verdict: translate.VerdictFallback, Reason: translate.ReasonRolesOrClusterRoles}
+	jmespath := translate.RuleResult{Rule: "jmespath", Verdict: translate.VerdictFallback, Reason: translate.ReasonContextEntries, Fallback: &translate.FallbackRule{NotEnforced: "JMESPath"}}
+	notHandled := translate.RuleResult{Rule: "pattern", Verdict: translate.VerdictNotHandled, Reason: translate.ReasonNonCELRule}
+	plan := func(rules ...translate.RuleResult) *translate.Plan { return &translate.Plan{Rules: rules} }
+	for _, tc := range []struct {
+		name string
+		in   statusInput
+		want bool
+	}{
+		{"every rule a VAP", statusInput{Plan: plan(translated), GenerateEnabled: true}, true},
+		{"a rule on kyvap's webhook, which serves", statusInput{Plan: plan(translated, fallback), GenerateEnabled: true, FallbackEnforced: true}, true},
+		{"a rule on kyvap's webhook, which does not serve", statusInput{Plan: plan(translated, fallback), GenerateEnabled: true}, false},
+		{"a rule kyvap's webhook cannot run", statusInput{Plan: plan(translated, jmespath), GenerateEnabled: true, FallbackEnforced: true}, false},
+		{"a non-CEL rule without Kyverno", statusInput{Plan: plan(translated, notHandled), GenerateEnabled: true}, false},
+		{"a non-CEL rule with Kyverno", statusInput{Plan: plan(translated, notHandled), GenerateEnabled: true, KyvernoRunning: true}, true},
+		{"nothing to enforce", statusInput{Plan: plan(), GenerateEnabled: true}, false},
+		{"a generated object refused", statusInput{Plan: plan(translated), GenerateEnabled: true,
+			Outcomes: []objectOutcome{{Kind: "ValidatingAdmissionPolicy", Name: "kyvap-p.replicas", Action: actionFailed, Err: errors.New("refused")}}}, false},
+	} {
+		st := computeStatus(tc.in)
+		if st.Enforced != tc.want {
+			t.Errorf("%s: enforced %v, want %v", tc.name, st.Enforced, tc.want)
+		}
+		ready := readyCondition(st)
+		wantStatus := map[bool]metav1.ConditionStatus{true: metav1.ConditionTrue, false: metav1.ConditionFalse}[tc.want]
+		if ready.Type != "Ready" || ready.Status != wantStatus || ready.Reason == "" || !strings.Contains(ready.Message, st.Condition.Reason) {
+			t.Errorf("%s: Ready condition %+v", tc.name, ready)
+		}
+	}
+}

@@ -350,7 +350,7 @@ func (r *ValidatingPolicyReconciler) report(ctx context.Context, policy client.O
 		if !running {
 			// Kyverno writes ready when it runs; otherwise it is kyvap's
 			// to say whether the policy is enforced (the CRD's READY column).
-			ready := status.Condition.Status == metav1.ConditionTrue
+			ready := status.Enforced
 			st.ConditionStatus.Ready = &ready
 		}
 		if equality.Semantic.DeepEqual(statusOf(current), st) {

@@ -671,7 +671,12 @@ func (r *Reporter) reconcileResource(ctx context.Context, key resourceKey) (reco
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	obj.SetManagedFields(nil) // as the cache strips them
+	if r.MetadataOnly {
+		// Read from the API server, so ours to change (cached objects are
+		// shared: never written to): without managedFields, as the cache
+		// strips them.
+		obj.SetManagedFields(nil)
+	}
 	resource := reports.Resource{APIVersion: key.GVK.GroupVersion().String(), Kind: key.GVK.Kind, Namespace: key.Namespace, Name: key.Name, UID: obj.GetUID()}
 	if r.Config != nil {
 		if cfg := r.Config(); cfg != nil && cfg.IsFiltered(key.GVK.Group, key.GVK.Version, key.GVK.Kind, "", key.Namespace, key.Name) {

@@ -303,8 +303,9 @@ func normalize(t *testing.T, o *unstructured.Unstructured) *unstructured.Unstruc
 // with Helm's SDK, runs the manager as the chart's ServiceAccount (its
 // RBAC, its copy of Kyverno's configuration, its ClusterRole owning the
 // webhook configuration), upgrades the release, then uninstalls it: the
-// webhook configuration goes with it, and the request the fallback rule
-// denied — which a dead webhook would refuse — is admitted.
+// webhook configuration goes with it, the request the fallback rule
+// denied — which a dead webhook would refuse — is admitted, and the
+// generated VAPs stay and keep enforcing.
 func TestInstallUpgradeUninstall(t *testing.T) {
 	ctx := context.Background()
 	cfg := helmConfig(t)
@@ -328,17 +329,24 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 		t.Errorf("replicas %d, want the default 2", got)
 	}
 
-	// The manager as the chart deploys it, with the chart's credentials.
+	// The manager as the chart deploys it, with the chart's credentials:
+	// one policy enforced by a VAP, one (opted out of generation) by the
+	// webhook.
 	ns := "helm-target"
 	cp.EnsureNamespace(t, ns, nil)
 	op := cp.StartWebhookOperatorAsWith(t, serviceAccountConfig(), operator.Options{
-		Translate: translate.Options{GenerateValidatingAdmissionPolicy: false},
+		Translate: translate.Options{GenerateValidatingAdmissionPolicy: true},
 		Webhook:   &webhook.Options{Namespace: namespace, OwnerClusterRole: ownerRole},
 	}, controlplane.FreePort(t))
+	byVAP := controlplane.ClusterPolicy("helm-vap", kyvernov1.Enforce,
+		controlplane.CELRule("no-vap-forbidden", "ConfigMap", "object.metadata.name != 'vap-forbidden'", "vap-forbidden is forbidden"))
+	cp.CreatePolicy(t, byVAP, controllers.ReasonAllRulesTranslated)
+	vapForbidden := controlplane.ConfigMap(ns, "vap-forbidden", nil)
+	cp.WaitForDenial(t, vapForbidden, "vap-forbidden is forbidden")
 	policy := controlplane.ClusterPolicy("helm-no-forbidden", kyvernov1.Enforce,
 		controlplane.CELRule("no-forbidden", "ConfigMap", "object.metadata.name != 'forbidden'", "forbidden is forbidden"))
-	cp.Create(t, policy)
-	cp.WaitForStatus(t, policy, controllers.ReasonGenerationDisabled)
+	policy.Annotations = map[string]string{translate.AnnotationGenerate: "false"}
+	cp.CreatePolicy(t, policy, controllers.ReasonFallback)
 	forbidden := controlplane.ConfigMap(ns, "forbidden", nil)
 	cp.WaitForDenial(t, forbidden, "forbidden is forbidden")
 	err := controlplane.Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
@@ -425,6 +433,11 @@ func TestInstallUpgradeUninstall(t *testing.T) {
 	}
 	if err := cp.Client.Get(ctx, client.ObjectKey{Name: webhook.DefaultConfigurationName}, &admissionregistrationv1.ValidatingWebhookConfiguration{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the operator wrote its webhook configuration again after the uninstall (%v)", err)
+	}
+	// The generated VAPs stay, owned by their policy, and keep enforcing
+	// (docs/install.md, Uninstall): kyvap's removal drops no VAP rule.
+	if _, err := cp.DryRunCreate(ctx, vapForbidden); err == nil || !strings.Contains(err.Error(), "vap-forbidden is forbidden") {
+		t.Errorf("after the uninstall the generated VAP no longer denies: %v", err)
 	}
 }
 

@@ -10,6 +10,9 @@ import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/controllers"
@@ -61,6 +64,17 @@ func TestStatusSaysWhoEnforcesEachRule(t *testing.T) {
 	}
 	if vaps := got["status-mixed/cel"].VAPs; len(vaps) != 1 || !strings.HasPrefix(vaps[0], "kyvap-status-mixed") {
 		t.Errorf("the VAP rule's VAPs: %v", vaps)
+	}
+	// Without Kyverno, kyvap writes Kyverno's Ready condition (the CRD's
+	// READY column): false while a rule is enforced by nobody.
+	for name, want := range map[string]metav1.ConditionStatus{"status-mixed": metav1.ConditionFalse, "status-webhook": metav1.ConditionTrue} {
+		p := &kyvernov1.ClusterPolicy{}
+		if err := cp.Client.Get(context.Background(), client.ObjectKey{Name: name}, p); err != nil {
+			t.Fatal(err)
+		}
+		if c := meta.FindStatusCondition(p.Status.Conditions, "Ready"); c == nil || c.Status != want {
+			t.Errorf("%s: Ready condition %+v, want status %s", name, c, want)
+		}
 	}
 	if !enforcement.Unenforced(policies) {
 		t.Error("a rule enforced by nobody does not make kyvap status fail")
