@@ -50,6 +50,9 @@ type KyvernoOptions struct {
 	// GenerateValidatingAdmissionPolicy is Kyverno's own VAP generator
 	// (--generateValidatingAdmissionPolicy; Kyverno's default is true).
 	GenerateValidatingAdmissionPolicy bool
+	// ExtraArgs are more flags of Kyverno's admission controller (e.g.
+	// --profile to serve pprof).
+	ExtraArgs []string
 }
 
 // StartKyverno builds (or reuses) Kyverno's admission controller and runs it
@@ -106,7 +109,7 @@ func (cp *ControlPlane) StartKyverno(ctx context.Context, opts KyvernoOptions) (
 	if err != nil {
 		return nil, err
 	}
-	k.cmd = exec.Command(binary,
+	k.cmd = exec.Command(binary, append([]string{
 		"--kubeconfig="+kubeconfigPath,
 		"--serverIP=127.0.0.1:"+strconv.Itoa(port),
 		"--webhookServerPort="+strconv.Itoa(port),
@@ -117,7 +120,7 @@ func (cp *ControlPlane) StartKyverno(ctx context.Context, opts KyvernoOptions) (
 		// It serves metrics anyway, by default on :8000.
 		"--metricsPort="+strconv.Itoa(metricsPort),
 		"--generateValidatingAdmissionPolicy="+strconv.FormatBool(opts.GenerateValidatingAdmissionPolicy),
-	)
+	}, opts.ExtraArgs...)...)
 	k.cmd.Env = append(os.Environ(),
 		"KYVERNO_NAMESPACE="+KyvernoNamespace,
 		"KYVERNO_SERVICEACCOUNT_NAME=kyverno",
