@@ -110,16 +110,16 @@ func (cp *ControlPlane) StartKyverno(ctx context.Context, opts KyvernoOptions) (
 		return nil, err
 	}
 	k.cmd = exec.Command(binary, append([]string{
-		"--kubeconfig="+kubeconfigPath,
-		"--serverIP=127.0.0.1:"+strconv.Itoa(port),
-		"--webhookServerPort="+strconv.Itoa(port),
+		"--kubeconfig=" + kubeconfigPath,
+		"--serverIP=127.0.0.1:" + strconv.Itoa(port),
+		"--webhookServerPort=" + strconv.Itoa(port),
 		"--caSecretName=kyverno-svc.kyverno.svc.kyverno-tls-ca",
 		"--tlsSecretName=kyverno-svc.kyverno.svc.kyverno-tls-pair",
 		"--controllerRuntimeMetricsAddress=0",
 		"--disableMetrics=true",
 		// It serves metrics anyway, by default on :8000.
-		"--metricsPort="+strconv.Itoa(metricsPort),
-		"--generateValidatingAdmissionPolicy="+strconv.FormatBool(opts.GenerateValidatingAdmissionPolicy),
+		"--metricsPort=" + strconv.Itoa(metricsPort),
+		"--generateValidatingAdmissionPolicy=" + strconv.FormatBool(opts.GenerateValidatingAdmissionPolicy),
 	}, opts.ExtraArgs...)...)
 	k.cmd.Env = append(os.Environ(),
 		"KYVERNO_NAMESPACE="+KyvernoNamespace,
