@@ -54,7 +54,7 @@ func startKyvap(t *testing.T) *controlplane.Operator {
 }
 
 // startKyverno starts Kyverno's admission controller until the test ends.
-func startKyverno(t *testing.T, kyvernoGenerator bool) {
+func startKyverno(t testing.TB, kyvernoGenerator bool) {
 	t.Helper()
 	ctx := context.Background()
 	// Kyverno resolves the requester's roles from the bindings: the test

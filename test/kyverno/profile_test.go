@@ -17,10 +17,15 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/test/controlplane"
+	"github.com/kyvap/kyvap/translate"
+	"github.com/kyvap/kyvap/webhook"
 )
 
 // BenchmarkKyvernoClusterPolicyCEL profiles Kyverno v1.19.1's admission
@@ -51,22 +56,7 @@ func BenchmarkKyvernoClusterPolicyCEL(b *testing.B) {
 			b.Error(err)
 		}
 	})
-	expressions := []string{
-		"object.metadata.name != 'deny-me'",
-		"!has(object.data) || size(object.data) <= 16",
-		"!has(object.metadata.labels) || !('forbidden' in object.metadata.labels)",
-		"object.metadata.name.size() <= 63",
-		"!has(object.binaryData)",
-		"!has(object.metadata.annotations) || size(object.metadata.annotations) <= 32",
-		"!has(object.data) || object.data.all(k, k.size() <= 253)",
-		"!has(object.data) || object.data.all(k, object.data[k].size() <= 4096)",
-	}
-	for i, expression := range expressions {
-		rule := controlplane.CELRule("check", "ConfigMap", expression, fmt.Sprintf("check %d failed", i))
-		rule.MatchResources.Any[0].Resources.Namespaces = []string{ns}
-		policy := controlplane.ClusterPolicy(fmt.Sprintf("kyverno-profile-%d", i), kyvernov1.Enforce, rule)
-		cp.Create(b, policy)
-	}
+	createCheckPolicies(b, ns, "kyverno-profile")
 	// Kyverno enforces the policies once its cache has them (its webhook
 	// denies with a Bad Request, not Invalid as a VAP does).
 	err = controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
@@ -96,32 +86,7 @@ func BenchmarkKyvernoClusterPolicyCEL(b *testing.B) {
 		time.Sleep(2 * time.Second) // past the first requests' warm-up
 		profile <- fetchProfile(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", profilePort, int(profiled.Seconds())), out)
 	}()
-	var (
-		mu        sync.Mutex
-		latencies []time.Duration
-		failures  int
-		wg        sync.WaitGroup
-	)
-	deadline := time.Now().Add(load)
-	for range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for time.Now().Before(deadline) {
-				start := time.Now()
-				err := cp.Client.Create(ctx, allowed.DeepCopy(), client.DryRunAll)
-				took := time.Since(start)
-				mu.Lock()
-				if err != nil {
-					failures++
-				} else {
-					latencies = append(latencies, took)
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	result := runLoad(ctx, allowed, clients, load)
 	b.StopTimer()
 	if err := <-profile; err != nil {
 		b.Fatalf("profiling Kyverno: %v", err)
@@ -129,17 +94,85 @@ func BenchmarkKyvernoClusterPolicyCEL(b *testing.B) {
 	if err := <-goroutines; err != nil {
 		b.Fatalf("Kyverno's goroutines: %v", err)
 	}
-	if failures > 0 || len(latencies) == 0 {
-		b.Fatalf("%d requests failed, %d succeeded", failures, len(latencies))
+	if result.failures > 0 || len(result.latencies) == 0 {
+		b.Fatalf("%d requests failed, %d succeeded", result.failures, len(result.latencies))
 	}
-	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
-	p := func(q float64) float64 {
-		return float64(latencies[int(q*float64(len(latencies)-1))].Microseconds()) / 1000
+	b.ReportMetric(result.quantile(0.5), "p50-ms")
+	b.ReportMetric(result.quantile(0.99), "p99-ms")
+	b.ReportMetric(result.perSecond(), "req/s")
+	b.Logf("Kyverno, 8 CEL ClusterPolicies, %d clients: %d requests in %s, p50 %.1f ms, p99 %.1f ms; CPU profile in %s", clients, len(result.latencies), load, result.quantile(0.5), result.quantile(0.99), out)
+}
+
+// checkExpressions are the 8 one-line CEL checks of the benchmarks, each
+// allowing their ConfigMap; the first denies "deny-me".
+var checkExpressions = []string{
+	"object.metadata.name != 'deny-me'",
+	"!has(object.data) || size(object.data) <= 16",
+	"!has(object.metadata.labels) || !('forbidden' in object.metadata.labels)",
+	"object.metadata.name.size() <= 63",
+	"!has(object.binaryData)",
+	"!has(object.metadata.annotations) || size(object.metadata.annotations) <= 32",
+	"!has(object.data) || object.data.all(k, k.size() <= 253)",
+	"!has(object.data) || object.data.all(k, object.data[k].size() <= 4096)",
+}
+
+// createCheckPolicies creates one Enforce ClusterPolicy per check, for the
+// namespace's ConfigMaps.
+func createCheckPolicies(b testing.TB, ns, prefix string) []*kyvernov1.ClusterPolicy {
+	var out []*kyvernov1.ClusterPolicy
+	for i, expression := range checkExpressions {
+		rule := controlplane.CELRule("check", "ConfigMap", expression, fmt.Sprintf("check %d failed", i))
+		rule.MatchResources.Any[0].Resources.Namespaces = []string{ns}
+		policy := controlplane.ClusterPolicy(fmt.Sprintf("%s-%d", prefix, i), kyvernov1.Enforce, rule)
+		cp.Create(b, policy)
+		out = append(out, policy)
 	}
-	b.ReportMetric(p(0.5), "p50-ms")
-	b.ReportMetric(p(0.99), "p99-ms")
-	b.ReportMetric(float64(len(latencies))/load.Seconds(), "req/s")
-	b.Logf("Kyverno, 8 CEL ClusterPolicies, %d clients: %d requests in %s, p50 %.1f ms, p99 %.1f ms; CPU profile in %s", clients, len(latencies), load, p(0.5), p(0.99), out)
+	return out
+}
+
+// loadResult is what clients saw during a load.
+type loadResult struct {
+	latencies []time.Duration // sorted
+	failures  int
+	duration  time.Duration
+}
+
+func (r loadResult) quantile(q float64) float64 {
+	return float64(r.latencies[int(q*float64(len(r.latencies)-1))].Microseconds()) / 1000
+}
+
+func (r loadResult) perSecond() float64 { return float64(len(r.latencies)) / r.duration.Seconds() }
+
+// runLoad has clients dry-run create obj, each one request after the
+// other, for the duration.
+func runLoad(ctx context.Context, obj client.Object, clients int, duration time.Duration) loadResult {
+	var (
+		mu     sync.Mutex
+		result = loadResult{duration: duration}
+		wg     sync.WaitGroup
+	)
+	deadline := time.Now().Add(duration)
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				start := time.Now()
+				err := cp.Client.Create(ctx, obj.DeepCopyObject().(client.Object), client.DryRunAll)
+				took := time.Since(start)
+				mu.Lock()
+				if err != nil {
+					result.failures++
+				} else {
+					result.latencies = append(result.latencies, took)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	sort.Slice(result.latencies, func(i, j int) bool { return result.latencies[i] < result.latencies[j] })
+	return result
 }
 
 func fetchProfile(url, file string) error {
@@ -159,4 +192,99 @@ func fetchProfile(url, file string) error {
 		return err
 	}
 	return os.WriteFile(file, data, 0o644)
+}
+
+// BenchmarkAdmissionSideBySide is a first side-by-side measure: the same
+// load (16 clients dry-run creating an allowed ConfigMap for 10 s) on the
+// same API server, with nothing to enforce (the floor), then with the 8
+// CEL ClusterPolicies of BenchmarkKyvernoClusterPolicyCEL enforced by
+// kyvap's VAPs, by kyvap's webhook alone (every policy opted out of
+// generation), and by Kyverno v1.19.1's admission controller (its VAP
+// generation off, its default flags). kyvap runs in the benchmark's process
+// (as the other suites run it), Kyverno in its own. One run whatever b.N:
+// -benchtime=1x. Issue 23's harness (make bench-compare) is to extend this
+// to more measures, concurrencies and alternating rounds.
+func BenchmarkAdmissionSideBySide(b *testing.B) {
+	ctx := context.Background()
+	const ns, clients, load = "side-by-side", 16, 10 * time.Second
+	cp.EnsureNamespace(b, ns, nil)
+	allowed := controlplane.ConfigMap(ns, "allowed", map[string]string{"a": "b"})
+	type column struct {
+		name   string
+		result loadResult
+	}
+	var columns []column
+	measure := func(name string) {
+		r := runLoad(ctx, allowed, clients, load)
+		if r.failures > 0 || len(r.latencies) == 0 {
+			b.Fatalf("%s: %d requests failed, %d succeeded", name, r.failures, len(r.latencies))
+		}
+		columns = append(columns, column{name, r})
+	}
+	denyMe := controlplane.ConfigMap(ns, "deny-me", nil)
+	b.ResetTimer()
+
+	measure("floor")
+
+	op := cp.StartWebhookOperator(b, translate.Options{GenerateValidatingAdmissionPolicy: true}, controlplane.FreePort(b))
+	policies := createCheckPolicies(b, ns, "side-by-side")
+	b.StopTimer()
+	cp.WaitForDenial(b, denyMe, "check 0 failed")
+	b.StartTimer()
+	measure("kyvap VAPs")
+
+	b.StopTimer()
+	for _, p := range policies {
+		current := &kyvernov1.ClusterPolicy{}
+		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(p), current); err != nil {
+			b.Fatal(err)
+		}
+		current.Annotations = map[string]string{translate.AnnotationGenerate: "false"}
+		if err := cp.Client.Update(ctx, current); err != nil {
+			b.Fatal(err)
+		}
+	}
+	_ = waitForDenialBy(b, denyMe, "admission webhook", "check 0 failed") // fatal when never denied
+	// No VAP of the policies left: only the webhook enforces them.
+	err := controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		var vaps admissionregistrationv1.ValidatingAdmissionPolicyList
+		if err := cp.Client.List(ctx, &vaps); err != nil {
+			return false, err
+		}
+		for _, v := range vaps.Items {
+			if strings.HasPrefix(v.Name, "kyvap-side-by-side") {
+				return false, fmt.Errorf("VAP %s still there", v.Name)
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.StartTimer()
+	calls := controlplane.MetricValue(b, "controller_runtime_webhook_requests_total", nil)
+	measure("kyvap webhook only")
+	// Every admitted request went through kyvap's webhook.
+	if calls = controlplane.MetricValue(b, "controller_runtime_webhook_requests_total", nil) - calls; calls < float64(len(columns[len(columns)-1].result.latencies)) {
+		b.Fatalf("kyvap's webhook answered %v requests of %d", calls, len(columns[len(columns)-1].result.latencies))
+	}
+
+	b.StopTimer()
+	op.Stop()
+	if err := cp.Client.Delete(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhook.DefaultConfigurationName}}); err != nil && !apierrors.IsNotFound(err) {
+		b.Fatal(err)
+	}
+	startKyverno(b, false)
+	_ = waitForDenialBy(b, denyMe, "validate.kyverno.svc-fail", "check 0 failed") // fatal when never denied
+	b.StartTimer()
+	measure("Kyverno")
+	b.StopTimer()
+
+	for _, c := range columns {
+		metric := strings.ReplaceAll(strings.ToLower(c.name), " ", "-")
+		b.ReportMetric(c.result.quantile(0.5), metric+"-p50-ms")
+		b.ReportMetric(c.result.quantile(0.99), metric+"-p99-ms")
+		b.ReportMetric(c.result.perSecond(), metric+"-req/s")
+		b.Logf("%-20s %6.0f req/s  p50 %7.2f ms  p99 %7.2f ms", c.name, c.result.perSecond(), c.result.quantile(0.5), c.result.quantile(0.99))
+	}
 }

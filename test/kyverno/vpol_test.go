@@ -93,7 +93,7 @@ func waitForVPol(t *testing.T, name string, check func(*policiesv1.ValidatingPol
 
 // waitForDenialBy waits until the API server denies the object (a dry-run
 // create) with an error containing every one of want.
-func waitForDenialBy(t *testing.T, obj client.Object, want ...string) error {
+func waitForDenialBy(t testing.TB, obj client.Object, want ...string) error {
 	t.Helper()
 	var last error
 	err := controlplane.Eventually(context.Background(), time.Minute, func(ctx context.Context) (bool, error) {
