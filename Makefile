@@ -103,6 +103,10 @@ bench: envtest-assets ## Run the translator and operator benchmarks; report in b
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test -run '^$$' -bench BenchmarkConvergence1000 -benchtime=1x -timeout 30m ./test/perf/ | tee -a $(BENCH_REPORT)
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test -run '^$$' -bench BenchmarkAPIServerCost -benchtime=500x -timeout 30m ./test/perf/ | tee -a $(BENCH_REPORT)
 
+.PHONY: bench-compare
+bench-compare: envtest-assets kyverno-assets ## Admission side by side on one API server: floor, kyvap VAPs, kyvap webhook only, Kyverno (1/16/64 clients, alternating rounds); report in bin/bench-compare.txt (docs/performance.md).
+	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test -run '^$$' -bench BenchmarkAdmissionSideBySide -benchtime=1x -timeout 30m ./test/kyverno/
+
 ##@ Build
 
 .PHONY: build

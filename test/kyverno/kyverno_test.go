@@ -57,16 +57,7 @@ func startKyvap(t *testing.T) *controlplane.Operator {
 func startKyverno(t testing.TB, kyvernoGenerator bool) {
 	t.Helper()
 	ctx := context.Background()
-	// Kyverno resolves the requester's roles from the bindings: the test
-	// client (system:masters) gets cluster-admin through this one.
-	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "test-cluster-admin"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:masters"}},
-	}
-	if err := cp.Client.Create(ctx, crb); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	ensureAdminBinding(t)
 	k, err := cp.StartKyverno(ctx, controlplane.KyvernoOptions{GenerateValidatingAdmissionPolicy: kyvernoGenerator})
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +67,21 @@ func startKyverno(t testing.TB, kyvernoGenerator bool) {
 			t.Errorf("stopping Kyverno: %v", err)
 		}
 	})
+}
+
+// ensureAdminBinding binds cluster-admin to system:masters: Kyverno
+// resolves the requester's roles from the bindings, and the test client
+// (system:masters) gets cluster-admin through this one.
+func ensureAdminBinding(t testing.TB) {
+	t.Helper()
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "test-cluster-admin"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:masters"}},
+	}
+	if err := cp.Client.Create(context.Background(), crb); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
 }
 
 // kyvernoRegisters reports whether Kyverno's resource webhook configuration

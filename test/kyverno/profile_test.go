@@ -194,97 +194,163 @@ func fetchProfile(url, file string) error {
 	return os.WriteFile(file, data, 0o644)
 }
 
-// BenchmarkAdmissionSideBySide is a first side-by-side measure: the same
-// load (16 clients dry-run creating an allowed ConfigMap for 10 s) on the
-// same API server, with nothing to enforce (the floor), then with the 8
-// CEL ClusterPolicies of BenchmarkKyvernoClusterPolicyCEL enforced by
-// kyvap's VAPs, by kyvap's webhook alone (every policy opted out of
-// generation), and by Kyverno v1.19.1's admission controller (its VAP
-// generation off, its default flags). kyvap runs in the benchmark's process
-// (as the other suites run it), Kyverno in its own. One run whatever b.N:
-// -benchtime=1x. Issue 23's harness (make bench-compare) is to extend this
-// to more measures, concurrencies and alternating rounds.
+// BenchmarkAdmissionSideBySide measures admission side by side on one API
+// server: the same load (clients dry-run creating an allowed ConfigMap,
+// each one request after the other) with the 8 CEL ClusterPolicies of
+// BenchmarkKyvernoClusterPolicyCEL enforced by kyvap's VAPs (as deployed),
+// by kyvap's webhook alone (every policy opted out of generation), by
+// nothing (the floor: the policies exist, nobody enforces them) and by
+// Kyverno v1.19.1's admission controller (its VAP generation off, its
+// default flags), at 1, 16 and 64 clients, in rounds that alternate the
+// four so that machine noise hits every column alike. kyvap runs in the
+// benchmark's process, Kyverno in its own. It writes bin/bench-compare.txt
+// (make bench-compare): a "compare" line per measure, then the table.
+// KYVAP_BENCH_ROUNDS (default 2) and KYVAP_BENCH_LOAD (default 5s, per
+// column, concurrency and round) size it. One run whatever b.N.
 func BenchmarkAdmissionSideBySide(b *testing.B) {
 	ctx := context.Background()
-	const ns, clients, load = "side-by-side", 16, 10 * time.Second
+	const ns = "side-by-side"
+	rounds, load := 2, 5*time.Second
+	if v, err := strconv.Atoi(os.Getenv("KYVAP_BENCH_ROUNDS")); err == nil && v > 0 {
+		rounds = v
+	}
+	if v, err := time.ParseDuration(os.Getenv("KYVAP_BENCH_LOAD")); err == nil && v > 0 {
+		load = v
+	}
+	concurrency := []int{1, 16, 64}
+	columns := []string{"kyvap VAPs", "kyvap webhook only", "floor", "Kyverno"}
+	results := map[string]map[int]*loadResult{}
+	for _, c := range columns {
+		results[c] = map[int]*loadResult{}
+		for _, n := range concurrency {
+			results[c][n] = &loadResult{}
+		}
+	}
 	cp.EnsureNamespace(b, ns, nil)
+	ensureAdminBinding(b)
 	allowed := controlplane.ConfigMap(ns, "allowed", map[string]string{"a": "b"})
-	type column struct {
-		name   string
-		result loadResult
-	}
-	var columns []column
-	measure := func(name string) {
-		r := runLoad(ctx, allowed, clients, load)
-		if r.failures > 0 || len(r.latencies) == 0 {
-			b.Fatalf("%s: %d requests failed, %d succeeded", name, r.failures, len(r.latencies))
-		}
-		columns = append(columns, column{name, r})
-	}
 	denyMe := controlplane.ConfigMap(ns, "deny-me", nil)
-	b.ResetTimer()
-
-	measure("floor")
-
-	op := cp.StartWebhookOperator(b, translate.Options{GenerateValidatingAdmissionPolicy: true}, controlplane.FreePort(b))
 	policies := createCheckPolicies(b, ns, "side-by-side")
-	b.StopTimer()
-	cp.WaitForDenial(b, denyMe, "check 0 failed")
-	b.StartTimer()
-	measure("kyvap VAPs")
-
-	b.StopTimer()
-	for _, p := range policies {
-		current := &kyvernov1.ClusterPolicy{}
-		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(p), current); err != nil {
-			b.Fatal(err)
-		}
-		current.Annotations = map[string]string{translate.AnnotationGenerate: "false"}
-		if err := cp.Client.Update(ctx, current); err != nil {
-			b.Fatal(err)
+	measure := func(column string) {
+		b.StartTimer()
+		defer b.StopTimer()
+		for _, n := range concurrency {
+			calls := controlplane.MetricValue(b, "controller_runtime_webhook_requests_total", nil)
+			r := runLoad(ctx, allowed, n, load)
+			if r.failures > 0 || len(r.latencies) == 0 {
+				b.Fatalf("%s, %d clients: %d requests failed, %d succeeded", column, n, r.failures, len(r.latencies))
+			}
+			calls = controlplane.MetricValue(b, "controller_runtime_webhook_requests_total", nil) - calls
+			// Only the webhook-only column goes through kyvap's webhook,
+			// every request of it.
+			if through := column == "kyvap webhook only"; through != (calls >= float64(len(r.latencies))) || (!through && calls > 0) {
+				b.Fatalf("%s, %d clients: kyvap's webhook answered %v of %d requests", column, n, calls, len(r.latencies))
+			}
+			acc := results[column][n]
+			acc.latencies = append(acc.latencies, r.latencies...)
+			acc.duration += r.duration
 		}
 	}
-	_ = waitForDenialBy(b, denyMe, "admission webhook", "check 0 failed") // fatal when never denied
-	// No VAP of the policies left: only the webhook enforces them.
-	err := controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
-		var vaps admissionregistrationv1.ValidatingAdmissionPolicyList
-		if err := cp.Client.List(ctx, &vaps); err != nil {
-			return false, err
-		}
-		for _, v := range vaps.Items {
-			if strings.HasPrefix(v.Name, "kyvap-side-by-side") {
-				return false, fmt.Errorf("VAP %s still there", v.Name)
+	optOut := func(out bool) {
+		for _, p := range policies {
+			current := &kyvernov1.ClusterPolicy{}
+			if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(p), current); err != nil {
+				b.Fatal(err)
+			}
+			current.Annotations = nil
+			if out {
+				current.Annotations = map[string]string{translate.AnnotationGenerate: "false"}
+			}
+			if err := cp.Client.Update(ctx, current); err != nil {
+				b.Fatal(err)
 			}
 		}
-		return true, nil
-	})
-	if err != nil {
-		b.Fatal(err)
 	}
-	b.StartTimer()
-	calls := controlplane.MetricValue(b, "controller_runtime_webhook_requests_total", nil)
-	measure("kyvap webhook only")
-	// Every admitted request went through kyvap's webhook.
-	if calls = controlplane.MetricValue(b, "controller_runtime_webhook_requests_total", nil) - calls; calls < float64(len(columns[len(columns)-1].result.latencies)) {
-		b.Fatalf("kyvap's webhook answered %v requests of %d", calls, len(columns[len(columns)-1].result.latencies))
+	noVAPs := func() {
+		err := controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+			var vaps admissionregistrationv1.ValidatingAdmissionPolicyList
+			if err := cp.Client.List(ctx, &vaps); err != nil {
+				return false, err
+			}
+			for _, v := range vaps.Items {
+				if strings.HasPrefix(v.Name, "kyvap-side-by-side") {
+					return false, fmt.Errorf("VAP %s still there", v.Name)
+				}
+			}
+			return true, nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	b.StopTimer()
+	for range rounds {
+		optOut(false)
+		op := cp.StartWebhookOperator(b, translate.Options{GenerateValidatingAdmissionPolicy: true}, controlplane.FreePort(b))
+		cp.WaitForDenial(b, denyMe, "check 0 failed")
+		measure("kyvap VAPs")
+
+		optOut(true)
+		_ = waitForDenialBy(b, denyMe, "admission webhook", "check 0 failed") // fatal when never denied
+		noVAPs()
+		measure("kyvap webhook only")
+
+		op.Stop()
+		if err := cp.Client.Delete(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhook.DefaultConfigurationName}}); err != nil && !apierrors.IsNotFound(err) {
+			b.Fatal(err)
+		}
+		err := controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+			_, err := cp.DryRunCreate(ctx, denyMe)
+			return err == nil, fmt.Errorf("still denied: %w", err)
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		measure("floor")
+
+		k, err := cp.StartKyverno(ctx, controlplane.KyvernoOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = waitForDenialBy(b, denyMe, "validate.kyverno.svc-fail", "check 0 failed") // fatal when never denied
+		measure("Kyverno")
+		if err := k.Stop(ctx, cp); err != nil {
+			b.Fatal(err)
+		}
 	}
 
-	b.StopTimer()
-	op.Stop()
-	if err := cp.Client.Delete(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhook.DefaultConfigurationName}}); err != nil && !apierrors.IsNotFound(err) {
-		b.Fatal(err)
+	var report strings.Builder
+	for _, n := range concurrency {
+		for _, m := range []struct {
+			name, unit string
+			value      func(*loadResult) float64
+		}{
+			{"admission-p50", "ms", func(r *loadResult) float64 { return r.quantile(0.5) }},
+			{"admission-p99", "ms", func(r *loadResult) float64 { return r.quantile(0.99) }},
+			{"admission-throughput", "req/s", func(r *loadResult) float64 { return r.perSecond() }},
+		} {
+			for _, c := range columns {
+				sort.Slice(results[c][n].latencies, func(i, j int) bool { return results[c][n].latencies[i] < results[c][n].latencies[j] })
+			}
+			fmt.Fprintf(&report, "compare %s-%dclients kyvap=%.2f kyverno=%.2f floor=%.2f unit=%s\n", m.name, n,
+				m.value(results["kyvap VAPs"][n]), m.value(results["Kyverno"][n]), m.value(results["floor"][n]), m.unit)
+		}
 	}
-	startKyverno(b, false)
-	_ = waitForDenialBy(b, denyMe, "validate.kyverno.svc-fail", "check 0 failed") // fatal when never denied
-	b.StartTimer()
-	measure("Kyverno")
-	b.StopTimer()
-
+	fmt.Fprintf(&report, "\n%d rounds of %s per column and concurrency, 8 CEL ClusterPolicies, dry-run creates of an allowed ConfigMap\n", rounds, load)
+	fmt.Fprintf(&report, "%-20s %8s %10s %10s %10s\n", "column", "clients", "req/s", "p50 ms", "p99 ms")
 	for _, c := range columns {
-		metric := strings.ReplaceAll(strings.ToLower(c.name), " ", "-")
-		b.ReportMetric(c.result.quantile(0.5), metric+"-p50-ms")
-		b.ReportMetric(c.result.quantile(0.99), metric+"-p99-ms")
-		b.ReportMetric(c.result.perSecond(), metric+"-req/s")
-		b.Logf("%-20s %6.0f req/s  p50 %7.2f ms  p99 %7.2f ms", c.name, c.result.perSecond(), c.result.quantile(0.5), c.result.quantile(0.99))
+		for _, n := range concurrency {
+			r := results[c][n]
+			fmt.Fprintf(&report, "%-20s %8d %10.1f %10.2f %10.2f\n", c, n, r.perSecond(), r.quantile(0.5), r.quantile(0.99))
+		}
 	}
+	out := controlplane.RepoPath(b, "bin", "bench-compare.txt")
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(out, []byte(report.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("report in %s:\n%s", out, report.String())
 }
