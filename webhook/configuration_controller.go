@@ -184,7 +184,10 @@ func (r *ConfigurationReconciler) Reconcile(ctx context.Context, _ reconcile.Req
 		logger.Info("fallback rule left out of the webhook configuration", "problem", p.Error())
 	}
 	if terminating {
-		logger.Info("the operator's namespace is being deleted (or gone): the webhook configuration goes with it", "namespace", r.Namespace)
+		// A --webhook-configuration-owner-clusterrole that names no
+		// ClusterRole looks the same: the message says which to check.
+		logger.Info("the operator's namespace or the configuration's owner ClusterRole is being deleted or gone: the webhook configuration is deleted and not written again; the rules only the webhook enforced are NOT ENFORCED",
+			"namespace", r.Namespace, "ownerClusterRole", r.OwnerClusterRole)
 		desired = nil
 	}
 	current := &admissionregistrationv1.ValidatingWebhookConfiguration{}
@@ -203,6 +206,11 @@ func (r *ConfigurationReconciler) Reconcile(ctx context.Context, _ reconcile.Req
 		return ctrl.Result{}, err
 	}
 	covered := coveredRules(rules, models, resolver, opts.Engine)
+	if desired == nil {
+		// No configuration: no rule reaches the webhook, and the policies'
+		// status must not say otherwise.
+		covered = map[string]bool{}
+	}
 	r.covered.Store(&covered)
 	r.Engine.SetEnforcing(true)
 	return ctrl.Result{}, nil
