@@ -104,8 +104,8 @@ bench: envtest-assets ## Run the translator and operator benchmarks; report in b
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test -run '^$$' -bench BenchmarkAPIServerCost -benchtime=500x -timeout 30m ./test/perf/ | tee -a $(BENCH_REPORT)
 
 .PHONY: bench-compare
-bench-compare: envtest-assets kyverno-assets ## Admission side by side on one API server: floor, kyvap VAPs, kyvap webhook only, Kyverno (1/16/64 clients, alternating rounds); report in bin/bench-compare.txt (docs/performance.md).
-	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test -run '^$$' -bench BenchmarkAdmissionSideBySide -benchtime=1x -timeout 30m ./test/kyverno/
+bench-compare: envtest-assets kyverno-assets ## kyvap side by side with Kyverno v1.19.1 on one API server (admission, CPU, memory, first denial, background scan); report in bin/bench-compare.txt and bin/bench-compare.svg (docs/performance.md).
+	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test -run '^$$' -bench BenchmarkCompare -benchtime=1x -timeout 40m ./test/perf/
 
 ##@ Build
 

@@ -251,8 +251,10 @@ func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule)
 		plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s: the message of validations %v has line breaks, which a ValidatingAdmissionPolicy refuses; the VAP's message has the lines joined by spaces", ruleLabel(src, rule), changed))
 	}
 	// Kyverno's global configuration filters every request before any
-	// policy, ValidatingPolicies included.
-	global, fl := kyvernoConfigConditions(t.opts.KyvernoConfig, t.resolver, []kindSet{{everything: true}})
+	// policy, ValidatingPolicies included; only the filters that can name
+	// a resource the rule matches are kept (the API server evaluates the
+	// condition on every request the VAP matches).
+	global, fl := kyvernoConfigConditions(t.opts.KyvernoConfig, t.resolver, []kindSet{matchedResources(&rule.MatchConstraints)})
 	if fl != nil {
 		return t.toWebhook(rule, fl.reason, fl.message)
 	}
@@ -507,4 +509,36 @@ func resourceWarnings(resolver KindResolver, src *model.Source, rule *model.Rule
 		out = append(out, fmt.Sprintf("%s: matchConstraints name cluster-scoped resources (%s): a namespaced policy applies only to requests in its namespace, never to them", src, strings.Join(clusterScoped, ", ")))
 	}
 	return out
+}
+
+// matchedResources is the set of resources a VAP with these match
+// constraints receives requests for: request.resource is the rule's
+// resource that matched, also when an equivalent version was requested
+// (matchPolicy Equivalent). A wildcard, or no rules, means anything.
+func matchedResources(m *admissionregistrationv1.MatchResources) kindSet {
+	if m == nil || len(m.ResourceRules) == 0 {
+		return kindSet{everything: true}
+	}
+	var out []Resource
+	for _, rule := range m.ResourceRules {
+		for _, group := range rule.APIGroups {
+			for _, version := range rule.APIVersions {
+				for _, resource := range rule.Resources {
+					if group == "*" || version == "*" || strings.Contains(resource, "*") {
+						return kindSet{everything: true}
+					}
+					name, sub, _ := strings.Cut(resource, "/")
+					out = append(out, Resource{Group: group, Version: version, Resource: name, Subresource: sub})
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		return kindSet{everything: true}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		return a.Group+"/"+a.Version+"/"+a.Resource+"/"+a.Subresource < b.Group+"/"+b.Version+"/"+b.Resource+"/"+b.Subresource
+	})
+	return kindSet{resources: out}
 }

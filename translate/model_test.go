@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	policiesv1 "github.com/kyverno/api/api/policies.kyverno.io/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kyvap/kyvap/internal/kyverno"
@@ -289,5 +292,66 @@ spec:
 	}
 	if len(plan.ValidatingAdmissionPolicies) != 1 {
 		t.Errorf("the policy is still translated: %+v", plan.Rules)
+	}
+}
+
+// TestModelResourceFiltersFollowMatch: a ValidatingPolicy's VAP carries
+// only the resource filters of Kyverno's configuration that can name a
+// resource it matches (the API server evaluates the condition on each of
+// its requests); a wildcard rule keeps them all.
+func TestModelResourceFiltersFollowMatch(t *testing.T) {
+	cfg := kyverno.ChartDefaults()
+	condition := func(resources ...string) string {
+		t.Helper()
+		vp := &policiesv1.ValidatingPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "scoped"},
+			Spec: policiesv1.ValidatingPolicySpec{
+				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: resources},
+					},
+				}}},
+				Validations: []admissionregistrationv1.Validation{{Expression: "true"}},
+			},
+		}
+		plan := TranslatePolicy(model.FromValidatingPolicy(vp, nil, modelNow), NewStaticResolver(), Options{GenerateValidatingAdmissionPolicy: true, KyvernoConfig: &cfg})
+		assertCompiles(t, plan)
+		// The policy's own VAP, not its pod controllers' (autogen).
+		for _, vap := range plan.ValidatingAdmissionPolicies {
+			if !strings.Contains(vap.Name, ".vpol-policy.") {
+				continue
+			}
+			for _, mc := range vap.Spec.MatchConditions {
+				if mc.Name == conditionResourceFilters {
+					return mc.Expression
+				}
+			}
+		}
+		t.Fatalf("no VAP of the policy's rule with a %s condition: %+v", conditionResourceFilters, plan.Rules)
+		return ""
+	}
+	pods := condition("pods")
+	for _, want := range []string{`"/v1/pods"`, `p[0] == "kube-system"`} {
+		if !strings.Contains(pods, want) {
+			t.Errorf("pods: the condition lacks %s: %s", want, pods)
+		}
+	}
+	for _, unwanted := range []string{"/v1/events", "/v1/nodes", "apps/v1/deployments", "request.resource.resource == 'namespaces'"} {
+		if strings.Contains(pods, unwanted) {
+			t.Errorf("pods: the condition still names %s: %s", unwanted, pods)
+		}
+	}
+	if namespaces := condition("namespaces"); !strings.Contains(namespaces, "request.resource.resource == 'namespaces'") {
+		t.Errorf("namespaces: Kyverno filters a Namespace by its own name too: %s", namespaces)
+	}
+	all := condition("*")
+	for _, want := range []string{"/v1/events", "/v1/nodes", "apps/v1/deployments"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("wildcard: the condition lacks %s", want)
+		}
+	}
+	if len(pods) >= len(all)/4 {
+		t.Errorf("the pods condition (%d bytes) is not much shorter than the wildcard one (%d bytes)", len(pods), len(all))
 	}
 }

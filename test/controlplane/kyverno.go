@@ -51,9 +51,14 @@ type KyvernoOptions struct {
 	// (--generateValidatingAdmissionPolicy; Kyverno's default is true).
 	GenerateValidatingAdmissionPolicy bool
 	// ExtraArgs are more flags of Kyverno's admission controller (e.g.
-	// --profile to serve pprof).
+	// --profile to serve pprof); the last of a repeated flag wins.
 	ExtraArgs []string
+	// Env adds environment variables ("NAME=value") to Kyverno's.
+	Env []string
 }
+
+// Pid is the process ID of Kyverno's admission controller.
+func (k *Kyverno) Pid() int { return k.cmd.Process.Pid }
 
 // StartKyverno builds (or reuses) Kyverno's admission controller and runs it
 // as a cluster admin, and waits until it has written its webhook
@@ -129,6 +134,7 @@ func (cp *ControlPlane) StartKyverno(ctx context.Context, opts KyvernoOptions) (
 		"INIT_CONFIG=kyverno",
 		"METRICS_CONFIG=kyverno-metrics",
 	)
+	k.cmd.Env = append(k.cmd.Env, opts.Env...)
 	k.cmd.Stdout, k.cmd.Stderr = logFile, logFile
 	if err := k.cmd.Start(); err != nil {
 		return nil, err
@@ -206,11 +212,15 @@ type KyvernoReports struct {
 	LogPath string
 }
 
+// Pid is the process ID of Kyverno's reports controller.
+func (k *KyvernoReports) Pid() int { return k.cmd.Process.Pid }
+
 // StartKyvernoReports builds (or reuses) Kyverno's reports controller, runs
 // it as a cluster admin until the test ends, and waits until it leads (its
 // Lease names it). Run it beside StartKyverno, which creates Kyverno's
 // namespace and ConfigMaps; the control plane must have AllKyvernoCRDs.
-func (cp *ControlPlane) StartKyvernoReports(t testing.TB) *KyvernoReports {
+// The options' ExtraArgs and Env are added to its own.
+func (cp *ControlPlane) StartKyvernoReports(t testing.TB, opts ...KyvernoOptions) *KyvernoReports {
 	t.Helper()
 	ctx := context.Background()
 	root, err := RepoRoot()
@@ -247,13 +257,19 @@ func (cp *ControlPlane) StartKyvernoReports(t testing.TB) *KyvernoReports {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k.cmd = exec.Command(strings.TrimSpace(string(out)),
-		"--kubeconfig="+kubeconfigPath,
+	args := []string{
+		"--kubeconfig=" + kubeconfigPath,
 		"--disableMetrics=true",
 		// It serves metrics anyway, by default on :8000, which the
 		// admission controller holds.
-		"--metricsPort="+strconv.Itoa(metricsPort),
-	)
+		"--metricsPort=" + strconv.Itoa(metricsPort),
+	}
+	var env []string
+	for _, o := range opts {
+		args = append(args, o.ExtraArgs...)
+		env = append(env, o.Env...)
+	}
+	k.cmd = exec.Command(strings.TrimSpace(string(out)), args...)
 	k.cmd.Env = append(os.Environ(),
 		"KYVERNO_NAMESPACE="+KyvernoNamespace,
 		"KYVERNO_SERVICEACCOUNT_NAME=kyverno-reports-controller",
@@ -262,6 +278,7 @@ func (cp *ControlPlane) StartKyvernoReports(t testing.TB) *KyvernoReports {
 		"INIT_CONFIG=kyverno",
 		"METRICS_CONFIG=kyverno-metrics",
 	)
+	k.cmd.Env = append(k.cmd.Env, env...)
 	k.cmd.Stdout, k.cmd.Stderr = logFile, logFile
 	if err := k.cmd.Start(); err != nil {
 		t.Fatal(err)

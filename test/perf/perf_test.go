@@ -39,10 +39,11 @@ import (
 
 var cp *controlplane.ControlPlane
 
-// TestMain starts the control plane only for benchmarks: the package has
-// no Test, so `go test ./test/perf/` without -bench starts nothing.
+// TestMain starts the control plane only for benchmarks: the package's
+// tests are of pure code, so `go test ./test/perf/` without -bench starts
+// nothing. Kyverno's CRDs are all there: BenchmarkCompare runs Kyverno.
 func TestMain(m *testing.M) {
-	os.Exit(controlplane.RunBenchmarkSuite(m, controlplane.Options{}, &cp))
+	os.Exit(controlplane.RunBenchmarkSuite(m, controlplane.Options{AllKyvernoCRDs: true}, &cp))
 }
 
 // manager is the real manager binary running against the control plane.
@@ -76,6 +77,13 @@ func localAddr(b testing.TB) string {
 // synced and every policy is loaded (the readiness probe).
 func startManager(b testing.TB, args ...string) *manager {
 	b.Helper()
+	return startManagerWithEnv(b, nil, args...)
+}
+
+// startManagerWithEnv is startManager with more environment variables
+// ("NAME=value").
+func startManagerWithEnv(b testing.TB, env []string, args ...string) *manager {
+	b.Helper()
 	bin, err := buildManager()
 	if err != nil {
 		b.Fatal(err)
@@ -103,7 +111,7 @@ func startManager(b testing.TB, args ...string) *manager {
 		"--metrics-bind-address=" + m.metricsAddr, "--metrics-secure=false", "--health-probe-bind-address=" + m.probeAddr, "--zap-log-level=error",
 		"--webhook-host=127.0.0.1", "--webhook-port=" + webhookPort, "--webhook-url=https://" + webhookAddr, "--webhook-namespace=kyvap-system",
 	}, args...)...)
-	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+path)
+	m.cmd.Env = append(append(os.Environ(), "KUBECONFIG="+path), env...)
 	m.cmd.Stderr = os.Stderr
 	if err := m.cmd.Start(); err != nil {
 		b.Fatal(err)
@@ -153,21 +161,7 @@ func (m *manager) stop() {
 }
 
 // rssBytes reads the manager's resident set size from /proc.
-func (m *manager) rssBytes() (int64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb * 1024, err
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", m.cmd.Process.Pid)
-}
+func (m *manager) rssBytes() (int64, error) { return controlplane.ProcessRSS(m.cmd.Process.Pid) }
 
 // metric sums the samples of a metric on the manager's metrics endpoint
 // whose line contains every filter.

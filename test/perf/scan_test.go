@@ -423,17 +423,20 @@ func (m *manager) idle() (bool, error) {
 	return queued == 0 && running == 0, fmt.Errorf("%v queued, %v reconciling", queued, running)
 }
 
-// rssSampler keeps the manager's peak RSS, sampled every 250ms until the
+// rssSampler keeps a process's peak RSS, sampled every 250ms until the
 // benchmark ends.
 type rssSampler struct {
-	m    *manager
+	rss  func() (int64, error)
 	mu   sync.Mutex
 	peak int64
 	err  error
 }
 
-func sampleRSS(b *testing.B, m *manager) *rssSampler {
-	s := &rssSampler{m: m}
+func sampleRSS(b *testing.B, m *manager) *rssSampler { return samplePeakRSS(b, m.rssBytes) }
+
+// samplePeakRSS samples rss (a process's RSS) until the benchmark ends.
+func samplePeakRSS(b *testing.B, rss func() (int64, error)) *rssSampler {
+	s := &rssSampler{rss: rss}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	b.Cleanup(func() { cancel(); <-done })
@@ -454,7 +457,7 @@ func sampleRSS(b *testing.B, m *manager) *rssSampler {
 }
 
 func (s *rssSampler) sample() {
-	v, err := s.m.rssBytes()
+	v, err := s.rss()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil && s.err == nil {
@@ -470,7 +473,7 @@ func (s *rssSampler) take(b testing.TB) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
-		b.Fatalf("reading the manager's RSS: %v", s.err)
+		b.Fatalf("reading the RSS: %v", s.err)
 	}
 	peak := s.peak
 	s.peak = 0

@@ -1,0 +1,1001 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package perf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	policiesv1 "github.com/kyverno/api/api/policies.kyverno.io/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/test/controlplane"
+	"github.com/kyvap/kyvap/test/kyvernochart"
+	"github.com/kyvap/kyvap/webhook"
+)
+
+// The columns of BenchmarkCompare's admission table.
+const (
+	colFloor          = "floor"
+	colKyvapVAPs      = "kyvap VAPs"
+	colKyvapWebhook   = "kyvap webhook only"
+	colKyverno        = "Kyverno"
+	colKyvapVAPsVPol  = "kyvap VAPs (vpol)"
+	colKyvapWebhookVP = "kyvap webhook only (vpol)"
+	colKyvernoVPol    = "Kyverno (vpol)"
+)
+
+// compareColumns in the order of the report.
+var compareColumns = []string{colFloor, colKyvapVAPs, colKyvapWebhook, colKyverno, colKyvapVAPsVPol, colKyvapWebhookVP, colKyvernoVPol}
+
+// What a denial by each enforcer says.
+const (
+	markVAP            = "ValidatingAdmissionPolicy"
+	markKyvapWebhook   = "validate.kyvap.io"
+	markKyvernoWebhook = "kyverno.svc"
+)
+
+// compareNamespace holds the admission benchmark's namespaced requests.
+const compareNamespace = "compare"
+
+// compareCheck is one policy of the admission benchmark, written as a
+// Kyverno user writes it: a Pod check (Kyverno's autogen extends it to
+// Deployments and the other pod controllers) or a check of one kind.
+type compareCheck struct {
+	name, kind, expression, message string
+}
+
+// compareChecks are the 8 checks of the admission benchmark, in the style
+// of Kyverno's CEL policy library (pod security, best practices).
+var compareChecks = []compareCheck{
+	{"privileged", "Pod", "object.spec.containers.all(c, !has(c.securityContext) || !has(c.securityContext.privileged) || !c.securityContext.privileged)", "privileged containers are not allowed"},
+	{"host-namespaces", "Pod", "!(has(object.spec.hostNetwork) && object.spec.hostNetwork) && !(has(object.spec.hostPID) && object.spec.hostPID) && !(has(object.spec.hostIPC) && object.spec.hostIPC)", "host namespaces are not allowed"},
+	{"latest-tag", "Pod", "object.spec.containers.all(c, c.image.contains(':') && !c.image.endsWith(':latest'))", "images need a tag other than latest"},
+	{"memory-limits", "Pod", "object.spec.containers.all(c, has(c.resources) && has(c.resources.limits) && 'memory' in c.resources.limits)", "containers need a memory limit"},
+	{"host-path", "Pod", "!has(object.spec.volumes) || object.spec.volumes.all(v, !has(v.hostPath))", "hostPath volumes are not allowed"},
+	{"namespace-team", "Namespace", "has(object.metadata.labels) && 'team' in object.metadata.labels", "namespaces need a team label"},
+	{"configmap-size", "ConfigMap", "!has(object.data) || size(object.data) <= 16", "at most 16 keys"},
+	{"replicas", "Deployment", "!has(object.spec.replicas) || object.spec.replicas <= 10", "at most 10 replicas"},
+}
+
+// compareClusterPolicies are the checks as Enforce ClusterPolicies: the
+// namespaced kinds in compareNamespace, the namespaces named bench-*.
+func compareClusterPolicies() []*kyvernov1.ClusterPolicy {
+	var out []*kyvernov1.ClusterPolicy
+	for _, c := range compareChecks {
+		rule := controlplane.CELRule(c.name, c.kind, c.expression, c.message)
+		if c.kind == "Namespace" {
+			rule.MatchResources.Any[0].Resources.Names = []string{"bench-*"}
+		} else {
+			rule.MatchResources.Any[0].Resources.Namespaces = []string{compareNamespace}
+		}
+		p := controlplane.ClusterPolicy("compare-"+c.name, kyvernov1.Enforce, rule)
+		p.Labels = map[string]string{"bench": "compare"}
+		out = append(out, p)
+	}
+	return out
+}
+
+// compareValidatingPolicies are the same checks as ValidatingPolicies
+// (Deny): the Pod checks match Pods, and Kyverno's autogen (on by default
+// for a ValidatingPolicy on Pods) extends them to the pod controllers, as
+// for the ClusterPolicies.
+func compareValidatingPolicies() []*policiesv1.ValidatingPolicy {
+	resources := map[string][]admissionregistrationv1.Rule{
+		"Pod":        {{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}}},
+		"Namespace":  {{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"namespaces"}}},
+		"ConfigMap":  {{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}}},
+		"Deployment": {{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}}},
+	}
+	off := false
+	var out []*policiesv1.ValidatingPolicy
+	for _, c := range compareChecks {
+		match := &admissionregistrationv1.MatchResources{}
+		for _, r := range resources[c.kind] {
+			match.ResourceRules = append(match.ResourceRules, admissionregistrationv1.NamedRuleWithOperations{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+				Rule:       r,
+			}})
+		}
+		spec := policiesv1.ValidatingPolicySpec{
+			MatchConstraints:        match,
+			EvaluationConfiguration: &policiesv1.EvaluationConfiguration{Background: &policiesv1.BackgroundConfiguration{Enabled: &off}},
+		}
+		if c.kind == "Namespace" {
+			spec.MatchConditions = []admissionregistrationv1.MatchCondition{{Name: "bench", Expression: "object.metadata.name.startsWith('bench-')"}}
+		} else {
+			match.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: compareNamespace}}
+		}
+		spec.Validations = []admissionregistrationv1.Validation{{Expression: c.expression, Message: c.message}}
+		out = append(out, &policiesv1.ValidatingPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "compare-" + c.name, Labels: map[string]string{"bench": "compare"}},
+			Spec:       spec,
+		})
+	}
+	return out
+}
+
+// compareRequest is one request of the mix and whether the checks deny it.
+type compareRequest struct {
+	obj    client.Object
+	denied bool
+}
+
+// compareMix is the admission benchmark's request mix: Pods, Deployments,
+// ConfigMaps and Namespaces, each allowed twice and denied once (a quarter
+// of the requests are denied, each by one check).
+func compareMix() []compareRequest {
+	pod := func(name string, edit func(*corev1.PodSpec)) *corev1.Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: compareNamespace, Name: name, Labels: map[string]string{"app": name}},
+			Spec: corev1.PodSpec{
+				AutomountServiceAccountToken: ptr.To(false),
+				Containers: []corev1.Container{{
+					Name: "app", Image: "registry.k8s.io/pause:3.10",
+					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")}},
+				}},
+			},
+		}
+		if edit != nil {
+			edit(&p.Spec)
+		}
+		return p
+	}
+	deployment := func(name string, edit func(*corev1.PodSpec)) *appsv1.Deployment {
+		d := controlplane.Deployment(compareNamespace, name, 2, nil)
+		d.Spec.Template.Spec = pod(name, edit).Spec
+		return d
+	}
+	data := func(n int) map[string]string {
+		m := map[string]string{}
+		for i := range n {
+			m[fmt.Sprintf("key-%02d", i)] = "value"
+		}
+		return m
+	}
+	namespace := func(name string, labels map[string]string) *corev1.Namespace {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	}
+	return []compareRequest{
+		{pod("web", nil), false},
+		{deployment("web", nil), false},
+		{controlplane.ConfigMap(compareNamespace, "settings", data(4)), false},
+		{namespace("bench-ok", map[string]string{"team": "a"}), false},
+		{pod("api", nil), false},
+		{deployment("api", nil), false},
+		{controlplane.ConfigMap(compareNamespace, "flags", data(8)), false},
+		{namespace("bench-ok-2", map[string]string{"team": "b"}), false},
+		{pod("root", func(s *corev1.PodSpec) {
+			s.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+		}), true},
+		{deployment("latest", func(s *corev1.PodSpec) { s.Containers[0].Image = "nginx:latest" }), true},
+		{controlplane.ConfigMap(compareNamespace, "huge", data(17)), true},
+		{namespace("bench-no-team", nil), true},
+	}
+}
+
+// mixResult is what the clients of a load saw.
+type mixResult struct {
+	latencies []time.Duration // sorted
+	duration  time.Duration
+	wrong     []string // requests answered otherwise than the column enforces
+}
+
+func (r *mixResult) quantile(q float64) float64 {
+	if len(r.latencies) == 0 {
+		return 0
+	}
+	return float64(r.latencies[int(q*float64(len(r.latencies)-1))].Microseconds()) / 1000
+}
+
+func (r *mixResult) perSecond() float64 { return float64(len(r.latencies)) / r.duration.Seconds() }
+
+// runMix has clients dry-run create the mix, each one request after the
+// other (client k starts at request k), for the duration; mark is what a
+// denial by the column's enforcer says ("" for the floor: nothing is
+// denied).
+func runMix(ctx context.Context, mix []compareRequest, mark string, clients int, duration time.Duration) *mixResult {
+	var (
+		mu     sync.Mutex
+		result = &mixResult{duration: duration}
+		wg     sync.WaitGroup
+	)
+	deadline := time.Now().Add(duration)
+	for k := range clients {
+		wg.Go(func() {
+			for i := k; time.Now().Before(deadline); i++ {
+				req := mix[i%len(mix)]
+				obj := req.obj.DeepCopyObject().(client.Object)
+				start := time.Now()
+				err := cp.Client.Create(ctx, obj, client.DryRunAll)
+				took := time.Since(start)
+				var wrong string
+				switch {
+				case mark == "" && err != nil:
+					wrong = fmt.Sprintf("%s %s denied with no policy enforced: %v", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+				case mark != "" && req.denied && (err == nil || !strings.Contains(err.Error(), mark)):
+					wrong = fmt.Sprintf("%s not denied by %q: %v", obj.GetName(), mark, err)
+				case mark != "" && !req.denied && err != nil:
+					wrong = fmt.Sprintf("%s denied: %v", obj.GetName(), err)
+				}
+				mu.Lock()
+				result.latencies = append(result.latencies, took)
+				if wrong != "" && len(result.wrong) < 5 {
+					result.wrong = append(result.wrong, wrong)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	sort.Slice(result.latencies, func(i, j int) bool { return result.latencies[i] < result.latencies[j] })
+	return result
+}
+
+// compareBench is one run of BenchmarkCompare: its settings, the Kyverno
+// its chart configures, and what it measured.
+type compareBench struct {
+	b            *testing.B
+	ctx          context.Context
+	rounds       int
+	load         time.Duration
+	concurrency  []int
+	policies     int // loaded in the memory measures
+	scanned      int // resources of the scan
+	apiServerPid int
+	kyverno      *kyvernochart.Config
+	mix          []compareRequest
+
+	admission map[string]map[int]*mixResult
+	cpu       map[string]*cpuCount
+	memory    map[string]*memoryRow
+	scan      map[string]*scanRow
+}
+
+type cpuCount struct {
+	apiServer, policy time.Duration
+	requests          int
+}
+
+type memoryRow struct {
+	rss100, rss1000                     int64
+	heapBase, heap100, heap1000         int64
+	firstDenials                        []time.Duration
+	policies100Ready, policies1000Ready time.Duration
+}
+
+type scanRow struct {
+	wall    time.Duration
+	peakRSS int64
+}
+
+// kyvapEnv is the environment config/manager gives the manager.
+var kyvapEnv = []string{"GOMEMLIMIT=256MiB"}
+
+// BenchmarkCompare is `make bench-compare`: kyvap side by side with
+// Kyverno v1.19.1 on one API server, every measure of issue 23 in one run.
+// Kyverno runs as its own Helm chart (default values, rendered from its
+// module by test/kyvernochart) configures it: its admission controller's
+// and reports controller's flags and environment, and its `kyverno`
+// ConfigMap, which kyvap reads too; only its VAP generation is off and its
+// listening ports are local. kyvap is the manager binary as config/manager
+// runs it. It measures:
+//
+//   - admission: 8 CEL checks (compareChecks) as ClusterPolicies and as
+//     ValidatingPolicies, a request mix (compareMix: Pods, Deployments,
+//     ConfigMaps, Namespaces; a quarter denied), 1, 16 and 64 clients, in
+//     rounds alternating the columns; every answer is checked against the
+//     column's enforcer; CPU of the API server and the policy process per
+//     1,000 requests;
+//   - policies loaded: the policy process's RSS with 100 and 1,000
+//     single-rule policies, the API server's heap per 100 policies, and the
+//     time from a policy's creation to its first enforced denial;
+//   - the background scan of 10,000 ConfigMaps × 50 rules (kyvap's scanner,
+//     Kyverno's reports controller): wall time until every report has every
+//     result, and the peak RSS.
+//
+// It writes bin/bench-compare.txt ("compare" lines, then the tables) and
+// bin/bench-compare.svg (latency against clients). KYVAP_BENCH_ROUNDS
+// (default 2), KYVAP_BENCH_LOAD (5s), KYVAP_BENCH_POLICIES (1000) and
+// KYVAP_BENCH_SCAN_RESOURCES (10000) size it. One run whatever b.N.
+func BenchmarkCompare(b *testing.B) {
+	r := &compareBench{
+		b: b, ctx: context.Background(), rounds: 2, load: 5 * time.Second, concurrency: []int{1, 16, 64},
+		policies: 1000, scanned: 10000, mix: compareMix(),
+		admission: map[string]map[int]*mixResult{}, cpu: map[string]*cpuCount{}, memory: map[string]*memoryRow{}, scan: map[string]*scanRow{},
+	}
+	envInt := func(name string, into *int) {
+		if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+			*into = v
+		}
+	}
+	envInt("KYVAP_BENCH_ROUNDS", &r.rounds)
+	envInt("KYVAP_BENCH_POLICIES", &r.policies)
+	envInt("KYVAP_BENCH_SCAN_RESOURCES", &r.scanned)
+	if v, err := time.ParseDuration(os.Getenv("KYVAP_BENCH_LOAD")); err == nil && v > 0 {
+		r.load = v
+	}
+	var err error
+	if r.kyverno, err = kyvernochart.Render(); err != nil {
+		b.Fatal(err)
+	}
+	if r.apiServerPid, err = cp.APIServerPid(); err != nil {
+		b.Fatal(err)
+	}
+	r.setUp()
+	started := time.Now()
+	b.ResetTimer()
+	for round := range r.rounds {
+		r.admissionRound(round)
+	}
+	r.policyLoad()
+	r.backgroundScan()
+	b.StopTimer()
+	r.writeReport(time.Since(started))
+}
+
+// setUp creates Kyverno's namespace and ConfigMaps as its chart does, and
+// the namespace of the requests (with its ServiceAccount: no controller
+// makes it here).
+func (r *compareBench) setUp() {
+	b := r.b
+	cp.EnsureNamespace(b, controlplane.KyvernoNamespace, nil)
+	for name, data := range map[string]map[string]string{"kyverno": r.kyverno.ConfigMap, "kyverno-metrics": r.kyverno.MetricsConfigMap} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: controlplane.KyvernoNamespace, Name: name}, Data: data}
+		err := cp.Client.Create(r.ctx, cm)
+		if apierrors.IsAlreadyExists(err) {
+			err = cp.Client.Update(r.ctx, cm)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	// Kyverno resolves the requester's roles from the bindings; the
+	// benchmark's client (system:masters) gets cluster-admin through this.
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "bench-cluster-admin"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:masters"}},
+	}
+	if err := cp.Client.Create(r.ctx, crb); err != nil && !apierrors.IsAlreadyExists(err) {
+		b.Fatal(err)
+	}
+	cp.EnsureNamespace(b, compareNamespace, nil)
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: compareNamespace, Name: "default"}}
+	if err := cp.Client.Create(r.ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
+		b.Fatal(err)
+	}
+}
+
+// kyvernoArgs are the flags of Kyverno's chart for a controller, without
+// those only meaningful in a cluster (ports, Services, the controller-
+// runtime metrics address: StartKyverno sets its own), its VAP generation
+// off (the admission controller's flag). Its metrics stay on, as the chart
+// has them.
+func kyvernoArgs(c kyvernochart.Container) []string {
+	args := kyvernochart.WithoutFlags(c.Args, "servicePort", "webhookServerPort", "metricsPort", "serverIP", "kubeconfig",
+		"controllerRuntimeMetricsAddress", "caSecretName", "tlsSecretName", "generateValidatingAdmissionPolicy")
+	if _, ok := kyvernochart.Flag(c.Args, "generateValidatingAdmissionPolicy"); ok {
+		args = append(args, "--generateValidatingAdmissionPolicy=false")
+	}
+	return args
+}
+
+// kyvernoEnv is the chart's literal environment of a controller, without
+// the variables StartKyverno sets for running out of cluster.
+func kyvernoEnv(c kyvernochart.Container) []string {
+	var env []string
+	for name, value := range c.Env {
+		switch name {
+		case "KYVERNO_NAMESPACE", "KYVERNO_SERVICEACCOUNT_NAME", "KYVERNO_DEPLOYMENT", "KYVERNO_POD_NAME", "INIT_CONFIG", "METRICS_CONFIG", "KYVERNO_SVC":
+			continue
+		}
+		env = append(env, name+"="+value)
+	}
+	sort.Strings(env)
+	return env
+}
+
+func (r *compareBench) startKyverno() *controlplane.Kyverno {
+	k, err := cp.StartKyverno(r.ctx, controlplane.KyvernoOptions{ExtraArgs: kyvernoArgs(r.kyverno.AdmissionController), Env: kyvernoEnv(r.kyverno.AdmissionController)})
+	if err != nil {
+		r.b.Fatal(err)
+	}
+	return k
+}
+
+func (r *compareBench) stopKyverno(k *controlplane.Kyverno) {
+	if err := k.Stop(r.ctx, cp); err != nil {
+		r.b.Fatal(err)
+	}
+}
+
+// startKyvap runs the manager, VAP generation on or off.
+func (r *compareBench) startKyvap(vaps bool) *manager {
+	return startManagerWithEnv(r.b, kyvapEnv, "--generate-validating-admission-policy="+strconv.FormatBool(vaps))
+}
+
+// stopKyvap stops the manager and removes its webhook configuration, as an
+// uninstall does: nothing calls a webhook that is gone.
+func (r *compareBench) stopKyvap(m *manager) {
+	m.stop()
+	err := cp.Client.Delete(r.ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhook.DefaultConfigurationName}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		r.b.Fatal(err)
+	}
+}
+
+// waitForMix waits until every request of the mix gets the column's
+// answer.
+func (r *compareBench) waitForMix(column, mark string) {
+	err := controlplane.Eventually(r.ctx, 3*time.Minute, func(ctx context.Context) (bool, error) {
+		got := runMixOnce(ctx, r.mix, mark)
+		return got == nil, got
+	})
+	if err != nil {
+		r.b.Fatalf("%s: the mix is not answered as enforced: %v", column, err)
+	}
+}
+
+func runMixOnce(ctx context.Context, mix []compareRequest, mark string) error {
+	var errs []error
+	for _, req := range mix {
+		_, err := cp.DryRunCreate(ctx, req.obj)
+		switch {
+		case mark == "" && err != nil:
+			errs = append(errs, fmt.Errorf("%s denied: %w", req.obj.GetName(), err))
+		case mark != "" && req.denied && (err == nil || !strings.Contains(err.Error(), mark)):
+			if err == nil {
+				err = errors.New("admitted")
+			}
+			errs = append(errs, fmt.Errorf("%s not denied by %q: %w", req.obj.GetName(), mark, err))
+		case mark != "" && !req.denied && err != nil:
+			errs = append(errs, fmt.Errorf("%s denied: %w", req.obj.GetName(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// measure runs the mix at every concurrency for the column, charging the
+// CPU of the API server and of the policy process (0: none).
+func (r *compareBench) measure(column, mark string, policyPid int, webhookCalls func() float64) {
+	b := r.b
+	if r.admission[column] == nil {
+		r.admission[column] = map[int]*mixResult{}
+		r.cpu[column] = &cpuCount{}
+	}
+	for _, n := range r.concurrency {
+		var callsBefore float64
+		if webhookCalls != nil {
+			callsBefore = webhookCalls()
+		}
+		apiBefore, policyBefore := r.cpuOf(r.apiServerPid), r.cpuOf(policyPid)
+		got := runMix(r.ctx, r.mix, mark, n, r.load)
+		r.cpu[column].apiServer += r.cpuOf(r.apiServerPid) - apiBefore
+		r.cpu[column].policy += r.cpuOf(policyPid) - policyBefore
+		r.cpu[column].requests += len(got.latencies)
+		if len(got.wrong) > 0 {
+			b.Fatalf("%s, %d clients: wrong answers, e.g. %s", column, n, strings.Join(got.wrong, "; "))
+		}
+		if webhookCalls != nil {
+			// kyvap's webhook answers the requests of its webhook columns
+			// (three in four match a check), none of the VAP columns.
+			calls := webhookCalls() - callsBefore
+			through := strings.Contains(column, "webhook")
+			if (through && calls < float64(len(got.latencies))/2) || (!through && calls > 0) {
+				b.Fatalf("%s, %d clients: kyvap's webhook answered %v of %d requests", column, n, calls, len(got.latencies))
+			}
+		}
+		acc := r.admission[column][n]
+		if acc == nil {
+			acc = &mixResult{}
+			r.admission[column][n] = acc
+		}
+		acc.latencies = append(acc.latencies, got.latencies...)
+		acc.duration += got.duration
+	}
+}
+
+func (r *compareBench) cpuOf(pid int) time.Duration {
+	if pid == 0 {
+		return 0
+	}
+	d, err := controlplane.ProcessCPU(pid)
+	if err != nil {
+		r.b.Fatal(err)
+	}
+	return d
+}
+
+func kyvapWebhookCalls(b *testing.B, m *manager) func() float64 {
+	return func() float64 {
+		v, err := m.metric("controller_runtime_webhook_requests_total")
+		if err != nil {
+			b.Fatal(err)
+		}
+		return v
+	}
+}
+
+// waitNoKyvapVAPs waits until kyvap's generated VAPs are gone.
+func (r *compareBench) waitNoKyvapVAPs() {
+	err := controlplane.Eventually(r.ctx, 5*time.Minute, func(ctx context.Context) (bool, error) {
+		var vaps admissionregistrationv1.ValidatingAdmissionPolicyList
+		if err := cp.Client.List(ctx, &vaps, client.MatchingLabels{"app.kubernetes.io/managed-by": "kyvap"}); err != nil {
+			return false, err
+		}
+		return len(vaps.Items) == 0, fmt.Errorf("%d of kyvap's VAPs left", len(vaps.Items))
+	})
+	if err != nil {
+		r.b.Fatal(err)
+	}
+}
+
+// admissionRound measures every admission column once, in an order that
+// never leaves a policy enforced by two enforcers or a webhook
+// configuration pointing at a stopped process.
+func (r *compareBench) admissionRound(round int) {
+	b := r.b
+	r.b.Logf("admission round %d", round+1)
+	for _, kind := range []string{"ClusterPolicy", "ValidatingPolicy"} {
+		var objs []client.Object
+		if kind == "ClusterPolicy" {
+			for _, p := range compareClusterPolicies() {
+				objs = append(objs, p)
+			}
+		} else {
+			for _, p := range compareValidatingPolicies() {
+				objs = append(objs, p)
+			}
+		}
+		vapCol, webhookCol, kyvernoCol := colKyvapVAPs, colKyvapWebhook, colKyverno
+		if kind == "ValidatingPolicy" {
+			vapCol, webhookCol, kyvernoCol = colKyvapVAPsVPol, colKyvapWebhookVP, colKyvernoVPol
+		}
+		for _, o := range objs {
+			cp.Create(b, o)
+		}
+		// kyvap as deployed: every check is a VAP.
+		m := r.startKyvap(true)
+		r.waitForMix(vapCol, markVAP)
+		r.measure(vapCol, markVAP, m.cmd.Process.Pid, kyvapWebhookCalls(b, m))
+		r.stopKyvap(m)
+		// kyvap's webhook alone: the manager removes its VAPs.
+		m = r.startKyvap(false)
+		r.waitNoKyvapVAPs()
+		r.waitForMix(webhookCol, markKyvapWebhook)
+		r.measure(webhookCol, markKyvapWebhook, m.cmd.Process.Pid, kyvapWebhookCalls(b, m))
+		r.stopKyvap(m)
+		// Kyverno, its chart's configuration, VAP generation off.
+		k := r.startKyverno()
+		r.waitForMix(kyvernoCol, markKyvernoWebhook)
+		r.measure(kyvernoCol, markKyvernoWebhook, k.Pid(), nil)
+		for _, o := range objs {
+			if err := cp.Client.Delete(r.ctx, o); err != nil {
+				b.Fatal(err)
+			}
+		}
+		r.stopKyverno(k)
+	}
+	r.waitForMix(colFloor, "")
+	r.measure(colFloor, "", 0, nil)
+}
+
+// loadPolicy is the i-th policy of the memory measures: one rule that
+// denies the ConfigMap probe-<i> of its namespace (and nothing else: a
+// request matches one policy whatever their number).
+func loadPolicy(i int) *kyvernov1.ClusterPolicy {
+	rule := controlplane.CELRule("labelled", "ConfigMap", "has(object.metadata.labels) && 'ok' in object.metadata.labels", fmt.Sprintf("policy %d wants an ok label", i))
+	rule.MatchResources.Any[0].Resources.Namespaces = []string{compareNamespace}
+	rule.MatchResources.Any[0].Resources.Names = []string{fmt.Sprintf("probe-%d", i)}
+	p := controlplane.ClusterPolicy(fmt.Sprintf("load-%04d", i), kyvernov1.Enforce, rule)
+	p.Labels = map[string]string{"bench": "compare-load"}
+	return p
+}
+
+func loadProbe(i int) *corev1.ConfigMap {
+	return controlplane.ConfigMap(compareNamespace, fmt.Sprintf("probe-%d", i), nil)
+}
+
+// loadPolicies creates policies [from, to) and waits until each denies its
+// probe with the enforcer's mark; it returns how long that took.
+func (r *compareBench) loadPolicies(from, to int, mark string) time.Duration {
+	start := time.Now()
+	if err := parallel(to-from, 16, func(i int) error { return cp.Client.Create(r.ctx, loadPolicy(from+i)) }); err != nil {
+		r.b.Fatal(err)
+	}
+	err := parallel(to-from, 8, func(i int) error {
+		probe := loadProbe(from + i)
+		return controlplane.Eventually(r.ctx, 5*time.Minute, func(ctx context.Context) (bool, error) {
+			_, err := cp.DryRunCreate(ctx, probe)
+			return err != nil && strings.Contains(err.Error(), mark), fmt.Errorf("%s not denied by %q: %w", probe.Name, mark, err)
+		})
+	})
+	if err != nil {
+		r.b.Fatal(err)
+	}
+	return time.Since(start)
+}
+
+// firstDenial is the time from a new policy's creation (the moment
+// `kubectl apply` returns) to its first denial by the enforcer.
+func (r *compareBench) firstDenial(i int, mark string) time.Duration {
+	p := loadPolicy(i)
+	probe := loadProbe(i)
+	if err := cp.Client.Create(r.ctx, p); err != nil {
+		r.b.Fatal(err)
+	}
+	applied := time.Now()
+	for {
+		_, err := cp.DryRunCreate(r.ctx, probe)
+		if err != nil && strings.Contains(err.Error(), mark) {
+			return time.Since(applied)
+		}
+		if time.Since(applied) > 3*time.Minute {
+			r.b.Fatalf("policy %s never denied %s with %q: %v", p.Name, probe.Name, mark, err)
+		}
+	}
+}
+
+func (r *compareBench) heap() int64 {
+	h, err := cp.APIServerHeap(r.ctx)
+	if err != nil {
+		r.b.Fatal(err)
+	}
+	return h
+}
+
+// loadColumn fills a memory row: the enforcer runs with no policy, then
+// 100, then r.policies, then three more are timed to their first denial.
+func (r *compareBench) loadColumn(column, mark string, pid int) {
+	row := &memoryRow{heapBase: r.heap()}
+	r.memory[column] = row
+	rss := func() int64 {
+		v, err := controlplane.ProcessRSS(pid)
+		if err != nil {
+			r.b.Fatal(err)
+		}
+		return v
+	}
+	first := min(100, r.policies)
+	row.policies100Ready = r.loadPolicies(0, first, mark)
+	row.rss100, row.heap100 = rss(), r.heap()
+	row.policies1000Ready = r.loadPolicies(first, r.policies, mark)
+	row.rss1000, row.heap1000 = rss(), r.heap()
+	for k := range 3 {
+		row.firstDenials = append(row.firstDenials, r.firstDenial(r.policies+k, mark))
+	}
+}
+
+func (r *compareBench) deleteLoadPolicies() {
+	if err := cp.Client.DeleteAllOf(r.ctx, &kyvernov1.ClusterPolicy{}, client.MatchingLabels{"bench": "compare-load"}); err != nil {
+		r.b.Fatal(err)
+	}
+	err := controlplane.Eventually(r.ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		var left kyvernov1.ClusterPolicyList
+		if err := cp.Client.List(ctx, &left, client.MatchingLabels{"bench": "compare-load"}); err != nil {
+			return false, err
+		}
+		return len(left.Items) == 0, fmt.Errorf("%d policies left", len(left.Items))
+	})
+	if err != nil {
+		r.b.Fatal(err)
+	}
+}
+
+// policyLoad measures the enforcers with many policies: kyvap's webhook
+// alone, Kyverno, kyvap as deployed. Each column deletes its policies
+// before the next; the VAP column comes last, as its VAPs and bindings are
+// the most objects to delete.
+func (r *compareBench) policyLoad() {
+	r.b.Logf("policy load: %d policies", r.policies)
+	m := r.startKyvap(false)
+	r.loadColumn(colKyvapWebhook, markKyvapWebhook, m.cmd.Process.Pid)
+	r.stopKyvap(m)
+	r.deleteLoadPolicies()
+
+	k := r.startKyverno()
+	r.loadColumn(colKyverno, markKyvernoWebhook, k.Pid())
+	r.deleteLoadPolicies()
+	r.stopKyverno(k)
+
+	m = r.startKyvap(true)
+	r.loadColumn(colKyvapVAPs, markVAP, m.cmd.Process.Pid)
+	// The manager removes its VAPs when it stops generating them: the
+	// perf control plane has no garbage collector.
+	m.stop()
+	m = r.startKyvap(false)
+	r.waitNoKyvapVAPs()
+	r.stopKyvap(m)
+	r.deleteLoadPolicies()
+}
+
+// backgroundScan measures the scan of r.scanned ConfigMaps × 50 rules by
+// kyvap's scanner and by Kyverno's reports controller (beside its
+// admission controller, which marks the policies ready, as installed).
+func (r *compareBench) backgroundScan() {
+	b := r.b
+	const ns = "compare-scan"
+	rules := scanPolicies * scanRulesPerPolicy
+	r.b.Logf("background scan: %d ConfigMaps × %d rules", r.scanned, rules)
+	cp.EnsureNamespace(b, ns, nil)
+	if err := parallel(r.scanned, 16, func(i int) error {
+		return cp.Client.Create(r.ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("cm-%05d", i), Labels: map[string]string{"tier": "web"}},
+			Data:       map[string]string{"k": "v"},
+		})
+	}); err != nil {
+		b.Fatal(err)
+	}
+
+	// kyvap: the manager as deployed.
+	kyvapReports := watchCompleteReports(b, ns, "kyvap", int64(rules))
+	m := r.startKyvap(true)
+	rss := samplePeakRSS(b, m.rssBytes)
+	rss.take(b)
+	start := time.Now()
+	var policies []*kyvernov1.ClusterPolicy
+	for i := range scanPolicies {
+		p := scanPolicy(i, ns)
+		cp.Create(b, p)
+		policies = append(policies, p)
+	}
+	kyvapReports.wait(b, r.scanned)
+	r.scan["kyvap"] = &scanRow{wall: time.Since(start), peakRSS: rss.take(b)}
+	r.stopKyvap(m)
+	for _, p := range policies {
+		if err := cp.Client.Delete(r.ctx, p); err != nil {
+			b.Fatal(err)
+		}
+	}
+
+	// Kyverno: fresh policies, which kyvap never marked generated.
+	kyvernoReports := watchCompleteReports(b, ns, "kyverno", int64(rules))
+	k := r.startKyverno()
+	defer r.stopKyverno(k)
+	reports := cp.StartKyvernoReports(b, controlplane.KyvernoOptions{ExtraArgs: kyvernoArgs(r.kyverno.ReportsController), Env: kyvernoEnv(r.kyverno.ReportsController)})
+	rss = samplePeakRSS(b, func() (int64, error) { return controlplane.ProcessRSS(reports.Pid()) })
+	rss.take(b)
+	start = time.Now()
+	for i := range scanPolicies {
+		p := scanPolicy(i, ns)
+		p.Name = "kyverno-" + p.Name
+		cp.Create(b, p)
+	}
+	kyvernoReports.wait(b, r.scanned)
+	r.scan["Kyverno"] = &scanRow{wall: time.Since(start), peakRSS: rss.take(b)}
+
+	// The floor: the same number of reports, copies of one of kyvap's,
+	// written by 16 parallel clients, as a scanner with no cost of its own
+	// would write them.
+	var list unstructured.UnstructuredList
+	list.SetGroupVersionKind(policyReportGVK.GroupVersion().WithKind("PolicyReportList"))
+	if err := cp.Client.List(r.ctx, &list, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/managed-by": "kyvap"}, client.Limit(1)); err != nil || len(list.Items) == 0 {
+		b.Fatalf("no report of kyvap's to copy: %v", err)
+	}
+	template := list.Items[0]
+	floorReports := watchCompleteReports(b, ns, "floor", int64(rules))
+	start = time.Now()
+	if err := parallel(r.scanned, 16, func(i int) error {
+		report := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": template.GetAPIVersion(), "kind": template.GetKind(),
+			"scope": template.Object["scope"], "summary": template.Object["summary"], "results": template.Object["results"],
+		}}
+		report.SetNamespace(ns)
+		report.SetName(fmt.Sprintf("floor-%05d", i))
+		report.SetLabels(map[string]string{"app.kubernetes.io/managed-by": "floor"})
+		return cp.Client.Create(r.ctx, report)
+	}); err != nil {
+		b.Fatal(err)
+	}
+	floorReports.wait(b, r.scanned)
+	r.scan["floor"] = &scanRow{wall: time.Since(start)}
+}
+
+func mib(v int64) float64 { return float64(v) / (1 << 20) }
+
+func median(d []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+// writeReport writes bin/bench-compare.txt and bin/bench-compare.svg.
+func (r *compareBench) writeReport(took time.Duration) {
+	b := r.b
+	var out strings.Builder
+	line := func(measure string, kyvap, kyverno float64, floor string, unit string) {
+		fmt.Fprintf(&out, "compare %s kyvap=%.2f kyverno=%.2f floor=%s unit=%s\n", measure, kyvap, kyverno, floor, unit)
+	}
+	f2 := func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+	for _, n := range r.concurrency {
+		kv, ky, fl := r.admission[colKyvapVAPs][n], r.admission[colKyverno][n], r.admission[colFloor][n]
+		line(fmt.Sprintf("admission-p50-%dclients", n), kv.quantile(0.5), ky.quantile(0.5), f2(fl.quantile(0.5)), "ms")
+		line(fmt.Sprintf("admission-p99-%dclients", n), kv.quantile(0.99), ky.quantile(0.99), f2(fl.quantile(0.99)), "ms")
+		line(fmt.Sprintf("admission-throughput-%dclients", n), kv.perSecond(), ky.perSecond(), f2(fl.perSecond()), "req/s")
+	}
+	cpuPer1000 := func(c *cpuCount) float64 {
+		return (c.apiServer + c.policy).Seconds() / float64(c.requests) * 1000
+	}
+	line("cpu-per-1000-requests", cpuPer1000(r.cpu[colKyvapVAPs]), cpuPer1000(r.cpu[colKyverno]), f2(cpuPer1000(r.cpu[colFloor])), "cpu-s")
+	kv, ky := r.memory[colKyvapVAPs], r.memory[colKyverno]
+	line("rss-100-policies", mib(kv.rss100), mib(ky.rss100), "-", "MiB")
+	line(fmt.Sprintf("rss-%d-policies", r.policies), mib(kv.rss1000), mib(ky.rss1000), "-", "MiB")
+	line("first-denial", float64(median(kv.firstDenials).Milliseconds()), float64(median(ky.firstDenials).Milliseconds()), "-", "ms")
+	// The API server's heap grows by this much per 100 policies between
+	// 100 and r.policies of them: objects deleted by the previous column
+	// may still leave the watch cache's history meanwhile, a few MiB of
+	// noise that the difference with 0 policies would carry in full.
+	perHundred := func(m *memoryRow) float64 {
+		if r.policies <= 100 {
+			return mib(m.heap100-m.heapBase) / float64(r.policies) * 100
+		}
+		return mib(m.heap1000-m.heap100) / float64(r.policies-100) * 100
+	}
+	line("apiserver-heap-per-100-policies", perHundred(kv), perHundred(ky), "-", "MiB")
+	line("scan-wall", r.scan["kyvap"].wall.Seconds(), r.scan["Kyverno"].wall.Seconds(), f2(r.scan["floor"].wall.Seconds()), "s")
+	line("scan-peak-rss", mib(r.scan["kyvap"].peakRSS), mib(r.scan["Kyverno"].peakRSS), "-", "MiB")
+
+	fmt.Fprintf(&out, "\nBenchmarkCompare in %s: %d rounds of %s per column and concurrency; 8 CEL checks; a mix of Pods, Deployments, ConfigMaps, Namespaces (a quarter denied)\n", took.Round(time.Second), r.rounds, r.load)
+	fmt.Fprintf(&out, "Kyverno's admission controller flags (its chart's, VAP generation off): %s\n", strings.Join(kyvernoArgs(r.kyverno.AdmissionController), " "))
+	fmt.Fprintf(&out, "\n%-26s %8s %10s %10s %10s %16s\n", "column", "clients", "req/s", "p50 ms", "p99 ms", "CPU s/1000 req")
+	for _, c := range compareColumns {
+		for _, n := range r.concurrency {
+			m := r.admission[c][n]
+			fmt.Fprintf(&out, "%-26s %8d %10.1f %10.2f %10.2f %16.3f\n", c, n, m.perSecond(), m.quantile(0.5), m.quantile(0.99), cpuPer1000(r.cpu[c]))
+		}
+	}
+	fmt.Fprintf(&out, "\nCPU per 1,000 requests, by process (all concurrencies):\n%-26s %14s %14s\n", "column", "API server s", "policy proc s")
+	for _, c := range compareColumns {
+		cc := r.cpu[c]
+		fmt.Fprintf(&out, "%-26s %14.3f %14.3f\n", c, cc.apiServer.Seconds()/float64(cc.requests)*1000, cc.policy.Seconds()/float64(cc.requests)*1000)
+	}
+	fmt.Fprintf(&out, "\n%d single-rule policies loaded:\n%-20s %10s %10s %14s %14s %18s %14s\n", r.policies, "column", "RSS@100", fmt.Sprintf("RSS@%d", r.policies), "ready@100 s", fmt.Sprintf("ready@%d s", r.policies), "API heap/100 MiB", "1st denial ms")
+	for _, c := range []string{colKyvapVAPs, colKyvapWebhook, colKyverno} {
+		m := r.memory[c]
+		var denials []string
+		for _, d := range m.firstDenials {
+			denials = append(denials, strconv.FormatInt(d.Milliseconds(), 10))
+		}
+		fmt.Fprintf(&out, "%-20s %10.1f %10.1f %14.1f %14.1f %18.2f %14s\n", c, mib(m.rss100), mib(m.rss1000), m.policies100Ready.Seconds(), m.policies1000Ready.Seconds(), perHundred(m), strings.Join(denials, ","))
+	}
+	fmt.Fprintf(&out, "\nbackground scan, %d ConfigMaps × %d rules:\n%-20s %10s %14s\n", r.scanned, scanPolicies*scanRulesPerPolicy, "scanner", "wall s", "peak RSS MiB")
+	for _, c := range []string{"kyvap", "Kyverno", "floor"} {
+		fmt.Fprintf(&out, "%-20s %10.1f %14.1f\n", c, r.scan[c].wall.Seconds(), mib(r.scan[c].peakRSS))
+	}
+	fmt.Fprintf(&out, "(floor: the same reports written directly by 16 clients)\n")
+	dir := controlplane.RepoPath(b, "bin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bench-compare.txt"), []byte(out.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	var series []plotSeries
+	for _, c := range compareColumns {
+		s := plotSeries{name: c}
+		for _, n := range r.concurrency {
+			s.points = append(s.points, plotPoint{clients: n, p50: r.admission[c][n].quantile(0.5), p99: r.admission[c][n].quantile(0.99)})
+		}
+		series = append(series, s)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bench-compare.svg"), latencyPlot(series), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("report in %s:\n%s", filepath.Join(dir, "bench-compare.txt"), out.String())
+}
+
+// completeReports counts the PolicyReports of one writer in a namespace
+// that have a result for every rule, as a watch sees them.
+type completeReports struct {
+	mu       sync.Mutex
+	complete map[string]bool
+	writer   string
+}
+
+// watchCompleteReports watches the PolicyReports that writer ("kyvap",
+// "kyverno": their app.kubernetes.io/managed-by label) writes in the
+// namespace; a report is complete with rules passes. Only names and
+// summaries are kept.
+func watchCompleteReports(b *testing.B, namespace, writer string, rules int64) *completeReports {
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	watcher, err := cache.New(cp.Config, cache.Options{
+		Scheme:               cp.Scheme,
+		DefaultNamespaces:    map[string]cache.Config{namespace: {}},
+		DefaultLabelSelector: labels.SelectorFromSet(labels.Set{"app.kubernetes.io/managed-by": writer}),
+		DefaultTransform: func(obj any) (any, error) {
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				summary, _, _ := unstructured.NestedMap(u.Object, "summary")
+				kept := &unstructured.Unstructured{Object: map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "summary": summary}}
+				kept.SetName(u.GetName())
+				kept.SetNamespace(u.GetNamespace())
+				kept.SetResourceVersion(u.GetResourceVersion())
+				return kept, nil
+			}
+			return obj, nil
+		},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() { _ = watcher.Start(ctx) }()
+	report := &unstructured.Unstructured{}
+	report.SetGroupVersionKind(policyReportGVK)
+	informer, err := watcher.GetInformer(ctx, report)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := &completeReports{complete: map[string]bool{}, writer: writer}
+	record := func(obj any) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		pass, _, _ := unstructured.NestedInt64(u.Object, "summary", "pass")
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if pass >= rules {
+			c.complete[u.GetName()] = true
+		} else {
+			delete(c.complete, u.GetName())
+		}
+	}
+	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    record,
+		UpdateFunc: func(_, obj any) { record(obj) },
+		DeleteFunc: func(obj any) {
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				c.mu.Lock()
+				delete(c.complete, u.GetName())
+				c.mu.Unlock()
+			}
+		},
+	}); err != nil {
+		b.Fatal(err)
+	}
+	if !watcher.WaitForCacheSync(ctx) {
+		b.Fatal("the PolicyReport watch never synced")
+	}
+	return c
+}
+
+func (c *completeReports) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.complete)
+}
+
+// wait waits until n reports are complete.
+func (c *completeReports) wait(b *testing.B, n int) {
+	err := controlplane.EventuallyEvery(context.Background(), 100*time.Millisecond, 15*time.Minute, func(context.Context) (bool, error) {
+		got := c.count()
+		return got >= n, fmt.Errorf("%d complete reports by %s of %d", got, c.writer, n)
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+}
