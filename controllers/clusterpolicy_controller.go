@@ -94,14 +94,15 @@ func (r *ClusterPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	plan, err := r.plans.translate(input, r.Resolvers.Resolver(), translationOptions(r.Options, r.Config))
+	resolver, opts := r.Resolvers.Resolver(), translationOptions(r.Options, r.Config)
+	plan, err := r.plans.translate(input, resolver, opts)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	next := fallbackRules(&plan, kyvernoRunning(r.Kyverno))
-	// The engine gets the rules before stale VAPs go, and keeps the rules
-	// moving to VAPs until those exist.
-	rules, holding := handOver(ctx, r.Client, r.Fallback, policy.Name, &plan, next)
+	// The engine gets the rules before stale VAPs go, and keeps (or takes)
+	// the rules of VAPs until those are active.
+	rules, holding := handOver(ctx, r.Client, r.Fallback, policy.Name, &plan, next, bridgeFor(input, resolver, opts, kyvernoRunning(r.Kyverno)))
 	r.Fallback.SetFallbackRules(policy.Name, rules)
 	outcomes := r.apply(ctx, policy, &plan, webhookRuleNames(next))
 	status, err := r.report(ctx, policy, &plan, outcomes)

@@ -195,11 +195,13 @@ func (r *FallbackSyncReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if r.Effective != nil {
 		opts = r.Effective()
 	}
-	plan, err := r.plans.translate(translate.Input{Policy: policy, Exceptions: exceptions.Items}, r.Resolvers.Resolver(), translationOptions(opts, r.Config))
+	input, resolver, opts := translate.Input{Policy: policy, Exceptions: exceptions.Items}, r.Resolvers.Resolver(), translationOptions(opts, r.Config)
+	plan, err := r.plans.translate(input, resolver, opts)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	rules, holding := handOver(ctx, r.Client, r.Sink, policy.Name, &plan, fallbackRules(&plan, kyvernoRunning(r.Kyverno)))
+	running := kyvernoRunning(r.Kyverno)
+	rules, holding := handOver(ctx, r.Client, r.Sink, policy.Name, &plan, fallbackRules(&plan, running), bridgeFor(input, resolver, opts, running))
 	r.Sink.SetFallbackRules(policy.Name, rules)
 	r.loads.done(policy.Name)
 	if holding {
@@ -229,11 +231,13 @@ func (r *FallbackSyncReconciler) reconcileNamespaced(ctx context.Context, req ct
 	if r.Effective != nil {
 		opts = r.Effective()
 	}
-	plan, err := translate.Translate(translate.PolicyInput(policy, exceptions.Items), r.Resolvers.Resolver(), translationOptions(opts, r.Config))
+	input, resolver, opts := translate.PolicyInput(policy, exceptions.Items), r.Resolvers.Resolver(), translationOptions(opts, r.Config)
+	plan, err := translate.Translate(input, resolver, opts)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	rules, holding := handOver(ctx, r.Client, r.Sink, key, &plan, fallbackRules(&plan, kyvernoRunning(r.Kyverno)))
+	running := kyvernoRunning(r.Kyverno)
+	rules, holding := handOver(ctx, r.Client, r.Sink, key, &plan, fallbackRules(&plan, running), bridgeFor(input, resolver, opts, running))
 	r.Sink.SetFallbackRules(key, rules)
 	r.loads.done(key)
 	if holding {

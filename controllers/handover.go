@@ -5,6 +5,7 @@ package controllers
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -21,12 +22,70 @@ import (
 //
 //   - webhook → VAP (a rule becomes translatable, generation is switched
 //     on, the opt-out annotation is removed): every replica keeps the rule
-//     in its engine until the rule's VAPs and bindings exist (heldRules);
+//     in its engine until the rule's VAPs and bindings are active
+//     (heldRules);
+//   - a new rule for a VAP (a policy is created or gains a rule): every
+//     replica's engine enforces it, as the webhook would with generation
+//     off, until its VAPs and bindings are active (bridgedRules), so that
+//     it is enforced from the moment the policy is applied;
 //   - VAP → webhook: the leader keeps the rule's VAPs and bindings until
 //     the webhook configuration covers the rule (WebhookCoverage).
 //
+// A VAP and its binding are active once the API server has compiled them:
+// its policy source recompiles what changed once a second
+// (k8s.io/apiserver/pkg/admission/plugin/policy/generic/policy_source.go),
+// so an object that exists is not enforced yet for up to a second, more
+// on a busy server. vapActivationGrace is how long after kyvap first sees
+// an object it counts it active.
+//
 // handoverPoll is how often a held hand-over looks again.
-const handoverPoll = time.Second
+const (
+	handoverPoll       = time.Second
+	vapActivationGrace = 2 * time.Second
+	// vapSettled is an age past which an object is active whatever the
+	// skew between this replica's clock and the API server's: objects that
+	// existed before the manager started are not held again.
+	vapSettled = 30 * time.Second
+)
+
+// activationClock tells when a generated object is active: this replica
+// saw it at least vapActivationGrace ago, or it was created more than
+// vapSettled ago. It forgets an object once its creation settles it.
+type activationClock struct {
+	mu        sync.Mutex
+	now       func() time.Time
+	firstSeen map[types.UID]time.Time
+}
+
+func newActivationClock(now func() time.Time) *activationClock {
+	return &activationClock{now: now, firstSeen: map[types.UID]time.Time{}}
+}
+
+// vapActivation is the manager's activation clock, shared by every
+// reconciler that hands rules over.
+var vapActivation = newActivationClock(time.Now)
+
+// active records that the object exists and reports whether the API
+// server enforces it by now.
+func (c *activationClock) active(uid types.UID, created time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	for seen, first := range c.firstSeen {
+		if now.Sub(first) > vapSettled {
+			delete(c.firstSeen, seen) // settled by its age from now on
+		}
+	}
+	if now.Sub(created) >= vapSettled {
+		return true
+	}
+	first, ok := c.firstSeen[uid]
+	if !ok {
+		first = now
+		c.firstSeen[uid] = now
+	}
+	return now.Sub(first) >= vapActivationGrace
+}
 
 // WebhookCoverage says whether kyvap's webhook configuration, as the API
 // server has it, sends the requests of a policy's rule to the webhook.
@@ -86,8 +145,8 @@ func heldModelRules(previous, next []model.Rule, plan *translate.Plan, present f
 	return held
 }
 
-// inPlace reports whether every VAP the plan enforces rule with exists,
-// with its bindings.
+// inPlace reports whether every VAP the plan enforces rule with is active,
+// with its bindings (present reports an object active).
 func inPlace(plan *translate.Plan, rule string, present func(kind, name string) bool) bool {
 	for _, rr := range plan.Rules {
 		if rr.Rule != rule {
@@ -124,30 +183,110 @@ func previousRules(sink FallbackSink, policy string) []translate.FallbackRule {
 	return out
 }
 
-// handOver computes the rules to give the sink for a plan: the plan's, plus
-// the previous ones whose VAPs are not in place yet; requeue is true while
-// any is held.
-func handOver(ctx context.Context, reader client.Reader, sink FallbackSink, policy string, plan *translate.Plan, next []translate.FallbackRule) (rules []translate.FallbackRule, requeue bool) {
-	held := heldRules(previousRules(sink, policy), next, plan, presentIn(ctx, reader))
-	return append(next, held...), len(held) > 0
+// handOver computes the rules to give the sink for a plan: the plan's, the
+// previous ones whose VAPs are not active yet, and the bridge's (the
+// policy's rules as the webhook enforces them with generation off,
+// computed only when some rule's VAPs are not active) for the rules still
+// without an active VAP; requeue is true while any is held or bridged.
+func handOver(ctx context.Context, reader client.Reader, sink FallbackSink, policy string, plan *translate.Plan, next []translate.FallbackRule, bridge func() []translate.FallbackRule) (rules []translate.FallbackRule, requeue bool) {
+	present := activeIn(ctx, reader, vapActivation)
+	held := heldRules(previousRules(sink, policy), next, plan, present)
+	rules = append(next, held...)
+	var bridged []translate.FallbackRule
+	if bridge != nil && !allInPlace(plan, present) {
+		bridged = bridgedRules(rules, bridge(), plan, present)
+		rules = append(rules, bridged...)
+	}
+	return rules, len(held) > 0 || len(bridged) > 0
 }
 
-// presentIn reports, through reader, whether a generated object exists.
-// Any error but a found object says no: keeping a rule twice is safe.
-func presentIn(ctx context.Context, reader client.Reader) func(kind, name string) bool {
+// allInPlace reports whether every rule the plan enforces with VAPs has
+// them active.
+func allInPlace(plan *translate.Plan, present func(kind, name string) bool) bool {
+	for _, rr := range plan.Rules {
+		if !inPlace(plan, rr.Rule, present) {
+			return false
+		}
+	}
+	return true
+}
+
+// bridgedRules returns the bridge's fallback rules (the policy translated
+// with generation off) that enforce a rule whose VAPs are not active, and
+// that rules does not carry already.
+func bridgedRules(rules, bridge []translate.FallbackRule, plan *translate.Plan, present func(kind, name string) bool) []translate.FallbackRule {
+	carried := webhookRuleNames(rules)
+	var out []translate.FallbackRule
+	for i := range bridge {
+		fr := &bridge[i]
+		if fr.NotEnforced != "" || carried[fr.Rule.Name] {
+			continue
+		}
+		for _, n := range ruleNames(fr) {
+			if !inPlace(plan, n, present) {
+				out = append(out, *fr)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// bridgeFor is handOver's bridge for a ClusterPolicy or Policy: its
+// translation with generation off, as the webhook enforces every rule
+// then (none when Kyverno runs: kyvap's webhook does not serve then).
+func bridgeFor(in translate.Input, resolver translate.KindResolver, opts translate.Options, kyverno bool) func() []translate.FallbackRule {
+	return func() []translate.FallbackRule {
+		opts.GenerateValidatingAdmissionPolicy = false
+		plan, err := translate.Translate(in, resolver, opts)
+		if err != nil {
+			return nil // no bridge: the VAPs alone, a second later
+		}
+		return fallbackRules(&plan, kyverno)
+	}
+}
+
+// activeIn reports, through reader, whether a generated object exists and
+// the API server enforces it by now (clock). Any error but a found object
+// says no: keeping a rule twice is safe.
+func activeIn(ctx context.Context, reader client.Reader, clock *activationClock) func(kind, name string) bool {
 	return func(kind, name string) bool {
 		var obj client.Object = &admissionregistrationv1.ValidatingAdmissionPolicy{}
 		if kind == kindBinding {
 			obj = &admissionregistrationv1.ValidatingAdmissionPolicyBinding{}
 		}
-		return reader.Get(ctx, types.NamespacedName{Name: name}, obj) == nil
+		if reader.Get(ctx, types.NamespacedName{Name: name}, obj) != nil {
+			return false
+		}
+		return clock.active(obj.GetUID(), obj.GetCreationTimestamp().Time)
 	}
 }
 
-// handOverModel is handOver for a policy of the policy model.
-func handOverModel(ctx context.Context, reader client.Reader, sink FallbackSink, source model.Source, plan *translate.Plan, next []model.Rule) (rules []model.Rule, requeue bool) {
-	held := heldModelRules(sink.ModelRulesOf(source), next, plan, presentIn(ctx, reader))
-	return append(next, held...), len(held) > 0
+// bridgeModel is the rules handOverModel may bridge: all of the policy's,
+// none when Kyverno runs (kyvap's webhook does not serve then).
+func bridgeModel(p *model.Policy, kyverno bool) []model.Rule {
+	if kyverno {
+		return nil
+	}
+	return p.Rules
+}
+
+// handOverModel is handOver for a policy of the policy model: the rules of
+// the policy whose VAPs are not active yet are bridged as they are (the
+// engine evaluates every rule of the model), none when Kyverno runs.
+func handOverModel(ctx context.Context, reader client.Reader, sink FallbackSink, source model.Source, plan *translate.Plan, next, all []model.Rule) (rules []model.Rule, requeue bool) {
+	present := activeIn(ctx, reader, vapActivation)
+	held := heldModelRules(sink.ModelRulesOf(source), next, plan, present)
+	rules = append(next, held...)
+	carried := webhookModelRuleIDs(rules)
+	bridged := 0
+	for i := range all {
+		if !carried[all[i].ID] && !inPlace(plan, all[i].ID, present) {
+			rules = append(rules, all[i])
+			bridged++
+		}
+	}
+	return rules, len(held) > 0 || bridged > 0
 }
 
 // webhookModelRules are the rules of a lowered policy that the plan hands

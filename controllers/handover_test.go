@@ -6,6 +6,7 @@ package controllers
 import (
 	"strings"
 	"testing"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -154,5 +155,89 @@ func TestWebhookModelRules(t *testing.T) {
 	}
 	if rules := webhookModelRules(p, plan, true); len(rules) != 0 {
 		t.Errorf("with Kyverno running the webhook takes %v, want none", rules)
+	}
+}
+
+// TestActivationClock: an object counts as active vapActivationGrace after
+// this replica first saw it (the API server compiles VAPs once a second),
+// at once when it was created long ago (a manager restart holds nothing).
+func TestActivationClock(t *testing.T) {
+	start := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	now := start
+	clock := newActivationClock(func() time.Time { return now })
+	if clock.active("new", start) {
+		t.Fatal("an object just created is active")
+	}
+	now = start.Add(vapActivationGrace - time.Millisecond)
+	if clock.active("new", start) {
+		t.Fatal("active before the grace")
+	}
+	now = start.Add(vapActivationGrace)
+	if !clock.active("new", start) {
+		t.Fatal("not active after the grace")
+	}
+	// Created before this replica saw it, but not long ago: the grace runs
+	// from the first sight (the clocks may disagree).
+	if clock.active("seen-late", start.Add(-time.Second)) {
+		t.Fatal("an object seen for the first time is active")
+	}
+	if !clock.active("old", now.Add(-vapSettled)) {
+		t.Fatal("an object created vapSettled ago is not active")
+	}
+	// Entries go once their objects' age settles them.
+	now = now.Add(vapSettled + time.Second)
+	if !clock.active("seen-late", start.Add(-time.Second)) {
+		t.Fatal("a settled object is not active")
+	}
+	if len(clock.firstSeen) != 0 {
+		t.Errorf("the clock still remembers %d objects", len(clock.firstSeen))
+	}
+}
+
+// TestBridgedRules: the rules of VAPs that are not active yet go to the
+// webhook (as the translation with generation off has them), unless the
+// sink's rules carry them already or they cannot be enforced there.
+func TestBridgedRules(t *testing.T) {
+	active := func(objects ...string) func(kind, name string) bool {
+		return func(kind, name string) bool {
+			for _, o := range objects {
+				if o == kind+"/"+name {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	plan := planWith(map[string]string{"a": "va", "b": "vb", "autogen-c": "vc"})
+	notEnforced := fallbackRule("d")
+	notEnforced.NotEnforced = "context"
+	bridge := []translate.FallbackRule{fallbackRule("a"), fallbackRule("b"), fallbackRule("c", "autogen-c"), notEnforced, fallbackRule("e")}
+	names := func(rules []translate.FallbackRule) string {
+		var out []string
+		for _, fr := range rules {
+			out = append(out, fr.Rule.Name)
+		}
+		return strings.Join(out, ",")
+	}
+	for _, tt := range []struct {
+		name    string
+		carried []translate.FallbackRule
+		present func(kind, name string) bool
+		want    string
+	}{
+		{"nothing active", nil, active(), "a,b,c"},
+		{"a active, its binding too", nil, active(kindVAP+"/va", kindBinding+"/va-0"), "b,c"},
+		{"a's VAP without its binding", nil, active(kindVAP + "/va"), "a,b,c"},
+		{"b carried already (held)", []translate.FallbackRule{fallbackRule("b")}, active(kindVAP+"/va", kindBinding+"/va-0"), "c"},
+		{"all active", nil, active(kindVAP+"/va", kindBinding+"/va-0", kindVAP+"/vb", kindBinding+"/vb-0", kindVAP+"/vc", kindBinding+"/vc-0"), ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := names(bridgedRules(tt.carried, bridge, plan, tt.present)); got != tt.want {
+				t.Errorf("bridged %q, want %q", got, tt.want)
+			}
+			if all := allInPlace(plan, tt.present); all != (tt.want == "") {
+				t.Errorf("allInPlace %v with %q bridged", all, tt.want)
+			}
+		})
 	}
 }

@@ -108,7 +108,7 @@ func (r *ModelSyncReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	running := kyvernoRunning(r.Kyverno)
 	opts.KyvernoGeneratesVAPs = running
 	plan := translate.TranslatePolicy(lowered, r.Resolvers.Resolver(), opts)
-	rules, holding := handOverModel(ctx, r.Client, r.Sink, lowered.Source, &plan, webhookModelRules(&lowered, &plan, running))
+	rules, holding := handOverModel(ctx, r.Client, r.Sink, lowered.Source, &plan, webhookModelRules(&lowered, &plan, running), bridgeModel(&lowered, running))
 	r.Sink.SetModelRules(lowered.Source, rules)
 	r.loads.done(req.String())
 	return modelRequeue(&lowered, holding), nil

@@ -75,12 +75,14 @@ func (r *NamespacedPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if err := r.List(ctx, &exceptions, client.MatchingFields{exceptionPolicyIndex: key}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing PolicyExceptions: %w", err)
 	}
-	plan, err := translate.Translate(translate.PolicyInput(policy, exceptions.Items), r.Resolvers.Resolver(), translationOptions(r.Options, r.Config))
+	input, resolver, opts := translate.PolicyInput(policy, exceptions.Items), r.Resolvers.Resolver(), translationOptions(r.Options, r.Config)
+	plan, err := translate.Translate(input, resolver, opts)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	next := fallbackRules(&plan, kyvernoRunning(r.Kyverno))
-	rules, holding := handOver(ctx, r.Client, r.Fallback, key, &plan, next)
+	running := kyvernoRunning(r.Kyverno)
+	next := fallbackRules(&plan, running)
+	rules, holding := handOver(ctx, r.Client, r.Fallback, key, &plan, next, bridgeFor(input, resolver, opts, running))
 	r.Fallback.SetFallbackRules(key, rules)
 	outcomes := r.apply(ctx, policy, &plan, webhookRuleNames(next))
 	reason, err := r.report(ctx, policy, &plan, outcomes)

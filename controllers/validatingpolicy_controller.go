@@ -105,9 +105,9 @@ func (r *ValidatingPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	opts.KyvernoGeneratesVAPs = kyvernoRunning(r.Kyverno)
 	plan := translate.TranslatePolicy(lowered, r.Resolvers.Resolver(), opts)
 	next := webhookModelRules(&lowered, &plan, kyvernoRunning(r.Kyverno))
-	// The engine gets the rules before stale VAPs go, and keeps the rules
-	// moving to VAPs until those exist.
-	rules, holding := handOverModel(ctx, r.Client, r.Sink, lowered.Source, &plan, next)
+	// The engine gets the rules before stale VAPs go, and keeps (or takes)
+	// the rules of VAPs until those are active.
+	rules, holding := handOverModel(ctx, r.Client, r.Sink, lowered.Source, &plan, next, bridgeModel(&lowered, kyvernoRunning(r.Kyverno)))
 	r.Sink.SetModelRules(lowered.Source, rules)
 	outcomes := r.apply(ctx, policy, lowered.Source, &plan, webhookModelRuleIDs(next))
 	reason, err := r.report(ctx, policy, &plan, outcomes)

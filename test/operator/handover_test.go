@@ -286,3 +286,95 @@ func TestStaleLeaderOptionsAreIgnoredByTheLeader(t *testing.T) {
 	}
 	t.Error("the leader's engine does not hold the rule its own options hand to the webhook")
 }
+
+// probeUntil dry-run creates obj in a loop until done says so, and fails
+// the test when obj is admitted after its first denial: a rule moving
+// between kyvap's webhook and a VAP must never be enforced by nobody, even
+// for the second the API server takes to compile a new VAP. It returns
+// who denied first.
+func probeUntil(t *testing.T, obj client.Object, done func(denier string) bool) string {
+	t.Helper()
+	ctx := context.Background()
+	first := ""
+	deadline := time.Now().Add(2 * time.Minute)
+	for probes := 0; ; probes++ {
+		denier, err := denierOf(ctx, obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case denier == "" && first != "":
+			t.Fatalf("%s was admitted after its first denial (by %s), probe %d", obj.GetName(), first, probes)
+		case first == "":
+			first = denier
+		}
+		if first != "" && done(denier) {
+			return first
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %d probes: last denied by %q", probes, denier)
+		}
+	}
+}
+
+// engineHolds reports whether the operator's engine enforces a rule of
+// the policy.
+func engineHolds(op *controlplane.Operator, policy string) bool {
+	for _, fr := range op.Engine.Rules() {
+		if fr.Policy == policy {
+			return true
+		}
+	}
+	return false
+}
+
+// TestNoGapWhileAVAPIsCompiled: a rule moving from kyvap's webhook to a VAP
+// stays in the webhook until the API server enforces the VAP, and a new
+// policy's rule is enforced by the webhook until its VAP is: in both
+// cases, once a request is denied, none is admitted, and in the end only
+// the VAP enforces the rule.
+func TestNoGapWhileAVAPIsCompiled(t *testing.T) {
+	ctx := context.Background()
+	const ns = "no-gap"
+	cp.Namespace(t, ns, nil)
+	op := cp.StartWebhookOperator(t, generateOn, controlplane.FreePort(t))
+	forbidden := controlplane.ConfigMap(ns, "forbidden", nil)
+	vapOnly := func(denier string) bool { return denier == "vap" && !engineHolds(op, "no-gap-move") && !engineHolds(op, "no-gap-new") }
+
+	t.Run("webhook to VAP", func(t *testing.T) {
+		policy := controlplane.ClusterPolicy("no-gap-move", kyvernov1.Enforce,
+			controlplane.CELRule("no-forbidden", "ConfigMap", "object.metadata.name != 'forbidden'", "no forbidden config maps"))
+		policy.Spec.Rules[0].MatchResources.Any[0].Resources.Namespaces = []string{ns}
+		policy.Annotations = map[string]string{translate.AnnotationGenerate: "false"}
+		cp.CreatePolicy(t, policy, controllers.ReasonFallback)
+		waitForDenier(t, forbidden, "webhook")
+		current := &kyvernov1.ClusterPolicy{}
+		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(policy), current); err != nil {
+			t.Fatal(err)
+		}
+		current.Annotations = nil
+		if err := cp.Client.Update(ctx, current); err != nil {
+			t.Fatal(err)
+		}
+		probeUntil(t, forbidden, vapOnly)
+		if err := cp.Client.Delete(ctx, current); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("new policy", func(t *testing.T) {
+		other := controlplane.ConfigMap(ns, "also-forbidden", nil)
+		policy := controlplane.ClusterPolicy("no-gap-new", kyvernov1.Enforce,
+			controlplane.CELRule("no-also-forbidden", "ConfigMap", "object.metadata.name != 'also-forbidden'", "no also-forbidden config maps"))
+		policy.Spec.Rules[0].MatchResources.Any[0].Resources.Namespaces = []string{ns}
+		bridged := false
+		cp.Create(t, policy)
+		probeUntil(t, other, func(denier string) bool {
+			bridged = bridged || engineHolds(op, "no-gap-new")
+			return vapOnly(denier)
+		})
+		if !bridged {
+			t.Error("the engine never enforced the new policy's rule while its VAP was compiled")
+		}
+	})
+}
