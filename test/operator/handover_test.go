@@ -339,7 +339,9 @@ func TestNoGapWhileAVAPIsCompiled(t *testing.T) {
 	cp.Namespace(t, ns, nil)
 	op := cp.StartWebhookOperator(t, generateOn, controlplane.FreePort(t))
 	forbidden := controlplane.ConfigMap(ns, "forbidden", nil)
-	vapOnly := func(denier string) bool { return denier == "vap" && !engineHolds(op, "no-gap-move") && !engineHolds(op, "no-gap-new") }
+	vapOnly := func(denier string) bool {
+		return denier == "vap" && !engineHolds(op, "no-gap-move") && !engineHolds(op, "no-gap-new")
+	}
 
 	t.Run("webhook to VAP", func(t *testing.T) {
 		policy := controlplane.ClusterPolicy("no-gap-move", kyvernov1.Enforce,
