@@ -26,6 +26,9 @@ type FallbackSink interface {
 	OnEnforcingChange(func())
 	// Rules returns every policy's fallback rules, ordered by policy.
 	Rules() []translate.FallbackRule
+	// RulesOf returns the fallback rules SetFallbackRules set for the
+	// policy.
+	RulesOf(policy string) []translate.FallbackRule
 	// SetModelRules replaces the rules of a policy of the policy model
 	// (ValidatingPolicy, NamespacedValidatingPolicy) that the webhook
 	// enforces; none removes the policy.
@@ -83,6 +86,13 @@ func (s *FallbackStore) Enforcing() bool { return false }
 
 // OnEnforcingChange implements FallbackSink: a store's Enforcing never changes.
 func (s *FallbackStore) OnEnforcingChange(func()) {}
+
+// RulesOf implements FallbackSink.
+func (s *FallbackStore) RulesOf(policy string) []translate.FallbackRule {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.rules[policy]
+}
 
 // Rules implements FallbackSink: every stored fallback rule, ordered by
 // policy then rule.

@@ -172,17 +172,6 @@ const (
 	kindBinding = "ValidatingAdmissionPolicyBinding"
 )
 
-// previousRules returns the policy's rules the sink holds.
-func previousRules(sink FallbackSink, policy string) []translate.FallbackRule {
-	var out []translate.FallbackRule
-	for _, fr := range sink.Rules() {
-		if fr.Policy == policy {
-			out = append(out, fr)
-		}
-	}
-	return out
-}
-
 // handOver computes the rules to give the sink for a plan: the plan's, the
 // previous ones whose VAPs are not active yet, and the bridge's (the
 // policy's rules as the webhook enforces them with generation off,
@@ -190,7 +179,7 @@ func previousRules(sink FallbackSink, policy string) []translate.FallbackRule {
 // without an active VAP; requeue is true while any is held or bridged.
 func handOver(ctx context.Context, reader client.Reader, sink FallbackSink, policy string, plan *translate.Plan, next []translate.FallbackRule, bridge func() []translate.FallbackRule) (rules []translate.FallbackRule, requeue bool) {
 	present := activeIn(ctx, reader, vapActivation)
-	held := heldRules(previousRules(sink, policy), next, plan, present)
+	held := heldRules(sink.RulesOf(policy), next, plan, present)
 	rules = append(next, held...)
 	var bridged []translate.FallbackRule
 	if bridge != nil && !allInPlace(plan, present) {

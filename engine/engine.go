@@ -256,6 +256,17 @@ func (e *Engine) Rules() []translate.FallbackRule {
 	return out
 }
 
+// RulesOf returns the fallback rules SetFallbackRules set for the policy,
+// without copying every policy's (Rules): a reconcile reads its own.
+func (e *Engine) RulesOf(policy string) []translate.FallbackRule {
+	for _, p := range e.current.Load().policies {
+		if p.name == policy {
+			return p.source
+		}
+	}
+	return nil
+}
+
 // SetKyvernoConfig sets Kyverno's global configuration, which the engine
 // applies before any rule as Kyverno's admission controller does: requests
 // from excluded users and groups, and requests a resource filter names,

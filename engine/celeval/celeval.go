@@ -72,6 +72,36 @@ type Environment struct {
 	Uncached bool
 }
 
+// sharedCompilers are the compilers of programs without variables, by
+// environment key: a compiler extends its environment with the program's
+// variables (plugincel.NewCompositedCompiler), about a third of a compiled
+// rule's memory, so programs that store none share one.
+var sharedCompilers sync.Map // environment key -> *plugincel.CompositedCompiler
+
+// sharedCompiler is compiler for a program that stores no variable: one per
+// environment, built once (an Uncached environment is never shared).
+func (e Environment) sharedCompiler() (*plugincel.CompositedCompiler, environment.Type, error) {
+	if e.Uncached || (len(e.Extensions) > 0 && e.ExtensionsKey == "") {
+		return e.compiler()
+	}
+	mode := environment.NewExpressions
+	key := "|" + e.ExtensionsKey
+	if e.Version == nil {
+		mode = environment.StoredExpressions
+	} else {
+		key = e.Version.String() + key
+	}
+	if c, ok := sharedCompilers.Load(key); ok {
+		return c.(*plugincel.CompositedCompiler), mode, nil
+	}
+	c, mode, err := e.compiler()
+	if err != nil {
+		return nil, mode, err
+	}
+	shared, _ := sharedCompilers.LoadOrStore(key, c)
+	return shared.(*plugincel.CompositedCompiler), mode, nil
+}
+
 func (e Environment) compiler() (*plugincel.CompositedCompiler, environment.Type, error) {
 	mode := environment.NewExpressions
 	key := ""
@@ -139,7 +169,11 @@ func CompileIn(env Environment, name string, spec *admissionregistrationv1.Valid
 		failurePolicy = *spec.FailurePolicy
 	}
 	v := &validator{failurePolicy: failurePolicy}
-	compiler, mode, err := env.compiler()
+	compile := env.compiler
+	if len(spec.Variables) == 0 {
+		compile = env.sharedCompiler
+	}
+	compiler, mode, err := compile()
 	if err != nil {
 		return &Program{validator: v, compileError: err, hasParams: hasParams}
 	}

@@ -103,14 +103,9 @@ func (cp *ControlPlane) APIServerPid() (int, error) {
 // it goes down when objects go, so differences measure what a change
 // costs the API server.
 func (cp *ControlPlane) APIServerHeap(ctx context.Context) (int64, error) {
-	clientset, err := kubernetes.NewForConfig(cp.Config)
+	data, err := cp.apiServerHeapProfile(ctx, true)
 	if err != nil {
 		return 0, err
-	}
-	data, err := clientset.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/heap").
-		Param("gc", "1").Param("debug", "1").DoRaw(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("the API server's heap profile: %w", err)
 	}
 	for line := range strings.SplitSeq(string(data), "\n") {
 		if rest, ok := strings.CutPrefix(line, "# HeapAlloc = "); ok {
@@ -118,4 +113,33 @@ func (cp *ControlPlane) APIServerHeap(ctx context.Context) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no HeapAlloc in the API server's heap profile")
+}
+
+// SaveAPIServerHeapProfile writes the API server's heap profile, after a
+// garbage collection, to path (for go tool pprof).
+func (cp *ControlPlane) SaveAPIServerHeapProfile(ctx context.Context, path string) error {
+	data, err := cp.apiServerHeapProfile(ctx, false)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
+}
+
+func (cp *ControlPlane) apiServerHeapProfile(ctx context.Context, text bool) ([]byte, error) {
+	clientset, err := kubernetes.NewForConfig(cp.Config)
+	if err != nil {
+		return nil, err
+	}
+	req := clientset.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/heap").Param("gc", "1")
+	if text {
+		req = req.Param("debug", "1")
+	}
+	data, err := req.DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("the API server's heap profile: %w", err)
+	}
+	return data, nil
 }

@@ -463,9 +463,10 @@ func (r *compareBench) stopKyverno(k *controlplane.Kyverno) {
 	}
 }
 
-// startKyvap runs the manager, VAP generation on or off.
+// startKyvap runs the manager, VAP generation on or off, serving pprof
+// (for the heap profiles of the memory measures).
 func (r *compareBench) startKyvap(vaps bool) *manager {
-	return startManagerWithEnv(r.b, kyvapEnv, "--generate-validating-admission-policy="+strconv.FormatBool(vaps))
+	return startManagerWithEnv(r.b, kyvapEnv, "--generate-validating-admission-policy="+strconv.FormatBool(vaps), "--pprof-bind-address="+localAddr(r.b))
 }
 
 // stopKyvap stops the manager and removes its webhook configuration, as an
@@ -584,6 +585,18 @@ func (r *compareBench) waitNoKyvapVAPs() {
 	}
 }
 
+// waitNoKyvapWebhookConfiguration waits until kyvap's webhook configuration
+// is gone: its webhook has no rule to enforce.
+func (r *compareBench) waitNoKyvapWebhookConfiguration() {
+	err := controlplane.Eventually(r.ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		err := cp.Client.Get(ctx, client.ObjectKey{Name: webhook.DefaultConfigurationName}, &admissionregistrationv1.ValidatingWebhookConfiguration{})
+		return apierrors.IsNotFound(err), fmt.Errorf("kyvap's webhook configuration is still there: %w", err)
+	})
+	if err != nil {
+		r.b.Fatal(err)
+	}
+}
+
 // admissionRound measures every admission column once, in an order that
 // never leaves a policy enforced by two enforcers or a webhook
 // configuration pointing at a stopped process.
@@ -611,6 +624,9 @@ func (r *compareBench) admissionRound(round int) {
 		// kyvap as deployed: every check is a VAP.
 		m := r.startKyvap(true)
 		r.waitForMix(vapCol, markVAP)
+		// New rules go through kyvap's webhook until their VAPs are
+		// active; then it has no rule left, and no configuration.
+		r.waitNoKyvapWebhookConfiguration()
 		r.measure(vapCol, markVAP, m.cmd.Process.Pid, kyvapWebhookCalls(b, m))
 		r.stopKyvap(m)
 		// kyvap's webhook alone: the manager removes its VAPs.
@@ -671,8 +687,9 @@ func (r *compareBench) loadPolicies(from, to int, mark string) time.Duration {
 }
 
 // firstDenial is the time from a new policy's creation (the moment
-// `kubectl apply` returns) to its first denial by the enforcer.
-func (r *compareBench) firstDenial(i int, mark string) time.Duration {
+// `kubectl apply` returns) to its first denial by the enforcer (marks:
+// kyvap's webhook enforces a new rule until its VAP is active).
+func (r *compareBench) firstDenial(i int, marks ...string) time.Duration {
 	p := loadPolicy(i)
 	probe := loadProbe(i)
 	if err := cp.Client.Create(r.ctx, p); err != nil {
@@ -681,11 +698,13 @@ func (r *compareBench) firstDenial(i int, mark string) time.Duration {
 	applied := time.Now()
 	for {
 		_, err := cp.DryRunCreate(r.ctx, probe)
-		if err != nil && strings.Contains(err.Error(), mark) {
-			return time.Since(applied)
+		for _, mark := range marks {
+			if err != nil && strings.Contains(err.Error(), mark) {
+				return time.Since(applied)
+			}
 		}
 		if time.Since(applied) > 3*time.Minute {
-			r.b.Fatalf("policy %s never denied %s with %q: %v", p.Name, probe.Name, mark, err)
+			r.b.Fatalf("policy %s never denied %s with %q: %v", p.Name, probe.Name, marks, err)
 		}
 	}
 }
@@ -700,7 +719,9 @@ func (r *compareBench) heap() int64 {
 
 // loadColumn fills a memory row: the enforcer runs with no policy, then
 // 100, then r.policies, then three more are timed to their first denial.
-func (r *compareBench) loadColumn(column, mark string, pid int) {
+// With every policy loaded, it saves the API server's heap profile (and
+// the manager's, m, when kyvap enforces) under bin/.
+func (r *compareBench) loadColumn(column, mark string, pid int, m *manager) {
 	row := &memoryRow{heapBase: r.heap()}
 	r.memory[column] = row
 	rss := func() int64 {
@@ -715,8 +736,16 @@ func (r *compareBench) loadColumn(column, mark string, pid int) {
 	row.rss100, row.heap100 = rss(), r.heap()
 	row.policies1000Ready = r.loadPolicies(first, r.policies, mark)
 	row.rss1000, row.heap1000 = rss(), r.heap()
+	// Heap profiles with every policy loaded, for go tool pprof.
+	slug := strings.NewReplacer(" ", "-", "(", "", ")", "").Replace(strings.ToLower(column))
+	if err := cp.SaveAPIServerHeapProfile(r.ctx, controlplane.RepoPath(r.b, "bin", "bench-compare-apiserver-heap-"+slug+".pprof")); err != nil {
+		r.b.Fatal(err)
+	}
+	if m != nil && m.pprofAddr != "" {
+		saveProfile(m.pprofAddr, "heap", controlplane.RepoPath(r.b, "bin", "bench-compare-manager-heap-"+slug+".pprof"))
+	}
 	for k := range 3 {
-		row.firstDenials = append(row.firstDenials, r.firstDenial(r.policies+k, mark))
+		row.firstDenials = append(row.firstDenials, r.firstDenial(r.policies+k, mark, markKyvapWebhook))
 	}
 }
 
@@ -743,17 +772,17 @@ func (r *compareBench) deleteLoadPolicies() {
 func (r *compareBench) policyLoad() {
 	r.b.Logf("policy load: %d policies", r.policies)
 	m := r.startKyvap(false)
-	r.loadColumn(colKyvapWebhook, markKyvapWebhook, m.cmd.Process.Pid)
+	r.loadColumn(colKyvapWebhook, markKyvapWebhook, m.cmd.Process.Pid, m)
 	r.stopKyvap(m)
 	r.deleteLoadPolicies()
 
 	k := r.startKyverno()
-	r.loadColumn(colKyverno, markKyvernoWebhook, k.Pid())
+	r.loadColumn(colKyverno, markKyvernoWebhook, k.Pid(), nil)
 	r.deleteLoadPolicies()
 	r.stopKyverno(k)
 
 	m = r.startKyvap(true)
-	r.loadColumn(colKyvapVAPs, markVAP, m.cmd.Process.Pid)
+	r.loadColumn(colKyvapVAPs, markVAP, m.cmd.Process.Pid, m)
 	// The manager removes its VAPs when it stops generating them: the
 	// perf control plane has no garbage collector.
 	m.stop()

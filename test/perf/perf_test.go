@@ -51,6 +51,9 @@ type manager struct {
 	cmd         *exec.Cmd
 	metricsAddr string
 	probeAddr   string
+	// pprofAddr serves Go's pprof endpoints when the benchmark asked for
+	// them (--pprof-bind-address).
+	pprofAddr string
 }
 
 var buildManager = sync.OnceValues(func() (string, error) {
@@ -112,6 +115,11 @@ func startManagerWithEnv(b testing.TB, env []string, args ...string) *manager {
 		"--webhook-host=127.0.0.1", "--webhook-port=" + webhookPort, "--webhook-url=https://" + webhookAddr, "--webhook-namespace=kyvap-system",
 	}, args...)...)
 	m.cmd.Env = append(append(os.Environ(), "KUBECONFIG="+path), env...)
+	for _, a := range args {
+		if addr, ok := strings.CutPrefix(a, "--pprof-bind-address="); ok {
+			m.pprofAddr = addr
+		}
+	}
 	m.cmd.Stderr = os.Stderr
 	if err := m.cmd.Start(); err != nil {
 		b.Fatal(err)
