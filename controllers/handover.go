@@ -27,7 +27,8 @@ import (
 //   - a new rule for a VAP (a policy is created or gains a rule): every
 //     replica's engine enforces it, as the webhook would with generation
 //     off, until its VAPs and bindings are active (bridgedRules), so that
-//     it is enforced from the moment the policy is applied;
+//     it is enforced from the moment the policy is applied (at most
+//     maxBridgedRules at once);
 //   - VAP → webhook: the leader keeps the rule's VAPs and bindings until
 //     the webhook configuration covers the rule (WebhookCoverage).
 //
@@ -64,6 +65,78 @@ func newActivationClock(now func() time.Time) *activationClock {
 // vapActivation is the manager's activation clock, shared by every
 // reconciler that hands rules over.
 var vapActivation = newActivationClock(time.Now)
+
+// maxBridgedRules bounds the rules bridged at once, across policies: a
+// burst of new policies (an install, a GitOps sync of hundreds) would
+// otherwise have every replica compile all their rules for the second
+// their VAPs take, which doubled the time 1,000 new policies took to
+// converge (BenchmarkConvergence1000). Past the bound, a new rule waits
+// for its VAP, as it did before bridging.
+const maxBridgedRules = 64
+
+// bridgeBudget tracks the rules each policy has bridged. An entry not
+// renewed for vapSettled is dropped: its policy was deleted, or no
+// replica reconciles it any more.
+type bridgeBudget struct {
+	mu      sync.Mutex
+	now     func() time.Time
+	max     int
+	bridged map[string]bridgeEntry
+}
+
+type bridgeEntry struct {
+	rules   int
+	renewed time.Time
+}
+
+func newBridgeBudget(now func() time.Time, maxRules int) *bridgeBudget {
+	return &bridgeBudget{now: now, max: maxRules, bridged: map[string]bridgeEntry{}}
+}
+
+// bridges is the manager's bridge budget, shared by every reconciler.
+var bridges = newBridgeBudget(time.Now, maxBridgedRules)
+
+// full reports whether the budget has no room left for a policy that does
+// not bridge yet: its bridge need not even be computed.
+func (b *bridgeBudget) full(policy string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, bridging := b.bridged[policy]; bridging {
+		return false
+	}
+	now, total := b.now(), 0
+	for _, e := range b.bridged {
+		if now.Sub(e.renewed) <= vapSettled {
+			total += e.rules
+		}
+	}
+	return total >= b.max
+}
+
+// take records that the policy bridges rules (0: none) and reports whether
+// the budget allows it: a policy already bridging keeps its share.
+func (b *bridgeBudget) take(policy string, rules int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.now()
+	total := 0
+	for p, e := range b.bridged {
+		if now.Sub(e.renewed) > vapSettled {
+			delete(b.bridged, p)
+			continue
+		}
+		if p != policy {
+			total += e.rules
+		}
+	}
+	_, bridging := b.bridged[policy]
+	if rules == 0 || (!bridging && total+rules > b.max) {
+		delete(b.bridged, policy)
+		return rules == 0
+	}
+	b.bridged[policy] = bridgeEntry{rules: rules, renewed: now}
+	return true
+}
 
 // active records that the object exists and reports whether the API
 // server enforces it by now.
@@ -182,11 +255,13 @@ func handOver(ctx context.Context, reader client.Reader, sink FallbackSink, poli
 	held := heldRules(sink.RulesOf(policy), next, plan, present)
 	rules = append(next, held...)
 	var bridged []translate.FallbackRule
-	if bridge != nil && !allInPlace(plan, present) {
+	if bridge != nil && !bridges.full(policy) && !allInPlace(plan, present) {
 		bridged = bridgedRules(rules, bridge(), plan, present)
-		rules = append(rules, bridged...)
 	}
-	return rules, len(held) > 0 || len(bridged) > 0
+	if !bridges.take(policy, len(bridged)) {
+		bridged = nil
+	}
+	return append(rules, bridged...), len(held) > 0 || len(bridged) > 0
 }
 
 // allInPlace reports whether every rule the plan enforces with VAPs has
@@ -268,14 +343,16 @@ func handOverModel(ctx context.Context, reader client.Reader, sink FallbackSink,
 	held := heldModelRules(sink.ModelRulesOf(source), next, plan, present)
 	rules = append(next, held...)
 	carried := webhookModelRuleIDs(rules)
-	bridged := 0
+	var bridged []model.Rule
 	for i := range all {
 		if !carried[all[i].ID] && !inPlace(plan, all[i].ID, present) {
-			rules = append(rules, all[i])
-			bridged++
+			bridged = append(bridged, all[i])
 		}
 	}
-	return rules, len(held) > 0 || bridged > 0
+	if !bridges.take(source.String(), len(bridged)) {
+		bridged = nil
+	}
+	return append(rules, bridged...), len(held) > 0 || len(bridged) > 0
 }
 
 // webhookModelRules are the rules of a lowered policy that the plan hands

@@ -241,3 +241,45 @@ func TestBridgedRules(t *testing.T) {
 		})
 	}
 }
+
+// TestBridgeBudget: the rules bridged at once are bounded across policies;
+// a policy bridging keeps its share, one that stops frees it, and the
+// share of a policy nobody renews (deleted) goes after vapSettled.
+func TestBridgeBudget(t *testing.T) {
+	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	b := newBridgeBudget(func() time.Time { return now }, 10)
+	for _, step := range []struct {
+		policy string
+		rules  int
+		want   bool
+	}{
+		{"a", 6, true},
+		{"b", 5, false}, // 11 > 10
+		{"b", 4, true},  // 10
+		{"a", 6, true},  // a keeps its share
+		{"c", 1, false},
+	} {
+		if got := b.take(step.policy, step.rules); got != step.want {
+			t.Fatalf("take(%s, %d) = %v, want %v (%v)", step.policy, step.rules, got, step.want, b.bridged)
+		}
+	}
+	if !b.full("c") || b.full("a") {
+		t.Errorf("full: c %v (want true), a %v (want false: it bridges)", b.full("c"), b.full("a"))
+	}
+	for _, step := range []struct {
+		policy string
+		rules  int
+		want   bool
+	}{
+		{"a", 0, true}, // a is done: its 6 are free
+		{"c", 6, true},
+	} {
+		if got := b.take(step.policy, step.rules); got != step.want {
+			t.Fatalf("take(%s, %d) = %v, want %v (%v)", step.policy, step.rules, got, step.want, b.bridged)
+		}
+	}
+	now = now.Add(vapSettled + time.Second)
+	if !b.take("d", 10) {
+		t.Errorf("shares nobody renewed for %s still count: %v", vapSettled, b.bridged)
+	}
+}

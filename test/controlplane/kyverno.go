@@ -215,6 +215,23 @@ type KyvernoReports struct {
 // Pid is the process ID of Kyverno's reports controller.
 func (k *KyvernoReports) Pid() int { return k.cmd.Process.Pid }
 
+// Stop stops the reports controller (again: nothing) and waits until it
+// has exited.
+func (k *KyvernoReports) Stop() {
+	select {
+	case <-k.exited:
+		return
+	default:
+	}
+	_ = k.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-k.exited:
+	case <-time.After(30 * time.Second):
+		_ = k.cmd.Process.Kill()
+		<-k.exited
+	}
+}
+
 // StartKyvernoReports builds (or reuses) Kyverno's reports controller, runs
 // it as a cluster admin until the test ends, and waits until it leads (its
 // Lease names it). Run it beside StartKyverno, which creates Kyverno's
@@ -288,15 +305,7 @@ func (cp *ControlPlane) StartKyvernoReports(t testing.TB, opts ...KyvernoOptions
 		_ = logFile.Close()
 		close(k.exited)
 	}()
-	t.Cleanup(func() {
-		_ = k.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-k.exited:
-		case <-time.After(30 * time.Second):
-			_ = k.cmd.Process.Kill()
-			<-k.exited
-		}
-	})
+	t.Cleanup(k.Stop)
 	exited := false
 	err = Eventually(ctx, 3*time.Minute, func(ctx context.Context) (bool, error) {
 		select {

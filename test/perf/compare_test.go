@@ -213,6 +213,14 @@ func (r *mixResult) quantile(q float64) float64 {
 
 func (r *mixResult) perSecond() float64 { return float64(len(r.latencies)) / r.duration.Seconds() }
 
+// add accumulates another round: quantiles read the rounds' latencies
+// together, sorted.
+func (r *mixResult) add(round *mixResult) {
+	r.latencies = append(r.latencies, round.latencies...)
+	sort.Slice(r.latencies, func(i, j int) bool { return r.latencies[i] < r.latencies[j] })
+	r.duration += round.duration
+}
+
 // runMix has clients dry-run create the mix, each one request after the
 // other (client k starts at request k), for the duration; mark is what a
 // denial by the column's enforcer says ("" for the floor: nothing is
@@ -545,8 +553,7 @@ func (r *compareBench) measure(column, mark string, policyPid int, webhookCalls 
 			acc = &mixResult{}
 			r.admission[column][n] = acc
 		}
-		acc.latencies = append(acc.latencies, got.latencies...)
-		acc.duration += got.duration
+		acc.add(got)
 	}
 }
 
@@ -833,7 +840,6 @@ func (r *compareBench) backgroundScan() {
 	// Kyverno: fresh policies, which kyvap never marked generated.
 	kyvernoReports := watchCompleteReports(b, ns, "kyverno", int64(rules))
 	k := r.startKyverno()
-	defer r.stopKyverno(k)
 	reports := cp.StartKyvernoReports(b, controlplane.KyvernoOptions{ExtraArgs: kyvernoArgs(r.kyverno.ReportsController), Env: kyvernoEnv(r.kyverno.ReportsController)})
 	rss = samplePeakRSS(b, func() (int64, error) { return controlplane.ProcessRSS(reports.Pid()) })
 	rss.take(b)
@@ -844,6 +850,9 @@ func (r *compareBench) backgroundScan() {
 		cp.Create(b, p)
 	}
 	r.scan["Kyverno"] = r.scanResult(kyvernoReports, start, rss)
+	// Nothing else runs during the floor.
+	reports.Stop()
+	r.stopKyverno(k)
 
 	// The floor: the same number of reports, copies of one of kyvap's,
 	// written by 16 parallel clients, as a scanner with no cost of its own

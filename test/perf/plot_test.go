@@ -9,6 +9,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 // plotPoint is one column's latency at a concurrency.
@@ -121,5 +122,29 @@ func TestLatencyPlot(t *testing.T) {
 	}
 	if got := string(latencyPlot(nil)); !strings.HasPrefix(got, "<svg") {
 		t.Errorf("empty plot: %q", got)
+	}
+}
+
+// TestRoundsAccumulate: the quantiles of several rounds are those of all
+// their requests together, whatever the rounds' order.
+func TestRoundsAccumulate(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		var out []time.Duration
+		for _, x := range v {
+			out = append(out, time.Duration(x)*time.Millisecond)
+		}
+		return out
+	}
+	acc := &mixResult{}
+	acc.add(&mixResult{latencies: ms(5, 6, 7, 8, 9), duration: time.Second})
+	acc.add(&mixResult{latencies: ms(0, 1, 2, 3, 4), duration: time.Second})
+	if got := acc.quantile(0.5); got != 4 {
+		t.Errorf("p50 = %v, want 4", got)
+	}
+	if got := acc.quantile(0.99); got != 8 {
+		t.Errorf("p99 = %v, want 8 (index 8 of 10)", got)
+	}
+	if got := acc.perSecond(); got != 5 {
+		t.Errorf("%v requests/s, want 5", got)
 	}
 }
