@@ -173,13 +173,7 @@ func (cp *ControlPlane) StartKyverno(ctx context.Context, opts KyvernoOptions) (
 // that nothing calls a webhook that is gone.
 func (k *Kyverno) Stop(ctx context.Context, cp *ControlPlane) error {
 	if k.cmd != nil && k.cmd.Process != nil {
-		_ = k.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-k.exited:
-		case <-time.After(30 * time.Second):
-			_ = k.cmd.Process.Kill()
-			<-k.exited
-		}
+		terminate(k.cmd, k.exited)
 		k.cmd = nil
 	}
 	var errs []error
@@ -217,18 +211,23 @@ func (k *KyvernoReports) Pid() int { return k.cmd.Process.Pid }
 
 // Stop stops the reports controller (again: nothing) and waits until it
 // has exited.
-func (k *KyvernoReports) Stop() {
+func (k *KyvernoReports) Stop() { terminate(k.cmd, k.exited) }
+
+// terminate stops a process started by this package (exited is closed when
+// it has exited): SIGTERM, then SIGKILL after 30 s. It returns at once when
+// the process has exited already.
+func terminate(cmd *exec.Cmd, exited <-chan struct{}) {
 	select {
-	case <-k.exited:
+	case <-exited:
 		return
 	default:
 	}
-	_ = k.cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-k.exited:
+	case <-exited:
 	case <-time.After(30 * time.Second):
-		_ = k.cmd.Process.Kill()
-		<-k.exited
+		_ = cmd.Process.Kill()
+		<-exited
 	}
 }
 

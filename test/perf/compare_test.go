@@ -25,10 +25,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
@@ -987,34 +985,19 @@ type completeReports struct {
 // namespace; a report is complete with rules passes. Only names and
 // summaries are kept.
 func watchCompleteReports(b *testing.B, namespace, writer string, rules int64) *completeReports {
-	ctx, cancel := context.WithCancel(context.Background())
-	b.Cleanup(cancel)
-	watcher, err := cache.New(cp.Config, cache.Options{
-		Scheme:               cp.Scheme,
-		DefaultNamespaces:    map[string]cache.Config{namespace: {}},
-		DefaultLabelSelector: labels.SelectorFromSet(labels.Set{"app.kubernetes.io/managed-by": writer}),
-		DefaultTransform: func(obj any) (any, error) {
-			if u, ok := obj.(*unstructured.Unstructured); ok {
-				summary, _, _ := unstructured.NestedMap(u.Object, "summary")
-				kept := &unstructured.Unstructured{Object: map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "summary": summary}}
-				kept.SetName(u.GetName())
-				kept.SetNamespace(u.GetNamespace())
-				kept.SetResourceVersion(u.GetResourceVersion())
-				return kept, nil
-			}
-			return obj, nil
-		},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	go func() { _ = watcher.Start(ctx) }()
 	report := &unstructured.Unstructured{}
 	report.SetGroupVersionKind(policyReportGVK)
-	informer, err := watcher.GetInformer(ctx, report)
-	if err != nil {
-		b.Fatal(err)
-	}
+	informer, sync := reportInformer(b, namespace, writer, report, func(obj any) (any, error) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			summary, _, _ := unstructured.NestedMap(u.Object, "summary")
+			kept := &unstructured.Unstructured{Object: map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "summary": summary}}
+			kept.SetName(u.GetName())
+			kept.SetNamespace(u.GetNamespace())
+			kept.SetResourceVersion(u.GetResourceVersion())
+			return kept, nil
+		}
+		return obj, nil
+	})
 	c := &completeReports{complete: map[string]bool{}, writer: writer}
 	record := func(obj any) {
 		u, ok := obj.(*unstructured.Unstructured)
@@ -1043,9 +1026,7 @@ func watchCompleteReports(b *testing.B, namespace, writer string, rules int64) *
 	}); err != nil {
 		b.Fatal(err)
 	}
-	if !watcher.WaitForCacheSync(ctx) {
-		b.Fatal("the PolicyReport watch never synced")
-	}
+	sync()
 	return c
 }
 

@@ -322,24 +322,9 @@ func (c *reportCounts) present() int64 { return c.created.Load() - c.deleted.Loa
 // load the API server the manager is measured against as little as
 // possible) until the benchmark ends.
 func watchReports(b *testing.B, namespace string) *reportCounts {
-	ctx, cancel := context.WithCancel(context.Background())
-	b.Cleanup(cancel)
-	watcher, err := cache.New(cp.Config, cache.Options{
-		Scheme:               cp.Scheme,
-		DefaultNamespaces:    map[string]cache.Config{namespace: {}},
-		DefaultLabelSelector: labels.SelectorFromSet(labels.Set{"app.kubernetes.io/managed-by": "kyvap"}),
-		DefaultTransform:     cache.TransformStripManagedFields(),
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	go func() { _ = watcher.Start(ctx) }()
 	report := &metav1.PartialObjectMetadata{}
 	report.SetGroupVersionKind(policyReportGVK)
-	informer, err := watcher.GetInformer(ctx, report)
-	if err != nil {
-		b.Fatal(err)
-	}
+	informer, sync := reportInformer(b, namespace, "kyvap", report, cache.TransformStripManagedFields())
 	counts := &reportCounts{}
 	resourceVersion := func(obj any) string {
 		if o, err := meta.Accessor(obj); err == nil {
@@ -358,10 +343,35 @@ func watchReports(b *testing.B, namespace string) *reportCounts {
 	}); err != nil {
 		b.Fatal(err)
 	}
-	if !watcher.WaitForCacheSync(ctx) {
-		b.Fatal("the PolicyReport watch never synced")
-	}
+	sync()
 	return counts
+}
+
+// reportInformer watches the PolicyReports (as obj) that writer (their
+// app.kubernetes.io/managed-by label) writes in the namespace, until the
+// benchmark ends; call sync once its handlers are added.
+func reportInformer(b *testing.B, namespace, writer string, obj client.Object, transform toolscache.TransformFunc) (cache.Informer, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	watcher, err := cache.New(cp.Config, cache.Options{
+		Scheme:               cp.Scheme,
+		DefaultNamespaces:    map[string]cache.Config{namespace: {}},
+		DefaultLabelSelector: labels.SelectorFromSet(labels.Set{"app.kubernetes.io/managed-by": writer}),
+		DefaultTransform:     transform,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() { _ = watcher.Start(ctx) }()
+	informer, err := watcher.GetInformer(ctx, obj)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return informer, func() {
+		if !watcher.WaitForCacheSync(ctx) {
+			b.Fatal("the PolicyReport watch never synced")
+		}
+	}
 }
 
 type reportTotals struct{ pass, fail int64 }
