@@ -105,7 +105,8 @@ func (r *ClusterPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	rules, holding := handOver(ctx, r.Client, r.Fallback, policy.Name, &plan, next, bridgeFor(input, resolver, opts, kyvernoRunning(r.Kyverno)))
 	r.Fallback.SetFallbackRules(policy.Name, rules)
 	outcomes := r.apply(ctx, policy, &plan, webhookRuleNames(next))
-	status, err := r.report(ctx, policy, &plan, outcomes)
+	pending := activating(ctx, r.Client, &plan, outcomes)
+	status, err := r.report(ctx, policy, &plan, outcomes, pending)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -113,7 +114,7 @@ func (r *ClusterPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err := outcomeError(outcomes); err != nil {
 		return ctrl.Result{}, err
 	}
-	if holding || held(outcomes) {
+	if holding || held(outcomes) || pending {
 		return ctrl.Result{RequeueAfter: handoverPoll}, nil
 	}
 	return ctrl.Result{}, nil
@@ -137,10 +138,25 @@ func (r *ClusterPolicyReconciler) apply(ctx context.Context, policy *kyvernov1.C
 
 // applyAll applies each desired object with applyOne, counting drift
 // reverts (with an Event on the policy) and failed writes.
+//
+// The bindings of a VAP that could not be written are not written either
+// (desired lists VAPs first): the VAP and binding stored before stay a
+// consistent pair (actions, parameters) until both can change.
 func applyAll(recorder events.EventRecorder, policy runtime.Object, desired []client.Object, applyOne func(client.Object) objectOutcome) []objectOutcome {
 	var outcomes []objectOutcome
+	failedVAPs := map[string]objectOutcome{}
 	for _, obj := range desired {
+		if b, ok := obj.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding); ok {
+			if vap, failed := failedVAPs[b.Spec.PolicyName]; failed {
+				outcomes = append(outcomes, objectOutcome{Kind: kindBinding, Name: b.Name, Action: actionFailed, Previous: vap.Previous,
+					Err: fmt.Errorf("%s %q was not written because its ValidatingAdmissionPolicy %q was not", kindBinding, b.Name, vap.Name)})
+				continue
+			}
+		}
 		o := applyOne(obj)
+		if o.Kind == kindVAP && (o.Action == actionFailed || o.Action == actionConflict) {
+			failedVAPs[o.Name] = o
+		}
 		if o.Drift && o.Err == nil {
 			driftReverts.WithLabelValues(o.Kind).Inc()
 			recorder.Eventf(policy, nil, corev1.EventTypeNormal, EventDriftReverted, "Revert",
@@ -156,7 +172,7 @@ func applyAll(recorder events.EventRecorder, policy runtime.Object, desired []cl
 
 // report writes the status when it changed, and emits an Event when the
 // condition changes.
-func (r *ClusterPolicyReconciler) report(ctx context.Context, policy *kyvernov1.ClusterPolicy, plan *translate.Plan, outcomes []objectOutcome) (policyStatus, error) {
+func (r *ClusterPolicyReconciler) report(ctx context.Context, policy *kyvernov1.ClusterPolicy, plan *translate.Plan, outcomes []objectOutcome, pending bool) (policyStatus, error) {
 	warnings, err := generatedTypeWarnings(ctx, r.Client, plan)
 	if err != nil {
 		return policyStatus{}, err
@@ -175,6 +191,7 @@ func (r *ClusterPolicyReconciler) report(ctx context.Context, policy *kyvernov1.
 			FallbackEnforced: r.Fallback.Enforcing(),
 			KyvernoRunning:   kyvernoRunning(r.Kyverno),
 			TypeWarnings:     warnings,
+			Activating:       pending,
 		})
 		if foreignVAPStatus(current) {
 			status = yieldToGenerator(status, current.Status.ValidatingAdmissionPolicy)

@@ -53,13 +53,35 @@ const (
 // saw it at least vapActivationGrace ago, or it was created more than
 // vapSettled ago. It forgets an object once its creation settles it.
 type activationClock struct {
-	mu        sync.Mutex
-	now       func() time.Time
-	firstSeen map[types.UID]time.Time
+	mu  sync.Mutex
+	now func() time.Time
+	// firstSeen is keyed by an object's version (activationKey): an
+	// update is compiled anew, as a creation is.
+	firstSeen map[string]time.Time
 }
 
 func newActivationClock(now func() time.Time) *activationClock {
-	return &activationClock{now: now, firstSeen: map[types.UID]time.Time{}}
+	return &activationClock{now: now, firstSeen: map[string]time.Time{}}
+}
+
+// activationKey names one version of a generated object for the clock.
+func activationKey(obj client.Object) string {
+	return string(obj.GetUID()) + "/" + obj.GetResourceVersion()
+}
+
+// lastChanged is when obj was last written, as far as the API server's
+// policy source cares: its creation or the latest write to its main
+// resource by any field manager (the API server's own status writes, its
+// type checking, do not count). A binding switched from Audit to Deny is
+// compiled anew, like a new one, and is not enforced yet for a moment.
+func lastChanged(obj client.Object) time.Time {
+	changed := obj.GetCreationTimestamp().Time
+	for _, entry := range obj.GetManagedFields() {
+		if entry.Subresource == "" && entry.Time != nil && entry.Time.After(changed) {
+			changed = entry.Time.Time
+		}
+	}
+	return changed
 }
 
 // vapActivation is the manager's activation clock, shared by every
@@ -138,9 +160,9 @@ func (b *bridgeBudget) take(policy string, rules int) bool {
 	return true
 }
 
-// active records that the object exists and reports whether the API
-// server enforces it by now.
-func (c *activationClock) active(uid types.UID, created time.Time) bool {
+// active records that the object's version key exists, written at
+// changed, and reports whether the API server enforces it by now.
+func (c *activationClock) active(key string, changed time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
@@ -149,13 +171,13 @@ func (c *activationClock) active(uid types.UID, created time.Time) bool {
 			delete(c.firstSeen, seen) // settled by its age from now on
 		}
 	}
-	if now.Sub(created) >= vapSettled {
+	if now.Sub(changed) >= vapSettled {
 		return true
 	}
-	first, ok := c.firstSeen[uid]
+	first, ok := c.firstSeen[key]
 	if !ok {
 		first = now
-		c.firstSeen[uid] = now
+		c.firstSeen[key] = now
 	}
 	return now.Sub(first) >= vapActivationGrace
 }
@@ -311,7 +333,7 @@ func bridgeFor(in translate.Input, resolver translate.KindResolver, opts transla
 }
 
 // activeIn reports, through reader, whether a generated object exists and
-// the API server enforces it by now (clock). Any error but a found object
+// the API server enforces its current version by now (clock). Any error but a found object
 // says no: keeping a rule twice is safe.
 func activeIn(ctx context.Context, reader client.Reader, clock *activationClock) func(kind, name string) bool {
 	return func(kind, name string) bool {
@@ -322,7 +344,7 @@ func activeIn(ctx context.Context, reader client.Reader, clock *activationClock)
 		if reader.Get(ctx, types.NamespacedName{Name: name}, obj) != nil {
 			return false
 		}
-		return clock.active(obj.GetUID(), obj.GetCreationTimestamp().Time)
+		return clock.active(activationKey(obj), lastChanged(obj))
 	}
 }
 
@@ -420,4 +442,17 @@ func held(outcomes []objectOutcome) bool {
 		}
 	}
 	return false
+}
+
+// activating reports whether the API server may not enforce yet what the
+// plan asks for: this reconcile wrote an object, or an object of the plan
+// is missing or was written too recently (activeIn). The reconciler
+// reports the policy not Ready and looks again after handoverPoll.
+func activating(ctx context.Context, reader client.Reader, plan *translate.Plan, outcomes []objectOutcome) bool {
+	for _, o := range outcomes {
+		if o.Err == nil && (o.Action == actionCreated || o.Action == actionUpdated) {
+			return true
+		}
+	}
+	return !allInPlace(plan, activeIn(ctx, reader, vapActivation))
 }

@@ -85,7 +85,8 @@ func (r *NamespacedPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	rules, holding := handOver(ctx, r.Client, r.Fallback, key, &plan, next, bridgeFor(input, resolver, opts, running))
 	r.Fallback.SetFallbackRules(key, rules)
 	outcomes := r.apply(ctx, policy, &plan, webhookRuleNames(next))
-	reason, err := r.report(ctx, policy, &plan, outcomes)
+	pending := activating(ctx, r.Client, &plan, outcomes)
+	reason, err := r.report(ctx, policy, &plan, outcomes, pending)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -93,7 +94,7 @@ func (r *NamespacedPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if err := outcomeError(outcomes); err != nil {
 		return ctrl.Result{}, err
 	}
-	if holding || held(outcomes) {
+	if holding || held(outcomes) || pending {
 		return ctrl.Result{RequeueAfter: handoverPoll}, nil
 	}
 	return ctrl.Result{}, nil
@@ -136,7 +137,7 @@ func (o namespacedPolicyOwner) converged() bool {
 // report writes kyvap's status fields when they changed; generated, as
 // for a ClusterPolicy, when VAPs enforce every rule (kyvap scans the policy
 // in the background, internal/scan).
-func (r *NamespacedPolicyReconciler) report(ctx context.Context, policy *kyvernov1.Policy, plan *translate.Plan, outcomes []objectOutcome) (reason string, err error) {
+func (r *NamespacedPolicyReconciler) report(ctx context.Context, policy *kyvernov1.Policy, plan *translate.Plan, outcomes []objectOutcome, pending bool) (reason string, err error) {
 	warnings, err := generatedTypeWarnings(ctx, r.Client, plan)
 	if err != nil {
 		return "", err
@@ -154,6 +155,7 @@ func (r *NamespacedPolicyReconciler) report(ctx context.Context, policy *kyverno
 			FallbackEnforced: r.Fallback.Enforcing(),
 			KyvernoRunning:   kyvernoRunning(r.Kyverno),
 			TypeWarnings:     warnings,
+			Activating:       pending,
 		})
 		reason = status.Condition.Reason
 		previous := meta.FindStatusCondition(current.Status.Conditions, ConditionType)

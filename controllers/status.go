@@ -33,6 +33,9 @@ type statusInput struct {
 	KyvernoRunning bool
 	// TypeWarnings are the VAPs' status.typeChecking warnings, by VAP name.
 	TypeWarnings map[string][]string
+	// Activating: some generated object was just written and the API
+	// server may not enforce its current version yet (activating).
+	Activating bool
 	// Warnings are the translation's warnings (a namespaced policy matching
 	// cluster-scoped resources, resources the cluster does not serve, ...).
 	Warnings []string
@@ -50,7 +53,17 @@ type policyStatus struct {
 	// VAPs, kyvap's webhook or a running Kyverno), which is what Kyverno's
 	// Ready condition (the CRD's READY column) says when kyvap writes it.
 	Enforced bool
+	// Activating: the API server may not enforce the objects just written
+	// yet; Ready waits for them (see ready).
+	Activating bool
 }
+
+// ready is what Kyverno's Ready condition says when kyvap writes it: every
+// rule is enforced, as the policy's current generation asks. A test or a
+// rollout waits for Ready after a change (Kyverno's library switches a
+// policy from Audit to Enforce, waits for Ready, then expects a refusal), so
+// Ready waits until the API server enforces the objects written for it.
+func (st policyStatus) ready() bool { return st.Enforced && !st.Activating }
 
 // computeStatus derives the Kyverno-compatible VAP status and kyvap's
 // condition from a plan and what applying it did. The message is bounded
@@ -58,6 +71,9 @@ type policyStatus struct {
 func computeStatus(in statusInput) policyStatus {
 	var ruleLines, otherLines, reasonLines []string
 	failed := map[string]error{} // VAP or binding name -> error
+	// Objects whose write failed while a previous version stays stored
+	// (and enforces the rule as before the change).
+	previous := map[string]bool{}
 	var conflicts, applyErrors []string
 	for _, o := range in.Outcomes {
 		switch o.Action {
@@ -67,6 +83,7 @@ func computeStatus(in statusInput) policyStatus {
 		case actionFailed:
 			applyErrors = append(applyErrors, capClause(withoutSourceEcho(o.Err.Error())))
 			failed[o.Name] = o.Err
+			previous[o.Name] = o.Previous
 		}
 	}
 
@@ -89,6 +106,12 @@ func computeStatus(in statusInput) policyStatus {
 		case translate.VerdictTranslated:
 			celRules++
 			if broken := brokenObjects(r, failed); len(broken) > 0 {
+				if allPrevious(broken, previous) {
+					// The write was refused, the stored objects were not:
+					// the rule is enforced as before the policy changed.
+					ruleLines = append(ruleLines, capClause(fmt.Sprintf("%sthe policy's change is not in force: its generated objects could not be updated (%s), so their previous version keeps enforcing the rule", head, strings.Join(broken, ", "))))
+					continue
+				}
 				unenforced++
 				ruleLines = append(ruleLines, capClause(fmt.Sprintf("%snot enforced: its generated objects could not be applied (%s)", head, strings.Join(broken, ", "))))
 				continue
@@ -160,9 +183,10 @@ func computeStatus(in statusInput) policyStatus {
 		cond.Message = fmt.Sprintf("every CEL rule (%d) is enforced by ValidatingAdmissionPolicies", celRules)
 	}
 	return policyStatus{
-		VAP:       kyvernov1.ValidatingAdmissionPolicyStatus{Generated: generated, Message: message},
-		Condition: cond,
-		Enforced:  celRules+leftToKyverno > 0 && unenforced == 0 && len(conflicts) == 0 && len(applyErrors) == 0,
+		VAP:        kyvernov1.ValidatingAdmissionPolicyStatus{Generated: generated, Message: message},
+		Condition:  cond,
+		Enforced:   celRules+leftToKyverno > 0 && unenforced == 0 && len(conflicts) == 0 && len(applyErrors) == 0,
+		Activating: in.Activating,
 	}
 }
 
@@ -324,9 +348,13 @@ const kyvernoReadyType = "Ready"
 func readyCondition(st policyStatus) metav1.Condition {
 	c := metav1.Condition{Type: kyvernoReadyType, Status: metav1.ConditionTrue, Reason: "Succeeded", ObservedGeneration: st.Condition.ObservedGeneration,
 		Message: "enforced by kyvap (" + st.Condition.Reason + ")"}
-	if !st.Enforced {
+	switch {
+	case !st.Enforced:
 		c.Status, c.Reason = metav1.ConditionFalse, "Failed"
 		c.Message = "not every rule is enforced (kyvap: " + st.Condition.Reason + "; see condition " + ConditionType + ")"
+	case st.Activating:
+		c.Status, c.Reason = metav1.ConditionFalse, "Pending"
+		c.Message = "the API server is loading the ValidatingAdmissionPolicies and bindings just written (about a second)"
 	}
 	return c
 }
@@ -368,6 +396,17 @@ func brokenObjects(r translate.RuleResult, failed map[string]error) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// allPrevious reports whether every one of names had a version stored
+// before its write failed.
+func allPrevious(names []string, previous map[string]bool) bool {
+	for _, n := range names {
+		if !previous[n] {
+			return false
+		}
+	}
+	return true
 }
 
 // typeWarnings extracts the type-checking warnings of generated VAPs.

@@ -110,7 +110,8 @@ func (r *ValidatingPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	rules, holding := handOverModel(ctx, r.Client, r.Sink, lowered.Source, &plan, next, bridgeModel(&lowered, kyvernoRunning(r.Kyverno)))
 	r.Sink.SetModelRules(lowered.Source, rules)
 	outcomes := r.apply(ctx, policy, lowered.Source, &plan, webhookModelRuleIDs(next))
-	reason, err := r.report(ctx, policy, &plan, outcomes)
+	pending := activating(ctx, r.Client, &plan, outcomes)
+	reason, err := r.report(ctx, policy, &plan, outcomes, pending)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -118,7 +119,7 @@ func (r *ValidatingPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if err := outcomeError(outcomes); err != nil {
 		return ctrl.Result{}, err
 	}
-	return modelRequeue(&lowered, holding || held(outcomes)), nil
+	return modelRequeue(&lowered, holding || held(outcomes) || pending), nil
 }
 
 // modelRequeue is when a policy of the policy model is reconciled again: at
@@ -313,7 +314,7 @@ func deleteGeneratedOf(ctx context.Context, c client.Client, kind model.Kind, ke
 
 // report writes kyvap's part of the status when it changed (a no-op
 // reconcile writes nothing), and emits an Event when the condition changes.
-func (r *ValidatingPolicyReconciler) report(ctx context.Context, policy client.Object, plan *translate.Plan, outcomes []objectOutcome) (reason string, err error) {
+func (r *ValidatingPolicyReconciler) report(ctx context.Context, policy client.Object, plan *translate.Plan, outcomes []objectOutcome, pending bool) (reason string, err error) {
 	warnings, err := generatedTypeWarnings(ctx, r.Client, plan)
 	if err != nil {
 		return "", err
@@ -332,6 +333,7 @@ func (r *ValidatingPolicyReconciler) report(ctx context.Context, policy client.O
 			FallbackEnforced: r.Sink.Enforcing(),
 			KyvernoRunning:   running,
 			TypeWarnings:     warnings,
+			Activating:       pending,
 			Warnings:         plan.Warnings,
 			PolicyModel:      true,
 		})
@@ -350,7 +352,7 @@ func (r *ValidatingPolicyReconciler) report(ctx context.Context, policy client.O
 		if !running {
 			// Kyverno writes ready when it runs; otherwise it is kyvap's
 			// to say whether the policy is enforced (the CRD's READY column).
-			ready := status.Enforced
+			ready := status.ready()
 			st.ConditionStatus.Ready = &ready
 		}
 		if equality.Semantic.DeepEqual(statusOf(current), st) {
