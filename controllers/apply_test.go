@@ -4,12 +4,16 @@
 package controllers
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/internal/vapdefaults"
@@ -158,5 +162,29 @@ func TestStampHashIsStable(t *testing.T) {
 	stampHash(c, c.Spec)
 	if c.Annotations[AnnotationAppliedHash] == a.Annotations[AnnotationAppliedHash] {
 		t.Error("a different spec has the same hash")
+	}
+}
+
+// TestBindingWaitsForItsVAP: when a VAP's write fails, its binding is not
+// written either, so that the stored pair stays consistent (a binding's
+// paramRef or actions never meet a VAP they were not written for).
+func TestBindingWaitsForItsVAP(t *testing.T) {
+	vap := generatedVAP()
+	vap.TypeMeta = metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: kindVAP}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: kindBinding},
+		ObjectMeta: metav1.ObjectMeta{Name: vap.Name + "-0"},
+		Spec:       admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: vap.Name},
+	}
+	var written []string
+	outcomes := applyAll(events.NewFakeRecorder(10), &kyvernov1.ClusterPolicy{}, []client.Object{vap, binding}, func(obj client.Object) objectOutcome {
+		written = append(written, obj.GetName())
+		return objectOutcome{Kind: kindOf(obj), Name: obj.GetName(), Action: actionFailed, Previous: true, Err: errors.New("refused")}
+	})
+	if len(written) != 1 || written[0] != vap.Name {
+		t.Errorf("written %v, want only the VAP %s", written, vap.Name)
+	}
+	if len(outcomes) != 2 || outcomes[1].Action != actionFailed || !outcomes[1].Previous || !strings.Contains(outcomes[1].Err.Error(), "was not written because its ValidatingAdmissionPolicy") {
+		t.Errorf("binding outcome %+v, want failed, previous version kept, saying why", outcomes[len(outcomes)-1])
 	}
 }

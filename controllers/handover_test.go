@@ -10,6 +10,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/model"
@@ -281,5 +282,34 @@ func TestBridgeBudget(t *testing.T) {
 	now = now.Add(vapSettled + time.Second)
 	if !b.take("d", 10) {
 		t.Errorf("shares nobody renewed for %s still count: %v", vapSettled, b.bridged)
+	}
+}
+
+// TestActivationClockCountsUpdates: an update is a new version, which the
+// API server compiles anew: it is not active until the grace has passed
+// since this replica first saw it, however old the object.
+func TestActivationClockCountsUpdates(t *testing.T) {
+	start := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	now := start
+	clock := newActivationClock(func() time.Time { return now })
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{
+		UID: "b", ResourceVersion: "1", CreationTimestamp: metav1.NewTime(start.Add(-time.Hour)),
+		ManagedFields: []metav1.ManagedFieldsEntry{
+			{Manager: "kyvap", Operation: metav1.ManagedFieldsOperationUpdate, Time: ptr.To(metav1.NewTime(start.Add(-time.Hour)))},
+			// the API server's own status writes do not count
+			{Manager: "kube-apiserver", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status", Time: ptr.To(metav1.NewTime(start))},
+		},
+	}}
+	if !clock.active(activationKey(binding), lastChanged(binding)) {
+		t.Fatal("an object last written an hour ago is not active")
+	}
+	binding.ResourceVersion = "2"
+	binding.ManagedFields[0].Time = ptr.To(metav1.NewTime(start))
+	if clock.active(activationKey(binding), lastChanged(binding)) {
+		t.Fatal("an object updated just now is active")
+	}
+	now = start.Add(vapActivationGrace)
+	if !clock.active(activationKey(binding), lastChanged(binding)) {
+		t.Fatal("an update is not active after the grace")
 	}
 }

@@ -335,6 +335,8 @@ func TestStatusEnforced(t *testing.T) {
 		{"nothing to enforce", statusInput{Plan: plan(), GenerateEnabled: true}, false},
 		{"a generated object refused", statusInput{Plan: plan(translated), GenerateEnabled: true,
 			Outcomes: []objectOutcome{{Kind: "ValidatingAdmissionPolicy", Name: "kyvap-p.replicas", Action: actionFailed, Err: errors.New("refused")}}}, false},
+		{"a change refused, the previous objects stored", statusInput{Plan: plan(translated), GenerateEnabled: true,
+			Outcomes: []objectOutcome{{Kind: "ValidatingAdmissionPolicy", Name: "kyvap-p.replicas", Action: actionFailed, Previous: true, Err: errors.New("refused")}}}, false},
 	} {
 		st := computeStatus(tc.in)
 		if st.Enforced != tc.want {
@@ -344,6 +346,44 @@ func TestStatusEnforced(t *testing.T) {
 		wantStatus := map[bool]metav1.ConditionStatus{true: metav1.ConditionTrue, false: metav1.ConditionFalse}[tc.want]
 		if ready.Type != "Ready" || ready.Status != wantStatus || ready.Reason == "" || !strings.Contains(ready.Message, st.Condition.Reason) {
 			t.Errorf("%s: Ready condition %+v", tc.name, ready)
+		}
+	}
+}
+
+// TestReadyWaitsForActivation: Ready says False (Pending) while the API
+// server may not enforce what was just written, True once it does.
+func TestReadyWaitsForActivation(t *testing.T) {
+	plan := &translate.Plan{Rules: []translate.RuleResult{{Rule: "replicas", Verdict: translate.VerdictTranslated, ValidatingAdmissionPolicies: []string{"kyvap-p.replicas"}}}}
+	pending := computeStatus(statusInput{Plan: plan, GenerateEnabled: true, Activating: true})
+	if c := readyCondition(pending); c.Status != metav1.ConditionFalse || c.Reason != "Pending" || pending.ready() {
+		t.Errorf("while activating: Ready %+v, ready() %v", c, pending.ready())
+	}
+	if pending.Condition.Reason != ReasonAllRulesTranslated {
+		t.Errorf("kyvap's condition while activating = %s, want %s (it says what is enforced, Ready says since when)", pending.Condition.Reason, ReasonAllRulesTranslated)
+	}
+	done := computeStatus(statusInput{Plan: plan, GenerateEnabled: true})
+	if c := readyCondition(done); c.Status != metav1.ConditionTrue || !done.ready() {
+		t.Errorf("once active: Ready %+v, ready() %v", c, done.ready())
+	}
+}
+
+// TestRefusedChangeKeepsThePreviousVersion: a refused update of an object
+// that was stored says that the previous version keeps enforcing the rule;
+// a refused creation says the rule is not enforced.
+func TestRefusedChangeKeepsThePreviousVersion(t *testing.T) {
+	plan := &translate.Plan{Rules: []translate.RuleResult{{Rule: "replicas", Verdict: translate.VerdictTranslated, ValidatingAdmissionPolicies: []string{"kyvap-p.replicas"}}}}
+	for _, tc := range []struct {
+		previous bool
+		want     string
+	}{
+		{true, "their previous version keeps enforcing the rule"},
+		{false, "not enforced: its generated objects could not be applied"},
+	} {
+		st := computeStatus(statusInput{Plan: plan, GenerateEnabled: true, Outcomes: []objectOutcome{
+			{Kind: kindBinding, Name: "kyvap-p.replicas-0", Action: actionFailed, Previous: tc.previous, Err: errors.New("refused")},
+		}})
+		if st.Condition.Reason != ReasonApplyFailed || !strings.Contains(st.Condition.Message, tc.want) {
+			t.Errorf("previous %v: condition %s %q, want ApplyFailed saying %q", tc.previous, st.Condition.Reason, st.Condition.Message, tc.want)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	policiesv1 "github.com/kyverno/api/api/policies.kyverno.io/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -503,4 +504,51 @@ func serverSideApply(t *testing.T, obj client.Object) {
 	if err := cp.Client.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(controllers.FieldManager), client.ForceOwnership); err != nil {
 		t.Fatalf("applying %s: %v", obj.GetName(), err)
 	}
+}
+
+// TestWebhookConfigurationShrinksAfterAUserEdit: kyvap's webhook
+// configuration follows a rule whose match list shrinks, after a user's
+// kubectl edit added a resource to it (an Update by another field manager).
+func TestWebhookConfigurationShrinksAfterAUserEdit(t *testing.T) {
+	ctx := context.Background()
+	const ns = "webhook-shrink"
+	cp.Namespace(t, ns, nil)
+	cp.StartWebhookOperator(t, translate.Options{GenerateValidatingAdmissionPolicy: false}, controlplane.FreePort(t))
+	policy := controlplane.ClusterPolicy("webhook-shrink", kyvernov1.Enforce, badNamesRule(ns))
+	cp.Create(t, policy)
+	waitForRegistered := func(want string) {
+		t.Helper()
+		err := controlplane.Eventually(ctx, 30*time.Second, func(ctx context.Context) (bool, error) {
+			vwc, err := cp.WebhookConfiguration(ctx)
+			if err != nil {
+				return false, err
+			}
+			got := registeredResources(vwc)
+			slices.Sort(got)
+			return strings.Join(got, ",") == want, fmt.Errorf("registered for %v", got)
+		})
+		if err != nil {
+			t.Fatalf("the webhook configuration never registered exactly %s: %v", want, err)
+		}
+	}
+	waitForRegistered("configmaps,secrets")
+	cp.WaitForDenial(t, secretNamed(ns, "bad-secret"), badMessage)
+
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		vwc, err := cp.WebhookConfiguration(ctx)
+		if err != nil || vwc == nil {
+			return fmt.Errorf("webhook configuration %v: %w", vwc, err)
+		}
+		vwc.Webhooks[0].Rules[0].Resources = append(vwc.Webhooks[0].Rules[0].Resources, "pods")
+		return cp.Client.Update(ctx, vwc, client.FieldOwner("kubectl-edit"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(t, policy, func(obj client.Object) {
+		kyvernoSpec(obj).Rules[0].MatchResources.Any[0].Resources.Kinds = []string{"ConfigMap"}
+	})
+	waitForRegistered("configmaps")
+	cp.WaitForDenial(t, configMapNamed(ns, "bad-cm"), badMessage)
+	cp.MustAdmit(t, secretNamed(ns, "bad-secret"))
 }
