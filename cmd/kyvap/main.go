@@ -8,7 +8,12 @@ package main
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"sync"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kyvap/kyvap/internal/version"
 )
@@ -40,6 +45,11 @@ func main() {
 // run executes one command and returns the process exit code: 0 on success,
 // 2 on a usage error; each command documents its own codes.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// The cluster commands use controller-runtime's client, which logs
+	// through its global logger: unset, it prints a goroutine stack
+	// ("log.SetLogger(...) was never called") before the results.
+	libraryLog.setOutput(stderr)
+	ctrllog.SetLogger(cliLogger(&libraryLog))
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -65,4 +75,35 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kyvap: unknown command %q\n\n%s", args[0], usage)
 		return 2
 	}
+}
+
+// cliLogger is the CLI's logger for the libraries it uses: errors only, as
+// text on stderr; the commands print their own results.
+func cliLogger(stderr io.Writer) logr.Logger {
+	return logr.FromSlogHandler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+}
+
+// libraryLog is where the libraries' log lines go: the stderr of the
+// command running (controller-runtime takes its logger once per process).
+var libraryLog outputSwitch
+
+// outputSwitch is a writer whose destination can change.
+type outputSwitch struct {
+	mu  sync.Mutex
+	out io.Writer
+}
+
+func (o *outputSwitch) setOutput(w io.Writer) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.out = w
+}
+
+func (o *outputSwitch) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.out == nil {
+		return len(p), nil
+	}
+	return o.out.Write(p)
 }

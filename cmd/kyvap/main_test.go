@@ -5,8 +5,12 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"strings"
 	"testing"
+
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 func TestRun(t *testing.T) {
@@ -51,5 +55,20 @@ func TestStatusFlags(t *testing.T) {
 	}
 	if code := run([]string{"status", "--kubeconfig", "/nonexistent/kubeconfig"}, nil, &stdout, &stderr); code != 2 {
 		t.Errorf("unreadable kubeconfig: exit %d", code)
+	}
+}
+
+// TestLibrariesLogThroughTheCLI: the CLI sets controller-runtime's logger
+// (kyvap test --cluster printed a goroutine stack dump, "log.SetLogger(...)
+// was never called", before every suite's results): a library's error goes
+// to the CLI's stderr as one line, its info messages nowhere.
+func TestLibrariesLogThroughTheCLI(t *testing.T) {
+	var stderr bytes.Buffer
+	run([]string{"version"}, strings.NewReader(""), io.Discard, &stderr)
+	ctrllog.Log.WithName("client").Info("chatty")
+	ctrllog.Log.WithName("client").Error(errors.New("boom"), "watch failed")
+	got := stderr.String()
+	if !strings.Contains(got, "watch failed") || !strings.Contains(got, "boom") || strings.Contains(got, "chatty") || strings.Count(got, "\n") != 1 {
+		t.Errorf("stderr = %q, want one line with the error only", got)
 	}
 }

@@ -50,6 +50,9 @@ Flags:
   --kube-version V          the target cluster's CEL compatibility version, e.g. 1.37
                             (default: the newest this build knows)
   --require-tests           fail (exit 2) when no test file is found
+  --strict                  fail a result that names a rule its policy does not have
+                            (by default it passes with a warning, as Kyverno's CLI
+                            counts its resources as excluded)
   --cluster                 replay the suites against the live cluster of the current
                             kubeconfig (or --kubeconfig), which must run kyvap: each
                             suite's namespaces, parameters, exceptions, CRDs and
@@ -82,6 +85,7 @@ type testFlags struct {
 	detailed     bool
 	kubeVersion  string
 	requireTests bool
+	strict       bool
 	cluster      bool
 	kubeconfig   string
 	context      string
@@ -98,6 +102,7 @@ func parseTestFlags(args []string) (f testFlags, help bool, err error) {
 	fs.BoolVar(&f.detailed, "detailed-results", false, "")
 	fs.StringVar(&f.kubeVersion, "kube-version", "", "")
 	fs.BoolVar(&f.requireTests, "require-tests", false, "")
+	fs.BoolVar(&f.strict, "strict", false, "")
 	fs.BoolVar(&f.cluster, "cluster", false, "")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "")
 	fs.StringVar(&f.context, "context", "", "")
@@ -174,14 +179,14 @@ func runTest(args []string, stdout, stderr io.Writer) int {
 			if ctx.Err() != nil {
 				break
 			}
-			reports = append(reports, kyvernosuite.RunCluster(ctx, &suites[i], cluster, kyvernosuite.Options{CompatibilityVersion: f.kubeVersion}))
+			reports = append(reports, kyvernosuite.RunCluster(ctx, &suites[i], cluster, kyvernosuite.Options{CompatibilityVersion: f.kubeVersion, Strict: f.strict}))
 		}
 		if err := cluster.Close(); err != nil {
 			fmt.Fprintf(stderr, "kyvap test: cleaning up: %v\n", err)
 		}
 	} else {
 		for i := range suites {
-			reports = append(reports, kyvernosuite.Run(context.Background(), &suites[i], kyvernosuite.Options{CompatibilityVersion: f.kubeVersion}))
+			reports = append(reports, kyvernosuite.Run(context.Background(), &suites[i], kyvernosuite.Options{CompatibilityVersion: f.kubeVersion, Strict: f.strict}))
 		}
 	}
 	results := kyvernosuite.NewResults(reports)

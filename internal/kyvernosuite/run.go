@@ -21,6 +21,10 @@ type Options struct {
 	// CompatibilityVersion is the target cluster's CEL compatibility
 	// version ("1.37"); empty means the newest this build knows.
 	CompatibilityVersion string
+	// Strict fails the results that name a rule their policy does not
+	// have; by default they pass, as Kyverno's CLI counts their resources
+	// as excluded.
+	Strict bool
 }
 
 // Autogen rule name prefixes (Kyverno's pod-controller variants).
@@ -214,7 +218,7 @@ func (r *runner) rowsFor(ctx context.Context, i int) []Row {
 		return []Row{row}
 	}
 	if res.Rule != "" && st.rule(res.Rule) == nil {
-		r.warnings = append(r.warnings, fmt.Sprintf("results[%d]: policy %q has no rule %q; Kyverno's CLI counts its resources as excluded (passed)", i, name, res.Rule))
+		return r.missingRuleRows(i, base, name)
 	}
 	var rows []Row
 	selected, warnings := r.suite.SelectResources(i)
@@ -236,6 +240,31 @@ func (r *runner) rowsFor(ctx context.Context, i int) []Row {
 			continue
 		}
 		rows = append(rows, r.compare(st, res, row, ev)...)
+	}
+	return rows
+}
+
+// missingRuleRows are the rows of result i, which names a rule its policy
+// does not have (a misspelt name). Kyverno's CLI finds no rule response
+// for it, counts each resource as excluded and passes the row
+// (cmd/cli/kubectl-kyverno/commands/test/output.go): so does kyvap, with a
+// warning; Options.Strict fails the rows instead.
+func (r *runner) missingRuleRows(i int, base Row, policy string) []Row {
+	res := &r.suite.Test.Results[i]
+	r.warnings = append(r.warnings, fmt.Sprintf("results[%d]: policy %q has no rule %q; Kyverno's CLI counts its resources as excluded (passed), and so does kyvap unless --strict", i, policy, res.Rule))
+	selected, warnings := r.suite.SelectResources(i)
+	r.warnings = append(r.warnings, warnings...)
+	rows := make([]Row, 0, len(selected))
+	for _, resource := range selected {
+		row := base
+		row.Resource = resource.Key()
+		row.VAP, row.Engine = PathResult{Result: NotApplicable}, PathResult{Result: NotApplicable}
+		if r.opts.Strict {
+			row.Status, row.Reason = StatusFail, fmt.Sprintf("policy %q has no rule %q (--strict; Kyverno's CLI passes the row as excluded)", policy, res.Rule)
+		} else {
+			row.Status, row.Reason = StatusPass, fmt.Sprintf("excluded: policy %q has no rule %q, as Kyverno's CLI counts it (--strict fails it)", policy, res.Rule)
+		}
+		rows = append(rows, row)
 	}
 	return rows
 }

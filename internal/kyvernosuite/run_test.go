@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -433,5 +434,59 @@ spec: {}
 	report := runDir(t, dir)
 	if len(report.Rows) != 1 || report.Rows[0].Status != StatusSkipped || !strings.Contains(report.Rows[0].Reason, "not served") {
 		t.Fatalf("rows = %+v, want one skipped row saying the kind is not served", report.Rows)
+	}
+}
+
+// TestResultNamingAMissingRule: a result naming a rule the policy does not
+// have passes as Kyverno's CLI passes it (its resources count as excluded),
+// with a warning; Strict fails it.
+func TestResultNamingAMissingRule(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"kyverno-test.yaml": `apiVersion: cli.kyverno.io/v1alpha1
+kind: Test
+metadata: {name: misspelt}
+policies: [policy.yaml]
+resources: [resources.yaml]
+results:
+- {policy: p, rule: no-such-rule, kind: ConfigMap, resources: [cm], result: fail}
+- {policy: p, rule: r, kind: ConfigMap, resources: [cm], result: fail}
+`,
+		"policy.yaml": `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: p}
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: r
+    match: {any: [{resources: {kinds: [ConfigMap]}}]}
+    validate:
+      cel:
+        expressions: [{expression: "false"}]
+`,
+		"resources.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata: {name: cm, namespace: default}
+`,
+	})
+	suites, err := Load(dir)
+	if err != nil || len(suites) != 1 {
+		t.Fatalf("Load: %v (%d suites)", err, len(suites))
+	}
+	for _, strict := range []bool{false, true} {
+		report := Run(context.Background(), &suites[0], Options{Strict: strict})
+		statuses := map[string]Status{}
+		for _, row := range report.Rows {
+			statuses[row.Rule] = row.Status
+		}
+		want := map[string]Status{"no-such-rule": StatusPass, "r": StatusPass}
+		if strict {
+			want["no-such-rule"] = StatusFail
+		}
+		if fmt.Sprint(statuses) != fmt.Sprint(want) {
+			t.Errorf("strict %v: statuses %v, want %v", strict, statuses, want)
+		}
+		if !strings.Contains(strings.Join(report.Warnings, "\n"), `policy "p" has no rule "no-such-rule"`) {
+			t.Errorf("strict %v: warnings %q do not name the missing rule", strict, report.Warnings)
+		}
 	}
 }
