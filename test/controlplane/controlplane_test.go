@@ -46,3 +46,23 @@ func TestLineLoggerSplitsLines(t *testing.T) {
 		t.Errorf("lines = %q, want [one two]", lines)
 	}
 }
+
+// TestFreePortsAvoidTheEphemeralRange: ports handed to processes lie below
+// the kernel's ephemeral range, where no ":0" bind and no outgoing
+// connection takes them between the choice and the process's own bind,
+// and one process never hands out a port twice.
+func TestFreePortsAvoidTheEphemeralRange(t *testing.T) {
+	low := ephemeralLow()
+	below := low-portsFloor >= minPortRange // false where the range is unknown (not Linux) or too low
+	seen := map[int]bool{}
+	for range 200 {
+		port := FreePort(t)
+		if below && (port < portsFloor || port >= low) {
+			t.Fatalf("port %d outside [%d, %d)", port, portsFloor, low)
+		}
+		if seen[port] {
+			t.Fatalf("port %d handed out twice", port)
+		}
+		seen[port] = true
+	}
+}

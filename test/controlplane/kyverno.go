@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -186,14 +185,6 @@ func (k *Kyverno) Stop(ctx context.Context, cp *ControlPlane) error {
 }
 
 // freeTCPPort asks the kernel for a port nobody listens on.
-func freeTCPPort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
 
 // KyvernoReports is Kyverno's reports controller (background scans and
 // PolicyReports; built from its module by hack/build-kyverno.sh
