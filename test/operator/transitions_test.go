@@ -14,6 +14,8 @@ import (
 	policiesv1 "github.com/kyverno/api/api/policies.kyverno.io/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -28,6 +30,7 @@ import (
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/test/controlplane"
 	"github.com/kyvap/kyvap/translate"
+	"github.com/kyvap/kyvap/webhook"
 )
 
 // The suites of this file walk each policy kind through the changes of
@@ -551,4 +554,157 @@ func TestWebhookConfigurationShrinksAfterAUserEdit(t *testing.T) {
 	waitForRegistered("configmaps")
 	cp.WaitForDenial(t, configMapNamed(ns, "bad-cm"), badMessage)
 	cp.MustAdmit(t, secretNamed(ns, "bad-secret"))
+}
+
+// TestRefusedChangeKeepsThePreviousPairEnforcing runs kyvap with exactly
+// the shipped RBAC. A change the API server refuses (the rule gains a
+// paramKind kyvap may not read, and goes to Audit) leaves the stored VAP
+// and binding as they were, as a pair: the rule stays enforced at Enforce,
+// the binding does not get a paramRef its VAP lacks, and the status says
+// that the previous version keeps enforcing the rule. Once the grant
+// exists, the change takes effect.
+func TestRefusedChangeKeepsThePreviousPairEnforcing(t *testing.T) {
+	ctx := context.Background()
+	const ns = "refused-change"
+	cp.Namespace(t, ns, nil)
+	cp.Create(t, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "quota"}})
+	cfg := cp.ManagerUserConfig(t, "kyvap-refused-change")
+	cp.StartWebhookOperatorAs(t, cfg, generateOn, controlplane.FreePort(t))
+	policy := controlplane.ClusterPolicy("refused-change", kyvernov1.Enforce, badNamesRule(ns))
+	cp.Create(t, policy)
+	walk(t, policy, []transition{{name: "created as Enforce", expect: []expectation{{configMapNamed(ns, "bad-1"), denied}}}})
+
+	edit(t, policy, func(obj client.Object) {
+		spec := kyvernoSpec(obj)
+		spec.ValidationFailureAction = kyvernov1.Audit
+		spec.Rules[0].Validation.CEL.ParamKind = &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ResourceQuota"}
+		spec.Rules[0].Validation.CEL.ParamRef = &admissionregistrationv1.ParamRef{Name: "quota", Namespace: ns}
+		spec.Rules[0].Validation.CEL.Expressions[0].Expression = "params != null && " + badNameExpression
+	})
+	got := cp.WaitForStatus(t, policy, controllers.ReasonApplyFailed)
+	if msg := got.Status.ValidatingAdmissionPolicy.Message; !strings.Contains(msg, "previous version keeps enforcing the rule") || !strings.Contains(msg, "ResourceQuota") {
+		t.Errorf("status message %q does not say that the previous version enforces the rule, nor what is missing", msg)
+	}
+	checkNow(t, "change refused", expectation{configMapNamed(ns, "bad-1"), denied})
+	_, bindings, err := cp.GeneratedFor(ctx, got)
+	if err != nil || len(bindings) != 1 {
+		t.Fatalf("bindings %d, %v", len(bindings), err)
+	}
+	if b := bindings[0].Spec; b.ParamRef != nil || !slices.Equal(b.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) {
+		t.Errorf("binding %+v was changed although its VAP could not be", b)
+	}
+
+	cp.Create(t, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "kyvap-params-resourcequotas", Labels: map[string]string{webhook.ParamsReaderLabel: "true"}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"resourcequotas"}, Verbs: []string{"get", "list", "watch"}}},
+	})
+	walk(t, policy, []transition{{name: "granted", expect: []expectation{{configMapNamed(ns, "bad-1"), warned}, {configMapNamed(ns, "good-1"), admitted}}}})
+}
+
+// TestEveryListAUserGrowsIsRestored: a user's kubectl edit (an Update by
+// another field manager) adds an entry to every list and map kyvap writes
+// in a VAP and its bindings; kyvap restores each spec exactly as it was.
+func TestEveryListAUserGrowsIsRestored(t *testing.T) {
+	ctx := context.Background()
+	cp.StartOperator(t, generateOn)
+	const ns = "every-list"
+	cp.Namespace(t, ns, map[string]string{"env": "prod"})
+	rule := badNamesRule(ns)
+	rule.CELPreconditions = []admissionregistrationv1.MatchCondition{{Name: "not-exempt", Expression: "!has(object.metadata.labels) || !('exempt' in object.metadata.labels)"}}
+	rule.Validation.CEL.Variables = []admissionregistrationv1.Variable{{Name: "name", Expression: "object.metadata.name"}}
+	rule.Validation.CEL.Expressions[0].Expression = "!variables.name.startsWith('bad')"
+	policy := controlplane.ClusterPolicy("every-list", kyvernov1.Audit, rule)
+	policy.Spec.ValidationFailureActionOverrides = []kyvernov1.ValidationFailureActionOverride{{
+		Action: kyvernov1.Enforce, NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}},
+	}}
+	cp.Create(t, policy)
+	walk(t, policy, []transition{{name: "created", expect: []expectation{{configMapNamed(ns, "bad-1"), denied}}}})
+	current := &kyvernov1.ClusterPolicy{}
+	if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(policy), current); err != nil {
+		t.Fatal(err)
+	}
+	vaps, bindings, err := cp.GeneratedFor(ctx, current)
+	if err != nil || len(vaps) == 0 || len(bindings) < 2 {
+		t.Fatalf("generated %d VAPs, %d bindings (%v), want overrides to split the bindings", len(vaps), len(bindings), err)
+	}
+	userEdit := func(obj client.Object, grow func(client.Object)) {
+		t.Helper()
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+				return err
+			}
+			grow(obj)
+			return cp.Client.Update(ctx, obj, client.FieldOwner("kubectl-edit"))
+		})
+		if err != nil {
+			t.Fatalf("editing %s: %v", obj.GetName(), err)
+		}
+	}
+	extraRule := admissionregistrationv1.NamedRuleWithOperations{RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+	}}
+	extraExpression := metav1.LabelSelectorRequirement{Key: "added-by", Operator: metav1.LabelSelectorOpDoesNotExist}
+	for i := range vaps {
+		want := vaps[i].Spec
+		vap := vaps[i].DeepCopy()
+		userEdit(vap, func(obj client.Object) {
+			s := &obj.(*admissionregistrationv1.ValidatingAdmissionPolicy).Spec
+			s.Validations = append(s.Validations, admissionregistrationv1.Validation{Expression: "true"})
+			s.Variables = append(s.Variables, admissionregistrationv1.Variable{Name: "extra", Expression: "1"})
+			s.MatchConditions = append(s.MatchConditions, admissionregistrationv1.MatchCondition{Name: "extra", Expression: "true"})
+			s.AuditAnnotations = append(s.AuditAnnotations, admissionregistrationv1.AuditAnnotation{Key: "extra", ValueExpression: "'x'"})
+			s.MatchConstraints.ResourceRules = append(s.MatchConstraints.ResourceRules, extraRule)
+			s.MatchConstraints.ExcludeResourceRules = append(s.MatchConstraints.ExcludeResourceRules, extraRule)
+			if s.MatchConstraints.NamespaceSelector == nil {
+				s.MatchConstraints.NamespaceSelector = &metav1.LabelSelector{}
+			}
+			s.MatchConstraints.NamespaceSelector.MatchExpressions = append(s.MatchConstraints.NamespaceSelector.MatchExpressions, extraExpression)
+			if s.MatchConstraints.ObjectSelector == nil {
+				s.MatchConstraints.ObjectSelector = &metav1.LabelSelector{}
+			}
+			s.MatchConstraints.ObjectSelector.MatchLabels = map[string]string{"added-by": "user"}
+		})
+		waitForSpec(t, vap, func(obj client.Object) any { return obj.(*admissionregistrationv1.ValidatingAdmissionPolicy).Spec }, want)
+	}
+	for i := range bindings {
+		want := bindings[i].Spec
+		binding := bindings[i].DeepCopy()
+		userEdit(binding, func(obj client.Object) {
+			s := &obj.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding).Spec
+			if slices.Contains(s.ValidationActions, admissionregistrationv1.Deny) {
+				s.ValidationActions = append(s.ValidationActions, admissionregistrationv1.Audit)
+			} else {
+				s.ValidationActions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit}
+			}
+			if s.MatchResources == nil {
+				s.MatchResources = &admissionregistrationv1.MatchResources{}
+			}
+			s.MatchResources.ResourceRules = append(s.MatchResources.ResourceRules, extraRule)
+			if s.MatchResources.NamespaceSelector == nil {
+				s.MatchResources.NamespaceSelector = &metav1.LabelSelector{}
+			}
+			s.MatchResources.NamespaceSelector.MatchExpressions = append(s.MatchResources.NamespaceSelector.MatchExpressions, extraExpression)
+		})
+		waitForSpec(t, binding, func(obj client.Object) any {
+			return obj.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding).Spec
+		}, want)
+	}
+	walk(t, policy, []transition{{name: "restored", expect: []expectation{{configMapNamed(ns, "bad-1"), denied}, {configMapNamed(ns, "good-1"), admitted}}}})
+}
+
+// waitForSpec waits until the stored object's spec (as spec reads it) is
+// want again.
+func waitForSpec(t *testing.T, obj client.Object, spec func(client.Object) any, want any) {
+	t.Helper()
+	err := controlplane.Eventually(context.Background(), 30*time.Second, func(ctx context.Context) (bool, error) {
+		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return false, err
+		}
+		got := spec(obj)
+		return equality.Semantic.DeepEqual(got, want), fmt.Errorf("spec %+v", got)
+	})
+	if err != nil {
+		t.Fatalf("%s was not restored to %+v: %v", obj.GetName(), want, err)
+	}
 }
