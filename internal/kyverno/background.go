@@ -58,3 +58,24 @@ func userInfoDefined(ui kyvernov1.UserInfo) string {
 	}
 	return ""
 }
+
+// BackgroundOnly reports whether Kyverno applies a policy in background
+// scans only: spec.admission is false and spec.background is on (the
+// default). Kyverno's background scan (pkg/controllers/report/background)
+// and its CLI evaluate such a policy's rules as at admission.
+func BackgroundOnly(spec *kyvernov1.Spec) bool {
+	return !spec.AdmissionEnabled() && spec.BackgroundEnabled()
+}
+
+// AsScanned returns the policy as a background scan evaluates it: with
+// admission on, so that its rules translate as at admission. The policy is
+// not modified.
+func AsScanned(policy *kyvernov1.ClusterPolicy) *kyvernov1.ClusterPolicy {
+	if policy.Spec.AdmissionEnabled() {
+		return policy
+	}
+	scanned := policy.DeepCopy()
+	on := true
+	scanned.Spec.Admission = &on
+	return scanned
+}

@@ -389,6 +389,9 @@ func (r *runner) notEnforced(p *kyvernov1.ClusterPolicy, rule string) string {
 	if st == nil || st.err != nil {
 		return ""
 	}
+	if st.backgroundOnly {
+		return "background-only (spec.admission: false): the API server never judges it at admission; kyvap's background scan reports it in PolicyReports, and kyvap test without --cluster gives the scan's verdict"
+	}
 	if rule == "" {
 		return ""
 	}

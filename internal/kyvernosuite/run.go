@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/internal/kyverno"
 	"github.com/kyvap/kyvap/translate"
 )
 
@@ -48,7 +49,12 @@ type policyState struct {
 	fallbackNames map[string]bool
 	// err is a translation error; every row of the policy reports it.
 	err error
+	// backgroundOnly: spec.admission is false with background scans on;
+	// vap and engine translate the policy as kyvap's scanner evaluates it
+	// (admission on).
+	backgroundOnly bool
 }
+
 
 // runner evaluates one suite.
 type runner struct {
@@ -137,6 +143,16 @@ func (r *runner) translate(report *Report) {
 		r.order = append(r.order, p.Name)
 		in := translate.InputFor(p, r.suite.Exceptions)
 		st.vap, st.err = translate.Translate(in, r.resolver, translate.Options{GenerateValidatingAdmissionPolicy: true, CompatibilityVersion: r.opts.CompatibilityVersion})
+		deployed := st.vap.Rules // what the operator makes of the policy, as listed
+		if st.err == nil && kyverno.BackgroundOnly(&p.Spec) {
+			// Kyverno applies it in background scans only, and its CLI
+			// gives those verdicts: so does kyvap's scanner, which
+			// evaluates the rules as at admission (internal/scan).
+			st.backgroundOnly = true
+			r.warnings = append(r.warnings, fmt.Sprintf("ClusterPolicy %q: spec.admission is false, so no VAP is deployed; its results are the verdicts of kyvap's background scan, as Kyverno's CLI gives its scan's", p.Name))
+			in = translate.InputFor(kyverno.AsScanned(p), r.suite.Exceptions)
+			st.vap, st.err = translate.Translate(in, r.resolver, translate.Options{GenerateValidatingAdmissionPolicy: true, CompatibilityVersion: r.opts.CompatibilityVersion})
+		}
 		if st.err == nil {
 			st.engine, st.err = translate.Translate(in, r.resolver, translate.Options{GenerateValidatingAdmissionPolicy: false, CompatibilityVersion: r.opts.CompatibilityVersion})
 		}
@@ -144,13 +160,16 @@ func (r *runner) translate(report *Report) {
 			st.err = fmt.Errorf("translating ClusterPolicy %q: %w", p.Name, st.err)
 			continue
 		}
-		for j := range st.vap.Rules {
-			rr := &st.vap.Rules[j]
-			st.rules[rr.Rule] = rr
+		for j := range deployed {
+			rr := &deployed[j]
 			report.Rules = append(report.Rules, RuleVerdict{
 				Policy: p.Name, Rule: rr.Rule, Verdict: string(rr.Verdict), Reason: string(rr.Reason),
 				VAPs: rr.ValidatingAdmissionPolicies, Message: rr.Message,
 			})
+		}
+		for j := range st.vap.Rules {
+			rr := &st.vap.Rules[j]
+			st.rules[rr.Rule] = rr
 			if fb := rr.Fallback; fb != nil {
 				st.fallbackNames[fb.Rule.Name] = true
 				for _, a := range fb.AdditionalRules {

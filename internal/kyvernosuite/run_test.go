@@ -490,3 +490,18 @@ metadata: {name: cm, namespace: default}
 		}
 	}
 }
+
+// TestBackgroundOnlyClusterPolicyGetsTheScansVerdict: a ClusterPolicy with
+// spec.admission false is applied by Kyverno in background scans only, and
+// Kyverno's CLI gives its scan's verdicts: kyvap test gives the verdicts of
+// kyvap's background scan instead of skipping the rows.
+func TestBackgroundOnlyClusterPolicyGetsTheScansVerdict(t *testing.T) {
+	report := runDir(t, filepath.Join("..", "..", "test", "conformance", "cpol-background-only"))
+	checkRows(t, report.Rows, map[string]string{
+		"no-node-port cluster-ip": "pass pass pass pass",
+		"no-node-port node-port":  "fail fail fail pass",
+	})
+	if report.Summary.Skipped != 0 {
+		t.Errorf("%d rows skipped, want none", report.Summary.Skipped)
+	}
+}

@@ -427,15 +427,19 @@ func (r *Reporter) reconcilePolicy(ctx context.Context, req reconcile.Request) (
 	return reconcile.Result{}, nil
 }
 
+// rulesOf returns the rules kyvap scans the policy with. A background-only
+// policy (spec.admission: false) is scanned as Kyverno scans it, its rules
+// evaluated as at admission (kyverno.AsScanned).
 func (r *Reporter) rulesOf(policy *kyvernov1.ClusterPolicy) ([]translate.FallbackRule, error) {
 	opts := r.Options()
 	resolver := r.Resolvers.Resolver()
-	plan, err := translate.Translate(translate.InputFor(policy, nil), resolver, opts)
+	scanned := kyverno.AsScanned(policy)
+	plan, err := translate.Translate(translate.InputFor(scanned, nil), resolver, opts)
 	if err != nil {
 		return nil, err
 	}
 	opts.GenerateValidatingAdmissionPolicy = false
-	engineForm, err := translate.Translate(translate.InputFor(policy, nil), resolver, opts)
+	engineForm, err := translate.Translate(translate.InputFor(scanned, nil), resolver, opts)
 	if err != nil {
 		return nil, err
 	}
