@@ -55,7 +55,6 @@ type policyState struct {
 	backgroundOnly bool
 }
 
-
 // runner evaluates one suite.
 type runner struct {
 	suite    *Suite
