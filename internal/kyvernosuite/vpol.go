@@ -85,6 +85,21 @@ type vpolPaths struct {
 	full, fullProbe, condProbe, bareProbe, confinedProbe *vapsim.Simulator
 	vaps                                                 map[string]vpolRuleRef
 	notes                                                []string
+	// exceptionProbe has, for every full PolicyException of a rule, the
+	// rule's bare probe with the exception's matchConditions added:
+	// whether each exception matches a request, evaluated as the API
+	// server evaluates the VAP's exception condition. exceptionVAPs maps
+	// its VAPs to their rule and exception.
+	exceptionProbe *vapsim.Simulator
+	exceptionVAPs  map[string]exceptionRef
+}
+
+// exceptionRef is the rule and the exception (its index in the rule's
+// Exceptions) an exception probe VAP stands for.
+type exceptionRef struct {
+	st        *vpolState
+	rule      string
+	exception int
 }
 
 // vpolOutcome is the VAP path's result for one rule of a ValidatingPolicy.
@@ -261,6 +276,38 @@ func newVpolPaths(r *runner) *vpolPaths {
 			add(&confined, st, translate.TranslatePolicy(constraintsOnly(st.lowered, true), r.resolver, opts), all)
 		}
 	}
+	p.exceptionVAPs = map[string]exceptionRef{}
+	var exceptions set
+	for i := range bare.vaps {
+		v := &bare.vaps[i]
+		ref := p.vaps[v.Name]
+		rule := ref.st.modelRules[ref.rule]
+		if rule == nil {
+			continue
+		}
+		for j, ex := range rule.Exceptions {
+			if !ex.Full() {
+				continue
+			}
+			probe := v.DeepCopy()
+			probe.Name = fmt.Sprintf("%s.exception-%d", v.Name, j)
+			for _, c := range ex.MatchConditions {
+				c.Name = "exception-" + c.Name
+				probe.Spec.MatchConditions = append(probe.Spec.MatchConditions, c)
+			}
+			exceptions.vaps = append(exceptions.vaps, *probe)
+			p.exceptionVAPs[probe.Name] = exceptionRef{st: ref.st, rule: ref.rule, exception: j}
+			for _, b := range bare.bindings {
+				if b.Spec.PolicyName == v.Name {
+					binding := b.DeepCopy()
+					binding.Name = probe.Name + strings.TrimPrefix(b.Name, v.Name)
+					binding.Spec.PolicyName = probe.Name
+					exceptions.bindings = append(exceptions.bindings, *binding)
+				}
+			}
+		}
+	}
+	p.exceptionProbe = vapsim.New(probes(exceptions.vaps), exceptions.bindings)
 	p.full = vapsim.New(full.vaps, full.bindings)
 	p.fullProbe = vapsim.New(probes(full.vaps), full.bindings)
 	p.condProbe = vapsim.New(probes(cond.vaps), cond.bindings)
@@ -323,6 +370,7 @@ func (p *vpolPaths) evaluate(ctx context.Context, req *admissionv1.AdmissionRequ
 		return nil, err
 	}
 	out := map[*vpolState]map[string]vpolOutcome{}
+	var exempting map[*vpolState]map[string][]int // computed once, when needed
 	set := func(st *vpolState, id string, o vpolOutcome) {
 		if out[st] == nil {
 			out[st] = map[string]vpolOutcome{}
@@ -350,7 +398,12 @@ func (p *vpolPaths) evaluate(ctx context.Context, req *admissionv1.AdmissionRequ
 				continue
 			}
 			if !cond[st][id] {
-				set(st, id, vpolOutcome{result: exceptionResult(st.modelRules[id], st.rules[id])})
+				if exempting == nil {
+					if exempting, err = p.exempting(ctx, req); err != nil {
+						return nil, err
+					}
+				}
+				set(st, id, vpolOutcome{result: exceptionResult(st.modelRules[id], exempting[st][id])})
 				continue
 			}
 			set(st, id, vpolOutcome{result: PathResult{Result: Skip, Message: "matchConditions not met"}})
@@ -380,30 +433,49 @@ func (p *vpolPaths) evaluate(ctx context.Context, req *admissionv1.AdmissionRequ
 	return out, nil
 }
 
-// exceptionResult is Kyverno's result for a request a PolicyException
-// exempts: skip, or pass when the selected exception's reportResult says
-// so. Kyverno selects the matching exception with the highest
-// kyverno.io/exception-priority label (the first by default); the VAP
-// path knows that some exception matched, not which, so it answers pass
-// only when every exception of the rule says pass.
-func exceptionResult(rule *model.Rule, rr *translate.RuleResult) PathResult {
-	keys := []string{}
-	pass := rule != nil && len(rule.Exceptions) > 0
-	if rule != nil {
-		for _, ex := range rule.Exceptions {
-			if ex.Full() {
-				keys = append(keys, ex.Key())
-				if ex.ReportResult != "pass" {
-					pass = false
-				}
-			}
+// exempting returns, per policy and rule, the indexes of the rule's full
+// PolicyExceptions whose matchConditions hold for the request (the
+// exception probe).
+func (p *vpolPaths) exempting(ctx context.Context, req *admissionv1.AdmissionRequest) (map[*vpolState]map[string][]int, error) {
+	applying, err := p.r.paths.applying(ctx, p.exceptionProbe, req)
+	if err != nil {
+		return nil, err
+	}
+	out := map[*vpolState]map[string][]int{}
+	for name := range applying {
+		ref, ok := p.exceptionVAPs[name]
+		if !ok {
+			continue
+		}
+		if out[ref.st] == nil {
+			out[ref.st] = map[string][]int{}
+		}
+		out[ref.st][ref.rule] = append(out[ref.st][ref.rule], ref.exception)
+	}
+	for _, rules := range out {
+		for id := range rules {
+			sort.Ints(rules[id])
 		}
 	}
-	msg := "a PolicyException applies"
-	if len(keys) > 0 {
-		msg += " (" + strings.Join(keys, ", ") + ")"
+	return out, nil
+}
+
+// exceptionResult is Kyverno's result for a request PolicyExceptions
+// exempt: skip, or pass when the exception Kyverno selects says
+// reportResult: pass. The first matching exception in the lowered rule's
+// order decides, as in kyvap's engine (engine/model.go), so that both
+// paths report the same; matching are the indexes of those whose
+// conditions hold.
+func exceptionResult(rule *model.Rule, matching []int) PathResult {
+	if rule == nil || len(matching) == 0 {
+		return PathResult{Result: Skip, Message: "a PolicyException applies"}
 	}
-	if pass {
+	keys := make([]string, 0, len(matching))
+	for _, i := range matching {
+		keys = append(keys, rule.Exceptions[i].Key())
+	}
+	msg := "exempted by PolicyException " + strings.Join(keys, ", ")
+	if rule.Exceptions[matching[0]].ReportResult == "pass" {
 		return PathResult{Result: Pass, Message: msg + ": reportResult pass"}
 	}
 	return PathResult{Result: Skip, Message: msg}

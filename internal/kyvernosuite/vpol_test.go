@@ -330,3 +330,16 @@ func TestVpolResult(t *testing.T) {
 		}
 	}
 }
+
+// TestExceptionReportResultOnBothPaths: of two PolicyExceptions of a
+// ValidatingPolicy, the one with reportResult: pass makes the request it
+// exempts pass, on the VAP path as on the engine's (the VAP path once said
+// skip, knowing only that some exception applied).
+func TestExceptionReportResultOnBothPaths(t *testing.T) {
+	report := runDir(t, filepath.Join("..", "..", "test", "conformance", "vpol-exception-report-result"))
+	checkRows(t, report.Rows, map[string]string{
+		" node-port-ok":    "pass pass pass pass",
+		" node-port-other": "skip skip skip pass",
+		" node-port":       "fail fail fail pass",
+	})
+}
