@@ -6,6 +6,10 @@ package convertsuite
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kyvap/kyvap/internal/kyvernosuite"
@@ -48,5 +52,76 @@ func TestConvertCorpus(t *testing.T) {
 	}
 	if checked != rows.Converted {
 		t.Errorf("%d rows checked, %d converted", checked, rows.Converted)
+	}
+}
+
+// TestRowOfAnUnservedVersionIsLeftOut: a source row about a resource of a
+// version no API server kyvap targets serves (batch/v1beta1 CronJob) is
+// left out of the converted test with the reason: the converted policy
+// matches the served versions only, and Kyverno's CLI would report the row
+// "Not found".
+func TestRowOfAnUnservedVersionIsLeftOut(t *testing.T) {
+	src := t.TempDir()
+	files := map[string]string{
+		"kyverno-test.yaml": `apiVersion: cli.kyverno.io/v1alpha1
+kind: Test
+metadata: {name: unserved-version}
+policies: [policy.yaml]
+resources: [resources.yaml]
+results:
+- {policy: no-latest, rule: no-latest, kind: CronJob, resources: [served, old], result: fail}
+`,
+		"policy.yaml": `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: no-latest}
+spec:
+  validationFailureAction: Enforce
+  background: false
+  rules:
+  - name: no-latest
+    match: {any: [{resources: {kinds: [CronJob]}}]}
+    validate:
+      cel:
+        expressions: [{expression: "object.spec.jobTemplate.spec.template.spec.containers.all(c, !c.image.endsWith(':latest'))", message: no latest}]
+`,
+		"resources.yaml": `apiVersion: batch/v1
+kind: CronJob
+metadata: {name: served, namespace: default}
+spec:
+  schedule: "* * * * *"
+  jobTemplate: {spec: {template: {spec: {containers: [{name: c, image: "nginx:latest"}]}}}}
+---
+apiVersion: batch/v1beta1
+kind: CronJob
+metadata: {name: old, namespace: default}
+spec:
+  schedule: "* * * * *"
+  jobTemplate: {spec: {template: {spec: {containers: [{name: c, image: "nginx:latest"}]}}}}
+`,
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(src, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := t.TempDir()
+	var stderr bytes.Buffer
+	c := New(Options{Files: []string{src}, Out: out}, &stderr)
+	c.ConvertTests(c.FindTests())
+	rows := c.Rows()
+	if rows.Converted != 1 || rows.LeftOut != 1 || rows.Unconverted != 0 {
+		t.Fatalf("rows %+v, want the served CronJob converted and the batch/v1beta1 one left out; stderr:\n%s", rows, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "resource old: left out: batch/v1beta1, Kind=CronJob is not served") {
+		t.Errorf("stderr does not say why the old CronJob's row was left out:\n%s", stderr.String())
+	}
+	suites, err := kyvernosuite.Load(out)
+	if err != nil || len(suites) != 1 {
+		t.Fatalf("loading the converted test: %v (%d suites)", err, len(suites))
+	}
+	for _, res := range suites[0].Test.Results {
+		if slices.Contains(res.Resources, "old") {
+			t.Errorf("the converted test keeps a row for the batch/v1beta1 CronJob: %+v", res)
+		}
 	}
 }

@@ -292,12 +292,23 @@ func (r *runner) missingRuleRows(i int, base Row, policy string) []Row {
 // other kinds of) that is not served in that group/version, such as
 // policy/v1beta1 PodSecurityPolicy, removed in Kubernetes 1.25.
 func (r *runner) unserved(resource *Resource) string {
+	return r.suite.unservedBy(r.resolver, resource)
+}
+
+// Unserved says why no API server of the Kubernetes version kyvap targets
+// can be sent the resource (its kind is not served in a built-in API
+// group it names, such as batch/v1beta1 CronJob), or "".
+func (s *Suite) Unserved(resource *Resource) string {
+	return s.unservedBy(translate.NewStaticResolver(s.CRDs...), resource)
+}
+
+func (s *Suite) unservedBy(resolver translate.KindResolver, resource *Resource) string {
 	gvk := resource.Object.GroupVersionKind()
-	if _, ok := resolveObject(r.resolver, gvk); ok {
+	if _, ok := resolveObject(resolver, gvk); ok {
 		return ""
 	}
-	if r.suite.Values != nil {
-		for _, s := range r.suite.Values.Subresources {
+	if s.Values != nil {
+		for _, s := range s.Values.Subresources {
 			if s.Subresource.Group == gvk.Group && s.Subresource.Version == gvk.Version && s.Subresource.Kind == gvk.Kind {
 				return ""
 			}
@@ -308,7 +319,7 @@ func (r *runner) unserved(resource *Resource) string {
 		group = "core"
 	}
 	if gvk.Group != "" {
-		if others, err := r.resolver.Resolve(gvk.Group + "/*/*"); err != nil || len(others) == 0 {
+		if others, err := resolver.Resolve(gvk.Group + "/*/*"); err != nil || len(others) == 0 {
 			return "" // an unknown group: kyvap assumes a custom resource (with a warning)
 		}
 	}
