@@ -10,7 +10,12 @@ import (
 	"io"
 	"strings"
 
+	clientdiscovery "k8s.io/client-go/discovery"
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/kyvap/kyvap/internal/convertsuite"
+	"github.com/kyvap/kyvap/internal/discovery"
+	"github.com/kyvap/kyvap/translate"
 )
 
 const convertUsage = `Usage:
@@ -40,6 +45,13 @@ converted policies (isValidatingPolicy: true; a row of a pod-controller
 variant addresses the policy that evaluates that controller). Run it with
 kyvap test or Kyverno's CLI.
 
+Kinds: a policy's kinds resolve from Kubernetes' own kinds, then CRDs (those
+among a test's files, then --crd), then the cluster's discovery (--cluster),
+then, for a test, the apiVersion and kind of its own resources (the plural
+guessed as Kubernetes guesses it from a kind). Each resolution of a custom
+kind is said on stderr and in the converted test's header, with its source;
+a kind none of them knows is refused (KindUnresolved).
+
 Refused, with the reason, never approximated: rules that are not validate.cel
 (pattern, deny, JMESPath), context entries, JMESPath preconditions, roles and
 clusterRoles, paramKind, validationFailureActionOverrides, spec.applyRules One,
@@ -49,7 +61,13 @@ hand). Each is listed on stderr and as a "# NOT CONVERTED" comment.
 Flags:
   -f FILE                          input file, directory or "-" (repeatable, required)
   -o DIR                           output directory (required for tests)
-  --crd FILE                       CustomResourceDefinitions that resolve custom kinds
+  --crd FILE|DIR                   CustomResourceDefinitions that resolve custom kinds
+                                   (repeatable); a converted test carries those it used
+  --cluster                        also resolve kinds from the discovery of the cluster of
+                                   the current kubeconfig (or --kubeconfig; read only)
+  --kubeconfig FILE                kubeconfig for --cluster (default: $KUBECONFIG,
+                                   ~/.kube/config)
+  --context NAME                   kubeconfig context for --cluster
   --check                          after converting tests, run the source and the
                                    converted tests through kyvap's evaluation (as
                                    kyvap test) and exit 1 on any failing row, so CI
@@ -80,6 +98,9 @@ type convertFlags struct {
 	check             bool
 	celVersion        string
 	inlineConfig      string
+	cluster           bool
+	kubeconfig        string
+	context           string
 }
 
 func parseConvertFlags(args []string) (f convertFlags, help bool, err error) {
@@ -92,6 +113,9 @@ func parseConvertFlags(args []string) (f convertFlags, help bool, err error) {
 	fs.BoolVar(&f.check, "check", false, "")
 	fs.StringVar(&f.inlineConfig, "inline-kyverno-config", "", "")
 	fs.StringVar(&f.celVersion, "cel-compatibility-version", "", "")
+	fs.BoolVar(&f.cluster, "cluster", false, "")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "")
+	fs.StringVar(&f.context, "context", "", "")
 	if err := fs.Parse(args); err != nil {
 		return f, errors.Is(err, flag.ErrHelp), err
 	}
@@ -102,6 +126,8 @@ func parseConvertFlags(args []string) (f convertFlags, help bool, err error) {
 		return f, false, errors.New("no input: give at least one -f FILE")
 	case countStdin(f.files)+countStdin(f.crdFiles) > 1:
 		return f, false, errors.New(`stdin ("-") can be read only once`)
+	case !f.cluster && (f.kubeconfig != "" || f.context != ""):
+		return f, false, errors.New("--kubeconfig and --context need --cluster")
 	}
 	return f, false, nil
 }
@@ -129,6 +155,14 @@ func runConvert(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		opts.KyvernoConfig = cfg
 	}
+	if f.cluster {
+		resolver, err := clusterKinds(f.kubeconfig, f.context, stderr)
+		if err != nil {
+			fmt.Fprintf(stderr, "kyvap convert: --cluster: %v\n", err)
+			return exitUnusableInput
+		}
+		opts.Cluster = resolver
+	}
 	c := convertsuite.New(opts, stderr)
 	var code int
 	tests := c.FindTests()
@@ -151,4 +185,30 @@ func runConvert(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	return code
+}
+
+// clusterKinds resolves kinds from the discovery of the kubeconfig's
+// cluster (read only). Groups that do not answer are left out, with a
+// warning.
+func clusterKinds(kubeconfig, context string, stderr io.Writer) (translate.KindResolver, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if kubeconfig != "" {
+		rules.ExplicitPath = kubeconfig
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	client, err := clientdiscovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	resolver, partial, err := discovery.Resolver(client)
+	if err != nil {
+		return nil, err
+	}
+	if partial != nil {
+		fmt.Fprintf(stderr, "kyvap convert: warning: some API groups of the cluster did not answer, their kinds are not resolved from it: %v\n", partial)
+	}
+	return resolver, nil
 }

@@ -20,6 +20,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
@@ -48,6 +50,9 @@ type Options struct {
 	CELVersion string
 	// KyvernoConfig is folded into converted policies (policies only).
 	KyvernoConfig *kyverno.Config
+	// Cluster resolves kinds from a live cluster's discovery (--cluster);
+	// nil offline.
+	Cluster translate.KindResolver
 }
 
 // New returns a converter reporting on stderr.
@@ -63,8 +68,11 @@ func (c *Converter) Unconverted() int { return c.unconverted }
 
 // Converter holds one run's flags and what it reports.
 type Converter struct {
-	flags  Options
-	stderr io.Writer
+	flags Options
+	// crdFiles are the CRDs of --crd, which resolve the kinds of every
+	// test.
+	crdFiles []apiextensionsv1.CustomResourceDefinition
+	stderr   io.Writer
 	// unconverted counts what was left behind.
 	unconverted int
 	// rows counts the result rows of converted tests, one per resource.
@@ -161,7 +169,14 @@ func (c *Converter) ConvertPolicies(stdin io.Reader, stdout io.Writer) int {
 		fmt.Fprintf(c.stderr, "kyvap convert: no ClusterPolicy or Policy in %s\n", strings.Join(c.flags.Files, ", "))
 		return exitUnusableInput
 	}
-	opts := convert.Options{Resolver: translate.NewStaticResolver(set.CRDs...), CompatibilityVersion: c.flags.CELVersion, KyvernoConfig: c.flags.KyvernoConfig}
+	c.crdFiles = set.CRDs
+	resolver := c.resolver(nil, nil)
+	opts := convert.Options{Resolver: resolver, CompatibilityVersion: c.flags.CELVersion, KyvernoConfig: c.flags.KyvernoConfig}
+	defer func() {
+		for _, n := range resolver.notes() {
+			fmt.Fprintf(c.stderr, "kyvap convert: %s\n", n)
+		}
+	}()
 	var stream bytes.Buffer
 	var results []convert.Result
 	for i := range set.Policies {
@@ -275,6 +290,18 @@ func (c *Converter) ConvertTests(files []string) int {
 		fmt.Fprintf(c.stderr, "kyvap convert: the input holds Kyverno CLI tests (%s): give -o DIR to write the converted tests\n", files[0])
 		return exitUnusableInput
 	}
+	var set manifest.Set
+	for _, path := range c.flags.CRDFiles {
+		if path == manifest.Stdin {
+			fmt.Fprintf(c.stderr, "kyvap convert: --crd - (stdin) converts policies only; give tests their CRDs as files\n")
+			return exitUnusableInput
+		}
+		if err := set.ReadPath(path, nil, manifest.AcceptCRDsOnly); err != nil {
+			fmt.Fprintf(c.stderr, "kyvap convert: %v\n", err)
+			return exitUnusableInput
+		}
+	}
+	c.crdFiles = set.CRDs
 	code := exitOK
 	for _, file := range files {
 		suites, err := kyvernosuite.LoadFile(file)
@@ -342,7 +369,8 @@ func (c *Converter) convertSuite(s *kyvernosuite.Suite, dir string) int {
 		fmt.Fprintf(c.stderr, "NOT CONVERTED: %s: the test mixes ValidatingPolicies with ClusterPolicies; convert tests of ClusterPolicies only\n", label)
 		return exitOK
 	}
-	opts := convert.Options{Resolver: translate.NewStaticResolver(s.CRDs...), CompatibilityVersion: c.flags.CELVersion}
+	resolver := c.resolver(s.CRDs, s)
+	opts := convert.Options{Resolver: resolver, CompatibilityVersion: c.flags.CELVersion}
 	results := map[string]*convert.Result{}
 	var policies bytes.Buffer
 	for i := range s.Policies {
@@ -433,6 +461,12 @@ func (c *Converter) convertSuite(s *kyvernosuite.Suite, dir string) int {
 		leftOut = append(leftOut, notes...)
 		test.Results = append(test.Results, converted...)
 	}
+	if crds := resolver.carriedCRDs(); len(crds) > 0 {
+		if err := carryCRDs(s, &test, files, crds); err != nil {
+			fmt.Fprintf(c.stderr, "kyvap convert: %s: %v\n", label, err)
+			return exitUnusableInput
+		}
+	}
 	addNamespaces(s, &test, files, results)
 	header := fmt.Sprintf("# Converted by kyvap convert from %s: the same results, addressed to the\n# ValidatingPolicies converted from its ClusterPolicies.\n", s.Path)
 	if err := writeTest(dir, header, &test, files); err != nil {
@@ -444,7 +478,7 @@ func (c *Converter) convertSuite(s *kyvernosuite.Suite, dir string) int {
 		fmt.Fprintf(c.stderr, "kyvap convert: %s: %v\n", label, err)
 		return exitUnusableInput
 	}
-	notes = append(leftOut, notes...)
+	notes = append(append(resolver.notes(), leftOut...), notes...)
 	for _, row := range settled.Results {
 		if row.IsValidatingPolicy {
 			c.rows.Converted += pairs(row)
@@ -461,6 +495,67 @@ func (c *Converter) convertSuite(s *kyvernosuite.Suite, dir string) int {
 		}
 	}
 	return exitOK
+}
+
+// resolver resolves kinds from the built-in table, the CRD manifests, the
+// cluster's discovery (--cluster) and, for a test, its resources (see
+// kinds.go).
+func (c *Converter) resolver(testCRDs []apiextensionsv1.CustomResourceDefinition, s *kyvernosuite.Suite) *sourcedResolver {
+	sources := []kindSource{{name: sourceBuiltin, resolver: translate.NewStaticResolver()}, crdSource(sourceTestCRDs, testCRDs), crdSource(sourceCRDs, c.crdFiles)}
+	if c.flags.Cluster != nil {
+		sources = append(sources, kindSource{name: sourceCluster, resolver: c.flags.Cluster})
+	}
+	if s != nil {
+		sources = append(sources, resourcesSource(s, newSourcedResolver(sources...)))
+	}
+	return newSourcedResolver(sources...)
+}
+
+// Files a converted test gets for the CRDs it carries.
+const (
+	carriedCRDsFile      = "kyvap-crds.yaml"
+	carriedResourcesFile = "kyvap-cluster-resources.yaml"
+)
+
+// carryCRDs adds the CRDs to the converted test, as a ClusterResource file
+// naming a CRD file, the way Kyverno's CLI reads CRDs. With cluster
+// resources, Kyverno's CLI runs the test against a fake cluster, which
+// must hold the namespaces the resources live in: the file carries them
+// too, with the labels the test gives them (its values) and the name label
+// every namespace has.
+func carryCRDs(s *kyvernosuite.Suite, test *kyvernosuite.Test, files map[string][]byte, crds []apiextensionsv1.CustomResourceDefinition) error {
+	var docs [][]byte
+	for i := range crds {
+		out, err := yaml.Marshal(&crds[i])
+		if err != nil {
+			return err
+		}
+		docs = append(docs, out)
+	}
+	files[carriedCRDsFile] = bytes.Join(docs, []byte("---\n"))
+	type clusterResourceSpec struct {
+		CRDs      []string           `json:"crds"`
+		Resources []corev1.Namespace `json:"resources,omitempty"`
+	}
+	type clusterResource struct {
+		APIVersion string              `json:"apiVersion"`
+		Kind       string              `json:"kind"`
+		Spec       clusterResourceSpec `json:"spec"`
+	}
+	cr := clusterResource{APIVersion: kyvernosuite.APIVersion, Kind: "ClusterResource", Spec: clusterResourceSpec{CRDs: []string{carriedCRDsFile}}}
+	if len(test.ClusterResources) == 0 {
+		for _, ns := range s.Namespaces() {
+			ns.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}
+			cr.Spec.Resources = append(cr.Spec.Resources, ns)
+		}
+	}
+	out, err := yaml.Marshal(cr)
+	if err != nil {
+		return err
+	}
+	files[carriedResourcesFile] = append([]byte("# The CRDs kyvap convert resolved the policies' kinds with (--crd, --cluster), and the\n# namespaces Kyverno's CLI then needs in its fake cluster.\n"), out...)
+	test.ClusterResources = append(test.ClusterResources, carriedResourcesFile)
+	return nil
 }
 
 // writeTest writes a test file and the files beside it into dir.

@@ -6,6 +6,7 @@ package convertsuite
 import (
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/kyvap/kyvap/internal/kyvernosuite"
+	"github.com/kyvap/kyvap/translate"
 )
 
 // TestConvertCorpus converts every test of the repository's verdict
@@ -123,5 +125,129 @@ spec:
 		if slices.Contains(res.Resources, "old") {
 			t.Errorf("the converted test keeps a row for the batch/v1beta1 CronJob: %+v", res)
 		}
+	}
+}
+
+// writeSuite writes files into a new directory and returns it.
+func writeSuite(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// gizmoSuite is a test of a policy on a custom kind, Gizmo, whose
+// resources carry example.com/v1.
+var gizmoSuite = map[string]string{
+	"kyverno-test.yaml": `apiVersion: cli.kyverno.io/v1alpha1
+kind: Test
+metadata: {name: gizmos}
+policies: [policy.yaml]
+resources: [resources.yaml]
+results:
+- {policy: gizmo-size, rule: small, kind: Gizmo, resources: [big], result: fail}
+- {policy: gizmo-size, rule: small, kind: Gizmo, resources: [small], result: pass}
+`,
+	"policy.yaml": `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: gizmo-size}
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: small
+    match: {any: [{resources: {kinds: [Gizmo]}}]}
+    validate:
+      cel:
+        expressions: [{expression: "object.spec.size < 10", message: too big}]
+`,
+	"resources.yaml": `apiVersion: example.com/v1
+kind: Gizmo
+metadata: {name: big, namespace: default}
+spec: {size: 20}
+---
+apiVersion: example.com/v1
+kind: Gizmo
+metadata: {name: small, namespace: default}
+spec: {size: 1}
+`,
+}
+
+const gizmoCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gizmoes.example.com}
+spec:
+  group: example.com
+  names: {kind: Gizmo, plural: gizmoes, singular: gizmo, listKind: GizmoList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`
+
+// TestCustomKindsResolvedFromWhatTheUserGives: a policy on a custom kind
+// converts, its kind resolved from a CRD manifest (--crd), else a cluster's
+// discovery, else the test's own resources (the plural guessed); the
+// conversion says which, and the converted test passes. Without any, the
+// rule is refused (KindUnresolved).
+func TestCustomKindsResolvedFromWhatTheUserGives(t *testing.T) {
+	src := writeSuite(t, gizmoSuite)
+	crdFile := filepath.Join(t.TempDir(), "crd.yaml")
+	if err := os.WriteFile(crdFile, []byte(gizmoCRD), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cluster := translate.NewResolver([]translate.Resource{{Group: "example.com", Version: "v1", Resource: "gizmoz", Kind: "Gizmo", Namespaced: true}})
+	for _, tc := range []struct {
+		name     string
+		opts     Options
+		source   string
+		resource string
+	}{
+		{"the test's resources", Options{}, "the test's resources", "gizmos"},
+		{"a CRD manifest", Options{CRDFiles: []string{crdFile}}, "CRD manifests (--crd)", "gizmoes"},
+		{"a cluster's discovery", Options{Cluster: cluster}, "the cluster's discovery", "gizmoz"},
+		{"a CRD manifest before the cluster", Options{CRDFiles: []string{crdFile}, Cluster: cluster}, "CRD manifests (--crd)", "gizmoes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.Files, tc.opts.Out = []string{src}, t.TempDir()
+			var stderr bytes.Buffer
+			c := New(tc.opts, &stderr)
+			c.ConvertTests(c.FindTests())
+			if rows := c.Rows(); rows.Converted != 2 || rows.Unconverted != 0 {
+				t.Fatalf("rows %+v; stderr:\n%s", rows, stderr.String())
+			}
+			want := `kind "Gizmo" resolved from ` + tc.source + ": example.com/v1 " + tc.resource
+			if !strings.Contains(stderr.String(), want) {
+				t.Errorf("stderr does not say %q:\n%s", want, stderr.String())
+			}
+			policies, err := os.ReadFile(filepath.Join(tc.opts.Out, "policies.yaml"))
+			if err != nil || !strings.Contains(string(policies), "- "+tc.resource+"\n") || strings.Count(string(policies), "- gizmo") != 1 {
+				t.Errorf("the converted policy does not match %s (%v):\n%s", tc.resource, err, policies)
+			}
+			suites, err := kyvernosuite.Load(tc.opts.Out)
+			if err != nil || len(suites) != 1 {
+				t.Fatalf("loading the converted test: %v", err)
+			}
+			for _, row := range kyvernosuite.Run(context.Background(), &suites[0], kyvernosuite.Options{}).Rows {
+				if row.Status != kyvernosuite.StatusPass {
+					t.Errorf("converted row %s: %s (%s)", row.Resource, row.Status, row.Reason)
+				}
+			}
+		})
+	}
+
+	// No source knows the kind: refused with the reason.
+	files := maps.Clone(gizmoSuite)
+	files["resources.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big, namespace: default}\n"
+	var stderr bytes.Buffer
+	c := New(Options{Files: []string{writeSuite(t, files)}, Out: t.TempDir()}, &stderr)
+	c.ConvertTests(c.FindTests())
+	if !strings.Contains(stderr.String(), "KindUnresolved") || c.Unconverted() == 0 {
+		t.Errorf("a kind nobody knows was not refused:\n%s", stderr.String())
 	}
 }

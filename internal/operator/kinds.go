@@ -5,15 +5,12 @@ package operator
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"sync"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	kindsdiscovery "github.com/kyvap/kyvap/internal/discovery"
 	"github.com/kyvap/kyvap/translate"
 )
 
@@ -46,44 +43,15 @@ func (d *Kinds) Resolver() translate.KindResolver {
 // (an aggregated API down) are left out and logged: their kinds resolve to
 // nothing, which the plan reports, until a later refresh succeeds.
 func (d *Kinds) Refresh(ctx context.Context) error {
-	_, lists, err := d.client.ServerGroupsAndResources()
-	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
-		return fmt.Errorf("discovering served resources: %w", err)
-	}
+	resolver, partial, err := kindsdiscovery.Resolver(d.client)
 	if err != nil {
-		log.FromContext(ctx).Info("some API groups could not be discovered", "error", err.Error())
+		return err
 	}
-	resolver := translate.NewResolver(resourcesFromDiscovery(lists))
+	if partial != nil {
+		log.FromContext(ctx).Info("some API groups could not be discovered", "error", partial.Error())
+	}
 	d.mu.Lock()
 	d.resolver = resolver
 	d.mu.Unlock()
 	return nil
-}
-
-// resourcesFromDiscovery flattens discovery lists into translate.Resources;
-// "pods/exec" becomes the exec subresource of pods.
-func resourcesFromDiscovery(lists []*metav1.APIResourceList) []translate.Resource {
-	var out []translate.Resource
-	for _, list := range lists {
-		gv, err := schema.ParseGroupVersion(list.GroupVersion)
-		if err != nil {
-			continue
-		}
-		kinds := map[string]string{}
-		for _, r := range list.APIResources {
-			if !strings.Contains(r.Name, "/") {
-				kinds[r.Name] = r.Kind
-			}
-		}
-		for _, r := range list.APIResources {
-			res := translate.Resource{Group: gv.Group, Version: gv.Version, Resource: r.Name, Kind: r.Kind, Namespaced: r.Namespaced}
-			if parent, sub, ok := strings.Cut(r.Name, "/"); ok {
-				res.Resource, res.Subresource = parent, sub
-				// The parent's kind: Kyverno spells subresources "<ParentKind>/<sub>".
-				res.Kind = kinds[parent]
-			}
-			out = append(out, res)
-		}
-	}
-	return out
 }

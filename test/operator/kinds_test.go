@@ -4,8 +4,11 @@
 package operator
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,10 +16,13 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientdiscovery "k8s.io/client-go/discovery"
 	"k8s.io/utils/ptr"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/controllers"
+	"github.com/kyvap/kyvap/internal/convertsuite"
+	"github.com/kyvap/kyvap/internal/discovery"
 	"github.com/kyvap/kyvap/test/controlplane"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -91,5 +97,58 @@ func TestMixedPolicyIsNotMarkedGenerated(t *testing.T) {
 	vap := got.Status.ValidatingAdmissionPolicy
 	if vap.Generated || !strings.Contains(vap.Message, `rule "team-pattern": left to Kyverno (NonCELRule`) {
 		t.Errorf("Kyverno status = %+v, want generated false and the pattern rule left to Kyverno", vap)
+	}
+}
+
+// TestConvertResolvesKindsFromTheClustersDiscovery: kyvap convert
+// --cluster resolves a custom kind from the cluster's discovery, with the
+// plural the CRD declares (which no guess from the kind gives), and says so.
+func TestConvertResolvesKindsFromTheClustersDiscovery(t *testing.T) {
+	crd := gizmoCRD("convert.kyvap.test")
+	crd.Name = "gizmoz.convert.kyvap.test"
+	crd.Spec.Names.Plural = "gizmoz"
+	cp.Create(t, crd)
+	client, err := clientdiscovery.NewDiscoveryClientForConfig(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resolver translate.KindResolver
+	err = controlplane.Eventually(context.Background(), time.Minute, func(context.Context) (bool, error) {
+		r, _, err := discovery.Resolver(client)
+		if err != nil {
+			return false, err
+		}
+		served, err := r.Resolve("convert.kyvap.test/v1/Gizmo")
+		resolver = r
+		return len(served) == 1, fmt.Errorf("resolved to %v (%v)", served, err)
+	})
+	if err != nil {
+		t.Fatalf("the CRD never appeared in discovery: %v", err)
+	}
+	policy := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(policy, []byte(`apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: gizmo-size}
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: small
+    match: {any: [{resources: {kinds: [convert.kyvap.test/v1/Gizmo]}}]}
+    validate:
+      cel:
+        expressions: [{expression: "object.spec.size < 10", message: too big}]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	c := convertsuite.New(convertsuite.Options{Files: []string{policy}, Cluster: resolver}, &stderr)
+	if code := c.ConvertPolicies(strings.NewReader(""), &stdout); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "- gizmoz\n") {
+		t.Errorf("the converted policy does not match gizmoz:\n%s", stdout.String())
+	}
+	if want := `resolved from the cluster's discovery: convert.kyvap.test/v1 gizmoz`; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr does not say %q:\n%s", want, stderr.String())
 	}
 }
