@@ -31,6 +31,13 @@ import (
 // from SubjectAccessReviews for the CEL `authorizer`.
 type ClusterLookup struct {
 	Reader client.Reader
+	// APIReader reads from the API server: a parameter named by a binding
+	// but missing from the cache is read there before it counts as
+	// missing, as the API server does for a VAP (its CollectParams falls
+	// back to a direct read): an object created a moment ago is not in
+	// the cache yet, and a rule bridged through the webhook would deny
+	// with "no params found" where the VAP admits. nil: the cache alone.
+	APIReader client.Reader
 	// Writer creates SubjectAccessReviews.
 	Writer client.Client
 
@@ -105,7 +112,12 @@ func (c clusterParams) Get(ctx context.Context, gvk schema.GroupVersionKind, nam
 	}
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gvk)
-	if err := c.l.Reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
+	key := client.ObjectKey{Namespace: namespace, Name: name}
+	err := c.l.Reader.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) && c.l.APIReader != nil {
+		err = c.l.APIReader.Get(ctx, key, obj)
+	}
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}

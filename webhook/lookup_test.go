@@ -4,13 +4,20 @@
 package webhook
 
 import (
+	"context"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
 func apiextensionsJSON(s string) apiextensionsv1.JSON { return apiextensionsv1.JSON{Raw: []byte(s)} }
@@ -53,6 +60,39 @@ func TestRolesOf(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.clusterRs, clusterRoles); diff != "" {
 				t.Errorf("clusterRoles (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestNamedParamMissingFromTheCacheIsReadFromTheAPIServer: a parameter
+// created a moment ago is not in the manager's cache yet; as the API
+// server does for a VAP, kyvap's webhook reads it from the API server
+// before it counts as missing ("no params found" would deny where the VAP
+// admits). Missing from both, it is missing.
+func TestNamedParamMissingFromTheCacheIsReadFromTheAPIServer(t *testing.T) {
+	limits := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "params", Name: "limits"}, Data: map[string]string{"max": "5"}}
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
+	cached := fake.NewClientBuilder().WithRESTMapper(mapper).Build()
+	server := fake.NewClientBuilder().WithObjects(limits).Build()
+	kind := &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
+	for _, tc := range []struct {
+		name      string
+		apiReader client.Reader
+		ref       string
+		want      int
+	}{
+		{"in the API server only", server, "limits", 1},
+		{"without an API reader, the cache alone", nil, "limits", 0},
+		{"missing everywhere", server, "absent", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := &ClusterLookup{Reader: cached, Writer: cached, APIReader: tc.apiReader}
+			l.access.allowed = map[schema.GroupVersionResource]bool{corev1.SchemeGroupVersion.WithResource("configmaps"): true}
+			got, err := l.Params(context.Background(), kind, &admissionregistrationv1.ParamRef{Name: tc.ref, Namespace: "params"}, "default")
+			if err != nil || len(got) != tc.want {
+				t.Fatalf("Params = %d objects, %v; want %d", len(got), err, tc.want)
 			}
 		})
 	}

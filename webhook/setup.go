@@ -228,7 +228,7 @@ func (w *Webhook) Server() ctrlwebhook.Server { return w.server }
 // Setup registers the handler, the certificate manager (self mode) and the
 // configuration reconciler with a manager created with Server().
 func (w *Webhook) Setup(mgr ctrl.Manager, eng *engine.Engine, resolvers ResolverSource) error {
-	lookup := &ClusterLookup{Reader: mgr.GetClient(), Writer: mgr.GetClient()}
+	lookup := &ClusterLookup{Reader: mgr.GetClient(), Writer: mgr.GetClient(), APIReader: mgr.GetAPIReader()}
 	handler := &Handler{Engine: eng, Lookup: lookup, MaxConcurrent: w.opts.MaxConcurrentEvaluations, Record: w.RecordAdmission}
 	mgr.GetWebhookServer().Register(PathPrefix, w.drain.wrap(LimitRequestBodies(handler.Webhook(), w.opts.MaxRequestBytes, w.opts.MaxInFlightBytes)))
 	if err := mgr.AddReadyzCheck("webhook-not-draining", w.drain.Checker); err != nil {
