@@ -120,7 +120,7 @@ func TestConvertResolvesKindsFromTheClustersDiscovery(t *testing.T) {
 		}
 		served, err := r.Resolve("convert.kyvap.test/v1/Gizmo")
 		resolver = r
-		return len(served) == 1, fmt.Errorf("resolved to %v (%v)", served, err)
+		return len(served) == 1, fmt.Errorf("resolved to %v (%w)", served, err)
 	})
 	if err != nil {
 		t.Fatalf("the CRD never appeared in discovery: %v", err)
