@@ -222,6 +222,7 @@ func (r applier) applyOne(ctx context.Context, owner objectOwner, desired client
 		created := desired.DeepCopyObject().(client.Object)
 		err = r.Create(ctx, created, client.FieldOwner(FieldManager))
 		if err == nil {
+			vapWrites.wrote(out.Kind, out.Name)
 			// Missing although this policy generation had converged: it was deleted.
 			out.Action, out.Drift = actionCreated, owner.converged()
 			return out
@@ -254,6 +255,7 @@ func (r applier) applyOne(ctx context.Context, owner objectOwner, desired client
 		out.Action = actionUpdated
 		err = r.Update(ctx, replacementFor(desired, existing), client.FieldOwner(FieldManager))
 		if err == nil {
+			vapWrites.wrote(out.Kind, out.Name)
 			return out
 		}
 		if !apierrors.IsConflict(err) || attempt == maxReplaceAttempts {

@@ -444,15 +444,64 @@ func held(outcomes []objectOutcome) bool {
 	return false
 }
 
-// activating reports whether the API server may not enforce yet what the
-// plan asks for: this reconcile wrote an object, or an object of the plan
-// is missing or was written too recently (activeIn). The reconciler
-// reports the policy not Ready and looks again after handoverPoll.
-func activating(ctx context.Context, reader client.Reader, plan *translate.Plan, outcomes []objectOutcome) bool {
+// activating reports whether the API server may not enforce yet what this
+// replica wrote for the plan: this reconcile wrote an object, or one of
+// the plan's objects was written by this replica less than
+// vapActivationGrace ago. The reconciler reports the policy not Ready and
+// looks again after handoverPoll. Only this replica's own writes count: a
+// restarted manager, which wrote nothing, reports a converged policy Ready
+// at once (a no-op reconcile writes nothing).
+func activating(plan *translate.Plan, outcomes []objectOutcome) bool {
 	for _, o := range outcomes {
 		if o.Err == nil && (o.Action == actionCreated || o.Action == actionUpdated) {
 			return true
 		}
 	}
-	return !allInPlace(plan, activeIn(ctx, reader, vapActivation))
+	for _, vap := range plan.ValidatingAdmissionPolicies {
+		if vapWrites.recent(kindVAP, vap.Name) {
+			return true
+		}
+	}
+	for _, b := range plan.Bindings {
+		if vapWrites.recent(kindBinding, b.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeClock remembers when this replica last wrote each generated object.
+type writeClock struct {
+	mu      sync.Mutex
+	now     func() time.Time
+	written map[string]time.Time
+}
+
+func newWriteClock(now func() time.Time) *writeClock {
+	return &writeClock{now: now, written: map[string]time.Time{}}
+}
+
+// vapWrites is the manager's write clock, shared by every reconciler.
+var vapWrites = newWriteClock(time.Now)
+
+// wrote records a successful create or update of the object.
+func (w *writeClock) wrote(kind, name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.written[kind+"/"+name] = w.now()
+}
+
+// recent reports whether the object was written less than
+// vapActivationGrace ago; older entries are forgotten.
+func (w *writeClock) recent(kind, name string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := w.now()
+	for k, at := range w.written {
+		if now.Sub(at) >= vapActivationGrace {
+			delete(w.written, k)
+		}
+	}
+	_, ok := w.written[kind+"/"+name]
+	return ok
 }

@@ -313,3 +313,23 @@ func TestActivationClockCountsUpdates(t *testing.T) {
 		t.Fatal("an update is not active after the grace")
 	}
 }
+
+// TestWriteClock: an object this replica wrote is recent for
+// vapActivationGrace, then forgotten; an object it never wrote (a
+// restarted manager's view of a converged policy) is never recent.
+func TestWriteClock(t *testing.T) {
+	start := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	now := start
+	w := newWriteClock(func() time.Time { return now })
+	w.wrote(kindBinding, "b")
+	if !w.recent(kindBinding, "b") || w.recent(kindVAP, "b") || w.recent(kindBinding, "other") {
+		t.Fatal("recent reports the wrong objects")
+	}
+	now = start.Add(vapActivationGrace)
+	if w.recent(kindBinding, "b") {
+		t.Fatal("still recent after the grace")
+	}
+	if len(w.written) != 0 {
+		t.Errorf("the clock still remembers %d writes", len(w.written))
+	}
+}
