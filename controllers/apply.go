@@ -222,7 +222,7 @@ func (r applier) applyOne(ctx context.Context, owner objectOwner, desired client
 		created := desired.DeepCopyObject().(client.Object)
 		err = r.Create(ctx, created, client.FieldOwner(FieldManager))
 		if err == nil {
-			vapWrites.wrote(out.Kind, out.Name)
+			vapWrites.wrote(out.Kind, created)
 			// Missing although this policy generation had converged: it was deleted.
 			out.Action, out.Drift = actionCreated, owner.converged()
 			return out
@@ -253,9 +253,10 @@ func (r applier) applyOne(ctx context.Context, owner objectOwner, desired client
 		// Same digest as what kyvap applied, yet different: someone edited it.
 		out.Drift = existing.GetAnnotations()[AnnotationAppliedHash] == desired.GetAnnotations()[AnnotationAppliedHash]
 		out.Action = actionUpdated
-		err = r.Update(ctx, replacementFor(desired, existing), client.FieldOwner(FieldManager))
+		replacement := replacementFor(desired, existing)
+		err = r.Update(ctx, replacement, client.FieldOwner(FieldManager))
 		if err == nil {
-			vapWrites.wrote(out.Kind, out.Name)
+			vapWrites.wrote(out.Kind, replacement)
 			return out
 		}
 		if !apierrors.IsConflict(err) || attempt == maxReplaceAttempts {

@@ -105,7 +105,7 @@ func (r *ClusterPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	rules, holding := handOver(ctx, r.Client, r.Fallback, policy.Name, &plan, next, bridgeFor(input, resolver, opts, kyvernoRunning(r.Kyverno)))
 	r.Fallback.SetFallbackRules(policy.Name, rules)
 	outcomes := r.apply(ctx, policy, &plan, webhookRuleNames(next))
-	pending := activating(&plan, outcomes)
+	pending := activating(ctx, r.Client, &plan, outcomes)
 	status, err := r.report(ctx, policy, &plan, outcomes, pending)
 	if err != nil {
 		return ctrl.Result{}, err

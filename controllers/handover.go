@@ -5,6 +5,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -64,9 +65,12 @@ func newActivationClock(now func() time.Time) *activationClock {
 	return &activationClock{now: now, firstSeen: map[string]time.Time{}}
 }
 
-// activationKey names one version of a generated object for the clock.
+// activationKey names one version of a generated object for the clock:
+// its generation, which changes with its spec (the API server's own
+// status writes, its type checking, change only the resourceVersion and
+// need no recompilation).
 func activationKey(obj client.Object) string {
-	return string(obj.GetUID()) + "/" + obj.GetResourceVersion()
+	return fmt.Sprintf("%s/%d", obj.GetUID(), obj.GetGeneration())
 }
 
 // lastChanged is when obj was last written, as far as the API server's
@@ -445,63 +449,98 @@ func held(outcomes []objectOutcome) bool {
 }
 
 // activating reports whether the API server may not enforce yet what this
-// replica wrote for the plan: this reconcile wrote an object, or one of
-// the plan's objects was written by this replica less than
-// vapActivationGrace ago. The reconciler reports the policy not Ready and
-// looks again after handoverPoll. Only this replica's own writes count: a
-// restarted manager, which wrote nothing, reports a converged policy Ready
-// at once (a no-op reconcile writes nothing).
-func activating(plan *translate.Plan, outcomes []objectOutcome) bool {
+// replica wrote for the plan: this reconcile wrote an object, or the
+// version of one of the plan's objects that this replica wrote is not
+// active yet (its cache has not seen it, or saw it less than
+// vapActivationGrace ago: the hand-over's notion of active). The
+// reconciler reports the policy not Ready and looks again after
+// handoverPoll. Only this replica's own writes count: a restarted manager,
+// which wrote nothing, reports a converged policy Ready at once (a no-op
+// reconcile writes nothing).
+func activating(ctx context.Context, reader client.Reader, plan *translate.Plan, outcomes []objectOutcome) bool {
 	for _, o := range outcomes {
 		if o.Err == nil && (o.Action == actionCreated || o.Action == actionUpdated) {
 			return true
 		}
 	}
-	for _, vap := range plan.ValidatingAdmissionPolicies {
-		if vapWrites.recent(kindVAP, vap.Name) {
-			return true
+	pending := false
+	check := func(kind, name string, obj client.Object) {
+		written, ok := vapWrites.version(kind, name)
+		if !ok {
+			return
 		}
+		if reader.Get(ctx, types.NamespacedName{Name: name}, obj) != nil || obj.GetUID() != written.uid || obj.GetGeneration() < written.generation {
+			pending = true // the cache has not caught up with the write
+			return
+		}
+		if !vapActivation.active(activationKey(obj), written.at) {
+			pending = true
+			return
+		}
+		vapWrites.forget(kind, name, written)
+	}
+	for _, vap := range plan.ValidatingAdmissionPolicies {
+		check(kindVAP, vap.Name, &admissionregistrationv1.ValidatingAdmissionPolicy{})
 	}
 	for _, b := range plan.Bindings {
-		if vapWrites.recent(kindBinding, b.Name) {
-			return true
-		}
+		check(kindBinding, b.Name, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{})
 	}
-	return false
+	return pending
 }
 
-// writeClock remembers when this replica last wrote each generated object.
+// writeClock remembers the versions of generated objects this replica
+// wrote until they are active.
 type writeClock struct {
 	mu      sync.Mutex
 	now     func() time.Time
-	written map[string]time.Time
+	written map[string]writtenVersion
+}
+
+// writtenVersion is the object and generation a write produced, and
+// when.
+type writtenVersion struct {
+	uid        types.UID
+	generation int64
+	at         time.Time
 }
 
 func newWriteClock(now func() time.Time) *writeClock {
-	return &writeClock{now: now, written: map[string]time.Time{}}
+	return &writeClock{now: now, written: map[string]writtenVersion{}}
 }
 
 // vapWrites is the manager's write clock, shared by every reconciler.
 var vapWrites = newWriteClock(time.Now)
 
-// wrote records a successful create or update of the object.
-func (w *writeClock) wrote(kind, name string) {
+// wrote records a successful create or update: obj as the API server
+// returned it.
+func (w *writeClock) wrote(kind string, obj client.Object) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.written[kind+"/"+name] = w.now()
+	w.written[kind+"/"+obj.GetName()] = writtenVersion{uid: obj.GetUID(), generation: obj.GetGeneration(), at: w.now()}
 }
 
-// recent reports whether the object was written less than
-// vapActivationGrace ago; older entries are forgotten.
-func (w *writeClock) recent(kind, name string) bool {
+// version returns the version this replica last wrote of the object, if
+// it did so less than vapSettled ago (past that, the object counts as
+// active whatever the cache says); older entries are forgotten.
+func (w *writeClock) version(kind, name string) (writtenVersion, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	now := w.now()
-	for k, at := range w.written {
-		if now.Sub(at) >= vapActivationGrace {
+	for k, v := range w.written {
+		if now.Sub(v.at) >= vapSettled {
 			delete(w.written, k)
 		}
 	}
-	_, ok := w.written[kind+"/"+name]
-	return ok
+	v, ok := w.written[kind+"/"+name]
+	return v, ok
+}
+
+// forget drops the entry once its version is active, unless a newer write
+// replaced it meanwhile.
+func (w *writeClock) forget(kind, name string, v writtenVersion) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.written[kind+"/"+name] == v {
+		delete(w.written, kind+"/"+name)
+	}
 }

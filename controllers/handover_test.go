@@ -293,7 +293,7 @@ func TestActivationClockCountsUpdates(t *testing.T) {
 	now := start
 	clock := newActivationClock(func() time.Time { return now })
 	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{
-		UID: "b", ResourceVersion: "1", CreationTimestamp: metav1.NewTime(start.Add(-time.Hour)),
+		UID: "b", Generation: 1, CreationTimestamp: metav1.NewTime(start.Add(-time.Hour)),
 		ManagedFields: []metav1.ManagedFieldsEntry{
 			{Manager: "kyvap", Operation: metav1.ManagedFieldsOperationUpdate, Time: ptr.To(metav1.NewTime(start.Add(-time.Hour)))},
 			// the API server's own status writes do not count
@@ -303,7 +303,7 @@ func TestActivationClockCountsUpdates(t *testing.T) {
 	if !clock.active(activationKey(binding), lastChanged(binding)) {
 		t.Fatal("an object last written an hour ago is not active")
 	}
-	binding.ResourceVersion = "2"
+	binding.Generation = 2
 	binding.ManagedFields[0].Time = ptr.To(metav1.NewTime(start))
 	if clock.active(activationKey(binding), lastChanged(binding)) {
 		t.Fatal("an object updated just now is active")
@@ -314,22 +314,31 @@ func TestActivationClockCountsUpdates(t *testing.T) {
 	}
 }
 
-// TestWriteClock: an object this replica wrote is recent for
-// vapActivationGrace, then forgotten; an object it never wrote (a
-// restarted manager's view of a converged policy) is never recent.
+// TestWriteClock: the version this replica wrote of an object is
+// remembered until it is active (forget) or for vapSettled at most; an
+// object it never wrote (a restarted manager's view of a converged policy)
+// has none.
 func TestWriteClock(t *testing.T) {
 	start := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	now := start
 	w := newWriteClock(func() time.Time { return now })
-	w.wrote(kindBinding, "b")
-	if !w.recent(kindBinding, "b") || w.recent(kindVAP, "b") || w.recent(kindBinding, "other") {
-		t.Fatal("recent reports the wrong objects")
+	b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "b", UID: "u", Generation: 7}}
+	w.wrote(kindBinding, b)
+	v, ok := w.version(kindBinding, "b")
+	if !ok || v.generation != 7 || v.uid != "u" || v.at != start {
+		t.Fatalf("version = %+v, %v", v, ok)
 	}
-	now = start.Add(vapActivationGrace)
-	if w.recent(kindBinding, "b") {
-		t.Fatal("still recent after the grace")
+	if _, ok := w.version(kindVAP, "b"); ok {
+		t.Fatal("a VAP of the same name counts as written")
 	}
-	if len(w.written) != 0 {
-		t.Errorf("the clock still remembers %d writes", len(w.written))
+	b.Generation = 8
+	w.wrote(kindBinding, b)
+	w.forget(kindBinding, "b", v) // the older version became active: the newer stays
+	if v, ok := w.version(kindBinding, "b"); !ok || v.generation != 8 {
+		t.Fatalf("after forgetting an older version: %+v, %v", v, ok)
+	}
+	now = start.Add(vapSettled)
+	if _, ok := w.version(kindBinding, "b"); ok || len(w.written) != 0 {
+		t.Errorf("a write vapSettled ago is still remembered (%d entries)", len(w.written))
 	}
 }

@@ -85,7 +85,7 @@ func (r *NamespacedPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	rules, holding := handOver(ctx, r.Client, r.Fallback, key, &plan, next, bridgeFor(input, resolver, opts, running))
 	r.Fallback.SetFallbackRules(key, rules)
 	outcomes := r.apply(ctx, policy, &plan, webhookRuleNames(next))
-	pending := activating(&plan, outcomes)
+	pending := activating(ctx, r.Client, &plan, outcomes)
 	reason, err := r.report(ctx, policy, &plan, outcomes, pending)
 	if err != nil {
 		return ctrl.Result{}, err

@@ -110,7 +110,7 @@ func (r *ValidatingPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	rules, holding := handOverModel(ctx, r.Client, r.Sink, lowered.Source, &plan, next, bridgeModel(&lowered, kyvernoRunning(r.Kyverno)))
 	r.Sink.SetModelRules(lowered.Source, rules)
 	outcomes := r.apply(ctx, policy, lowered.Source, &plan, webhookModelRuleIDs(next))
-	pending := activating(&plan, outcomes)
+	pending := activating(ctx, r.Client, &plan, outcomes)
 	reason, err := r.report(ctx, policy, &plan, outcomes, pending)
 	if err != nil {
 		return ctrl.Result{}, err
