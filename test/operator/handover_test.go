@@ -163,7 +163,16 @@ func TestHandOverNeverLeavesARuleUnenforced(t *testing.T) {
 		t.Errorf("once the VAP exists the webhook lets the rule go: %v", err)
 	}
 
-	// VAP → webhook, while a foreign webhook configuration holds kyvap's name.
+	// VAP → webhook, while a foreign webhook configuration holds kyvap's
+	// name. kyvap's own configuration goes once its engine holds no rule,
+	// asynchronously: wait for that before taking the name.
+	err = controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		vwc, err := cp.WebhookConfiguration(ctx)
+		return vwc == nil && err == nil, fmt.Errorf("kyvap's webhook configuration is still there (%w)", err)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	foreignVWC := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhook.DefaultConfigurationName}}
 	cp.Create(t, foreignVWC)
 	if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(policy), current); err != nil {
