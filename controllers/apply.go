@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
-	"github.com/kyvap/kyvap/internal/vapdefaults"
+	"github.com/kyvap/kyvap/translate/vapdefaults"
 	"github.com/kyvap/kyvap/translate"
 )
 

@@ -24,7 +24,7 @@ import (
 
 	policiesv1 "github.com/kyverno/api/api/policies.kyverno.io/v1"
 
-	"github.com/kyvap/kyvap/internal/kyverno"
+	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
 )

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/kyvap/kyvap/internal/kyverno"
+	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/translate"
 )
 

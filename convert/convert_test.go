@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
-	"github.com/kyvap/kyvap/internal/kyverno"
-	"github.com/kyvap/kyvap/internal/manifest"
+	"github.com/kyvap/kyvap/kyverno"
+	"github.com/kyvap/kyvap/frontend/manifest"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
 )

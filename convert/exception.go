@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
-	"github.com/kyvap/kyvap/internal/kyverno"
+	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/translate"
 )
 

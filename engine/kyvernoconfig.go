@@ -6,7 +6,7 @@ package engine
 import (
 	"encoding/json"
 
-	"github.com/kyvap/kyvap/internal/kyverno"
+	"github.com/kyvap/kyvap/kyverno"
 )
 
 // skippedByKyvernoConfig reports whether Kyverno's global configuration

@@ -25,7 +25,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/engine/celeval"
-	"github.com/kyvap/kyvap/engine/kyvernolib"
+	"github.com/kyvap/kyvap/kyverno/cellib"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -119,7 +119,7 @@ type compiledModelRule struct {
 	deny, warn  bool
 }
 
-func compileModelPolicy(key string, source model.Source, rules []model.Rule, resources kyvernolib.ResourceReader) *compiledPolicy {
+func compileModelPolicy(key string, source model.Source, rules []model.Rule, resources cellib.ResourceReader) *compiledPolicy {
 	p := &compiledPolicy{name: key, modelSource: source, modelSourceRules: rules}
 	for i := range rules {
 		p.modelRules = append(p.modelRules, compileModelRule(source, &rules[i], resources))
@@ -134,7 +134,7 @@ func compileModelPolicy(key string, source model.Source, rules []model.Rule, res
 	return p
 }
 
-func compileModelRule(source model.Source, r *model.Rule, resources kyvernolib.ResourceReader) *compiledModelRule {
+func compileModelRule(source model.Source, r *model.Rule, resources cellib.ResourceReader) *compiledModelRule {
 	c := &compiledModelRule{
 		source: source, rule: r, constraints: *r.MatchConstraints.DeepCopy(),
 		ignore: r.FailurePolicy == admissionregistrationv1.Ignore,
@@ -527,15 +527,15 @@ func generateNameMatches(names []string, attrs *admission.VersionedAttributes) b
 }
 
 // libraryEnvironment is the API server's stored-expressions environment
-// with the Kyverno CEL libraries the rule uses (kyvernolib).
-func libraryEnvironment(libs []string, resources kyvernolib.ResourceReader, namespace string) celeval.Environment {
+// with the Kyverno CEL libraries the rule uses (kyverno/cellib).
+func libraryEnvironment(libs []string, resources cellib.ResourceReader, namespace string) celeval.Environment {
 	if len(libs) == 0 {
 		return celeval.Environment{}
 	}
-	env := celeval.Environment{Extensions: kyvernolib.EnvOptions(libs), ExtensionsKey: strings.Join(libs, ",")}
+	env := celeval.Environment{Extensions: cellib.EnvOptions(libs), ExtensionsKey: strings.Join(libs, ",")}
 	if slices.Contains(libs, "resource") && resources != nil {
 		// The reader and the namespace are bound into the environment.
-		env.Extensions = append(env.Extensions, kyvernolib.ResourceEnvOptions(resources, namespace)...)
+		env.Extensions = append(env.Extensions, cellib.ResourceEnvOptions(resources, namespace)...)
 		env.ExtensionsKey += fmt.Sprintf("|resource:%p:%s", resources, namespace)
 	}
 	return env
@@ -552,7 +552,7 @@ func (e *Engine) Capabilities() translate.EngineCapabilities {
 // SetResourceReader lets the engine evaluate Kyverno's resource library,
 // reading through r (nil: rules using it are not evaluated). Set it before
 // any rule: rules already compiled keep what they had.
-func (e *Engine) SetResourceReader(r kyvernolib.ResourceReader) {
+func (e *Engine) SetResourceReader(r cellib.ResourceReader) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.resources = r

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
-	"github.com/kyvap/kyvap/internal/kyverno"
+	"github.com/kyvap/kyvap/kyverno"
 )
 
 // This file mirrors Kyverno's pod-controller autogen (pkg/autogen/v1, the

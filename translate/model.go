@@ -12,8 +12,8 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kyvap/kyvap/engine/kyvernolib"
-	"github.com/kyvap/kyvap/internal/kyverno"
+	"github.com/kyvap/kyvap/kyverno/cellib"
+	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
 )
 
@@ -166,7 +166,7 @@ func ModelRuleNotEnforcedWith(r *model.Rule, caps EngineCapabilities) string {
 	}
 	for _, lib := range r.Libraries {
 		switch {
-		case kyvernolib.Supported(lib), lib == "resource" && caps.Resources:
+		case cellib.Supported(lib), lib == "resource" && caps.Resources:
 		case lib == "exceptions":
 			// The engine binds the variable per subset of the partial
 			// exceptions that match (engine/model.go).

@@ -17,8 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kyvap/kyvap/internal/kyverno"
-	"github.com/kyvap/kyvap/internal/manifest"
+	"github.com/kyvap/kyvap/kyverno"
+	"github.com/kyvap/kyvap/frontend/manifest"
 	"github.com/kyvap/kyvap/model"
 )
 

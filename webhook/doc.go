@@ -20,7 +20,7 @@ package webhook
 
 // RBAC of the ValidatingWebhookConfiguration reconciler: it watches the
 // configurations (get, list, watch, which Kyverno's detector in
-// internal/operator needs as well) and writes only kyvap's own, named by
+// operator needs as well) and writes only kyvap's own, named by
 // --webhook-configuration-name (default kyvap-fallback). RBAC cannot
 // restrict create by name; update, patch and delete are granted for that
 // name only. Markers cannot read a flag: with another name, patch the

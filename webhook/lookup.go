@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyvap/kyvap/engine"
-	"github.com/kyvap/kyvap/engine/match"
+	"github.com/kyvap/kyvap/kyverno/match"
 )
 
 // ClusterLookup answers the engine's questions from the manager's cache

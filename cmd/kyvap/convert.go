@@ -13,7 +13,7 @@ import (
 	clientdiscovery "k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kyvap/kyvap/internal/convertsuite"
+	"github.com/kyvap/kyvap/migrate"
 	"github.com/kyvap/kyvap/internal/discovery"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -143,7 +143,7 @@ func runConvert(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kyvap convert: %v\n\n%s", err, convertUsage)
 		return exitUnusableInput
 	}
-	opts := convertsuite.Options{Files: f.files, CRDFiles: f.crdFiles, Out: f.out, CELVersion: f.celVersion}
+	opts := migrate.Options{Files: f.files, CRDFiles: f.crdFiles, Out: f.out, CELVersion: f.celVersion}
 	if f.inlineConfig != "" {
 		cfg, warnings, err := loadKyvernoConfig(f.inlineConfig)
 		if err != nil {
@@ -163,7 +163,7 @@ func runConvert(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		opts.Cluster = resolver
 	}
-	c := convertsuite.New(opts, stderr)
+	c := migrate.New(opts, stderr)
 	var code int
 	tests := c.FindTests()
 	switch {

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyvap/kyvap/internal/handback"
-	"github.com/kyvap/kyvap/internal/operator"
+	"github.com/kyvap/kyvap/operator"
 )
 
 const handbackUsage = `Usage:

@@ -25,7 +25,7 @@ import (
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 
-	"github.com/kyvap/kyvap/internal/kyvernosuite"
+	"github.com/kyvap/kyvap/policytest"
 )
 
 const testUsage = `Usage:
@@ -96,8 +96,8 @@ type testFlags struct {
 func parseTestFlags(args []string) (f testFlags, help bool, err error) {
 	fs := flag.NewFlagSet("kyvap test", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&f.fileName, "file-name", kyvernosuite.DefaultFileName, "")
-	fs.StringVar(&f.fileName, "f", kyvernosuite.DefaultFileName, "")
+	fs.StringVar(&f.fileName, "file-name", policytest.DefaultFileName, "")
+	fs.StringVar(&f.fileName, "f", policytest.DefaultFileName, "")
 	fs.StringVar(&f.output, "o", "text", "")
 	fs.BoolVar(&f.detailed, "detailed-results", false, "")
 	fs.StringVar(&f.kubeVersion, "kube-version", "", "")
@@ -143,10 +143,10 @@ func runTest(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kyvap test: %v\n\n%s", err, testUsage)
 		return exitUnusableInput
 	}
-	var suites []kyvernosuite.Suite
+	var suites []policytest.Suite
 	var loadErrs []error
 	for _, dir := range f.dirs {
-		s, err := kyvernosuite.LoadNamed(dir, f.fileName)
+		s, err := policytest.LoadNamed(dir, f.fileName)
 		suites = append(suites, s...)
 		if err != nil {
 			loadErrs = append(loadErrs, err)
@@ -165,7 +165,7 @@ func runTest(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stderr, "kyvap test: no %s found\n", f.fileName)
 	}
-	reports := make([]kyvernosuite.Report, 0, len(suites))
+	reports := make([]policytest.Report, 0, len(suites))
 	if f.cluster {
 		cluster, err := liveCluster(f)
 		if err != nil {
@@ -179,17 +179,17 @@ func runTest(args []string, stdout, stderr io.Writer) int {
 			if ctx.Err() != nil {
 				break
 			}
-			reports = append(reports, kyvernosuite.RunCluster(ctx, &suites[i], cluster, kyvernosuite.Options{CompatibilityVersion: f.kubeVersion, Strict: f.strict}))
+			reports = append(reports, policytest.RunCluster(ctx, &suites[i], cluster, policytest.Options{CompatibilityVersion: f.kubeVersion, Strict: f.strict}))
 		}
 		if err := cluster.Close(); err != nil {
 			fmt.Fprintf(stderr, "kyvap test: cleaning up: %v\n", err)
 		}
 	} else {
 		for i := range suites {
-			reports = append(reports, kyvernosuite.Run(context.Background(), &suites[i], kyvernosuite.Options{CompatibilityVersion: f.kubeVersion, Strict: f.strict}))
+			reports = append(reports, policytest.Run(context.Background(), &suites[i], policytest.Options{CompatibilityVersion: f.kubeVersion, Strict: f.strict}))
 		}
 	}
-	results := kyvernosuite.NewResults(reports)
+	results := policytest.NewResults(reports)
 	results.Detailed = f.detailed
 	switch f.output {
 	case "json":
@@ -211,7 +211,7 @@ func runTest(args []string, stdout, stderr io.Writer) int {
 
 // liveCluster is the cluster of the kubeconfig, refused when it is not on
 // this machine unless --allow-remote-cluster says so.
-func liveCluster(f testFlags) (*kyvernosuite.Cluster, error) {
+func liveCluster(f testFlags) (*policytest.Cluster, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if f.kubeconfig != "" {
 		rules.ExplicitPath = f.kubeconfig
@@ -220,7 +220,7 @@ func liveCluster(f testFlags) (*kyvernosuite.Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--cluster: loading the kubeconfig: %w", err)
 	}
-	if !kyvernosuite.IsLocal(cfg) && !f.allowRemote {
+	if !policytest.IsLocal(cfg) && !f.allowRemote {
 		return nil, fmt.Errorf("--cluster: the API server %s is not on this machine; the replay creates and deletes objects there: pass --allow-remote-cluster to allow it", cfg.Host)
 	}
 	// Kyverno 1.19 marks kyverno.io/v1 deprecated: every request would print it.
@@ -231,5 +231,5 @@ func liveCluster(f testFlags) (*kyvernosuite.Cluster, error) {
 	utilruntime.Must(kyvernov2.AddToScheme(scheme))
 	utilruntime.Must(policiesv1.Install(scheme))
 	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
-	return &kyvernosuite.Cluster{Config: cfg, Scheme: scheme}, nil
+	return &policytest.Cluster{Config: cfg, Scheme: scheme}, nil
 }

@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/kyvap/kyvap/internal/operator"
+	"github.com/kyvap/kyvap/operator"
 	"github.com/kyvap/kyvap/internal/scan"
 	"github.com/kyvap/kyvap/internal/version"
 	"github.com/kyvap/kyvap/translate"

@@ -27,7 +27,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kyvap/kyvap/internal/manifest"
+	"github.com/kyvap/kyvap/frontend/manifest"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
 )

@@ -25,7 +25,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/engine"
-	"github.com/kyvap/kyvap/internal/reports"
+	"github.com/kyvap/kyvap/reports"
 	"github.com/kyvap/kyvap/model"
 )
 

@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kyvap/kyvap/engine"
-	"github.com/kyvap/kyvap/internal/reports"
+	"github.com/kyvap/kyvap/reports"
 )
 
 func TestRecordKeepsWhatCreatesOrChangesAResource(t *testing.T) {

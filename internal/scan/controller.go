@@ -37,8 +37,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
-	"github.com/kyvap/kyvap/internal/kyverno"
-	"github.com/kyvap/kyvap/internal/reports"
+	"github.com/kyvap/kyvap/kyverno"
+	"github.com/kyvap/kyvap/reports"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
 )

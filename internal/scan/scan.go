@@ -25,9 +25,9 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/engine"
-	"github.com/kyvap/kyvap/engine/kyvernolib"
-	"github.com/kyvap/kyvap/internal/kyverno"
-	"github.com/kyvap/kyvap/internal/reports"
+	"github.com/kyvap/kyvap/kyverno/cellib"
+	"github.com/kyvap/kyvap/kyverno"
+	"github.com/kyvap/kyvap/reports"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -55,7 +55,7 @@ type scannedModel struct {
 
 // SetResourceReader lets the scans evaluate Kyverno's resource library
 // (engine.SetResourceReader); set it before any policy.
-func (s *Scanner) SetResourceReader(r kyvernolib.ResourceReader) { s.engine.SetResourceReader(r) }
+func (s *Scanner) SetResourceReader(r cellib.ResourceReader) { s.engine.SetResourceReader(r) }
 
 // Capabilities are the scanning engine's (engine.Capabilities).
 func (s *Scanner) Capabilities() translate.EngineCapabilities { return s.engine.Capabilities() }

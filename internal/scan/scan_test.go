@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
-	"github.com/kyvap/kyvap/internal/reports"
+	"github.com/kyvap/kyvap/reports"
 	"github.com/kyvap/kyvap/translate"
 )
 

@@ -35,8 +35,8 @@ import (
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/controllers"
 	"github.com/kyvap/kyvap/engine"
-	"github.com/kyvap/kyvap/internal/kyvernosuite"
-	"github.com/kyvap/kyvap/internal/vapsim"
+	"github.com/kyvap/kyvap/policytest"
+	"github.com/kyvap/kyvap/policytest/vapsim"
 	"github.com/kyvap/kyvap/test/controlplane"
 	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/webhook"
@@ -47,7 +47,7 @@ var cp *controlplane.ControlPlane
 // replayCluster installs suites on the test control plane with kyvap test
 // --cluster's code (see cluster).
 var (
-	replayCluster *kyvernosuite.Cluster
+	replayCluster *policytest.Cluster
 	replayOnce    sync.Once
 	// operations counts the requests replayed by TestRealAPIServer.
 	operations = map[string]int{}
@@ -61,10 +61,10 @@ var (
 // installs and removals would otherwise run into. Its namespaces are never
 // deleted: the control plane has no namespace controller, so they would
 // never finish terminating.
-func cluster(t *testing.T) *kyvernosuite.Cluster {
+func cluster(t *testing.T) *policytest.Cluster {
 	t.Helper()
 	replayOnce.Do(func() {
-		replayCluster = &kyvernosuite.Cluster{Config: cp.Config, Scheme: cp.Scheme}
+		replayCluster = &policytest.Cluster{Config: cp.Config, Scheme: cp.Scheme}
 		if err := keepParamInformer(context.Background()); err != nil {
 			t.Fatalf("parameter informer keeper: %v", err)
 		}
@@ -107,9 +107,9 @@ func TestMain(m *testing.M) {
 	os.Exit(controlplane.RunSuite(m, controlplane.Options{GarbageCollector: true}, &cp))
 }
 
-func corpus(t *testing.T) []kyvernosuite.Suite {
+func corpus(t *testing.T) []policytest.Suite {
 	t.Helper()
-	suites, err := kyvernosuite.Load(".")
+	suites, err := policytest.Load(".")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,17 +125,17 @@ func corpus(t *testing.T) []kyvernosuite.Suite {
 func TestPathsAgree(t *testing.T) {
 	compared, fallbackOnly := 0, 0
 	for _, s := range corpus(t) {
-		report := kyvernosuite.Run(context.Background(), &s, kyvernosuite.Options{})
+		report := policytest.Run(context.Background(), &s, policytest.Options{})
 		for _, row := range report.Rows {
 			switch {
-			case row.Status == kyvernosuite.StatusSkipped:
+			case row.Status == policytest.StatusSkipped:
 				continue
-			case row.VAP.Result == kyvernosuite.Fallback:
+			case row.VAP.Result == policytest.Fallback:
 				fallbackOnly++
 				continue
-			case row.VAP.Result == kyvernosuite.NotApplicable:
+			case row.VAP.Result == policytest.NotApplicable:
 				continue
-			case row.Engine.Result == kyvernosuite.NotApplicable:
+			case row.Engine.Result == policytest.NotApplicable:
 				// A ValidatingPolicy rule no engine of kyvap evaluates (a
 				// library it lacks): the VAP path alone is compared.
 				continue
@@ -170,13 +170,13 @@ func (v verdict) String() string {
 
 // predictor computes, in-process, what the API server should answer.
 type predictor struct {
-	suite    *kyvernosuite.Suite
+	suite    *policytest.Suite
 	generate bool
 	sim      *vapsim.Simulator
 	engine   *engine.Engine
 }
 
-func newPredictor(t *testing.T, s *kyvernosuite.Suite, generate bool) *predictor {
+func newPredictor(t *testing.T, s *policytest.Suite, generate bool) *predictor {
 	t.Helper()
 	p := &predictor{suite: s, generate: generate, engine: engine.New()}
 	resolver := translate.NewStaticResolver(s.CRDs...)
@@ -261,7 +261,7 @@ func (p *predictor) predict(ctx context.Context, req *admissionv1.AdmissionReque
 
 // replayable says whether the API server can be asked the suite's question
 // as the suite asks it, and why not.
-func replayable(s *kyvernosuite.Suite) string {
+func replayable(s *policytest.Suite) string {
 	switch {
 	case len(s.Policies) == 0:
 		return "no ClusterPolicy"
@@ -317,7 +317,7 @@ func TestRealAPIServer(t *testing.T) {
 // code (namespaces, parameters, exceptions, CRDs, the user's bindings, the
 // old objects of UPDATE and DELETE requests, then the policies), sends
 // every resource's request and removes everything again.
-func replaySuite(t *testing.T, s *kyvernosuite.Suite, generate bool, user authenticationv1.UserInfo) (replayed int, notes []string) {
+func replaySuite(t *testing.T, s *policytest.Suite, generate bool, user authenticationv1.UserInfo) (replayed int, notes []string) {
 	t.Helper()
 	ctx := context.Background()
 	in, err := cluster(t).Install(ctx, s)
@@ -343,7 +343,7 @@ func replaySuite(t *testing.T, s *kyvernosuite.Suite, generate bool, user authen
 			notes = append(notes, "a subresource request")
 			continue
 		}
-		obj, old, err := kyvernosuite.RequestObjects(req)
+		obj, old, err := policytest.RequestObjects(req)
 		if err != nil {
 			t.Errorf("%s: %s: %v", s.Path, r.Key(), err)
 			continue
@@ -392,7 +392,7 @@ func replaySuite(t *testing.T, s *kyvernosuite.Suite, generate bool, user authen
 
 // check is one request of a suite and the verdict predicted for it.
 type check struct {
-	resource *kyvernosuite.Resource
+	resource *policytest.Resource
 	want     verdict
 	req      *admissionv1.AdmissionRequest
 	// obj is what is sent; old is the stored object of UPDATE and DELETE.
@@ -401,14 +401,14 @@ type check struct {
 
 // checkAll predicts each request in-process and compares the API server's
 // answer with the prediction (the suite's policies are in place).
-func checkAll(t *testing.T, s *kyvernosuite.Suite, generate bool, user authenticationv1.UserInfo, pending []check) (replayed int, notes []string) {
+func checkAll(t *testing.T, s *policytest.Suite, generate bool, user authenticationv1.UserInfo, pending []check) (replayed int, notes []string) {
 	t.Helper()
 	ctx := context.Background()
 	cfg := cluster(t).UserConfig(s)
 	if s.UserInfo != nil {
 		// The user the API server reports for the impersonation.
 		info := s.UserInfo.AdmissionUserInfo
-		user = authenticationv1.UserInfo{Username: info.Username, Groups: append(append([]string{}, info.Groups...), kyvernosuite.ImpersonationGroup, "system:authenticated")}
+		user = authenticationv1.UserInfo{Username: info.Username, Groups: append(append([]string{}, info.Groups...), policytest.ImpersonationGroup, "system:authenticated")}
 	}
 	p := newPredictor(t, s, generate)
 	var denied, allowed []check
@@ -454,16 +454,16 @@ func checkAll(t *testing.T, s *kyvernosuite.Suite, generate bool, user authentic
 // resourceOperation is one request of a suite: a resource and the
 // operation a result asks for ("" for the values' or CREATE).
 type resourceOperation struct {
-	resource  *kyvernosuite.Resource
+	resource  *policytest.Resource
 	operation string
 }
 
 // requestsOf lists every resource with the default operation, plus the
 // other operations the results ask for, each once.
-func requestsOf(s *kyvernosuite.Suite) []resourceOperation {
+func requestsOf(s *policytest.Suite) []resourceOperation {
 	var out []resourceOperation
 	seen := map[string]bool{}
-	add := func(r *kyvernosuite.Resource, op string) {
+	add := func(r *policytest.Resource, op string) {
 		if key := r.Key() + "|" + op; !seen[key] {
 			seen[key] = true
 			out = append(out, resourceOperation{r, op})
@@ -487,7 +487,7 @@ func requestsOf(s *kyvernosuite.Suite) []resourceOperation {
 // enforcedFailures are the resources (by key) the suite expects a rule to
 // fail on CREATE under Enforce, among the rules kyvap enforces: Kyverno
 // denies them, so the API server must too.
-func enforcedFailures(t *testing.T, s *kyvernosuite.Suite, generate bool) map[string]string {
+func enforcedFailures(t *testing.T, s *policytest.Suite, generate bool) map[string]string {
 	t.Helper()
 	enforced := map[string]bool{} // policy/rule kyvap enforces
 	enforceOnly := map[string]bool{}
@@ -607,7 +607,7 @@ func matches(got, want verdict) bool {
 
 // waitForCleanup waits until the suite's VAPs are gone and no webhook rule
 // remains, so the next suite starts from a clean cluster.
-func waitForCleanup(t *testing.T, s *kyvernosuite.Suite) {
+func waitForCleanup(t *testing.T, s *policytest.Suite) {
 	t.Helper()
 	names := map[string]bool{}
 	for _, p := range s.Policies {
@@ -671,7 +671,7 @@ func TestClusterReplayReusesNamespaces(t *testing.T) {
 	cp.EnsureNamespace(t, controlplane.OperatorNamespace, nil)
 	cp.StartWebhookOperator(t, translate.Options{GenerateValidatingAdmissionPolicy: true}, controlplane.FreePort(t))
 	replay := cluster(t)
-	var suite *kyvernosuite.Suite
+	var suite *policytest.Suite
 	for _, s := range corpus(t) {
 		if strings.HasPrefix(s.Path, "namespaces/") {
 			suite = &s
@@ -681,10 +681,10 @@ func TestClusterReplayReusesNamespaces(t *testing.T) {
 		t.Fatal("suite namespaces not found")
 	}
 	for round := 1; round <= 2; round++ {
-		report := kyvernosuite.RunCluster(ctx, suite, replay, kyvernosuite.Options{})
+		report := policytest.RunCluster(ctx, suite, replay, policytest.Options{})
 		if report.Summary.Failed > 0 || report.Summary.Passed == 0 {
 			for _, row := range report.Rows {
-				if row.Status == kyvernosuite.StatusFail {
+				if row.Status == policytest.StatusFail {
 					t.Errorf("round %d: %s/%s on %s: %s", round, row.Policy, row.Rule, row.Resource, row.Reason)
 				}
 			}
@@ -694,39 +694,39 @@ func TestClusterReplayReusesNamespaces(t *testing.T) {
 }
 
 func TestClusterReplay(t *testing.T) {
-	if kyvernosuite.DefaultStatusCondition != controllers.ConditionType {
-		t.Fatalf("kyvernosuite.DefaultStatusCondition %q is not controllers.ConditionType %q", kyvernosuite.DefaultStatusCondition, controllers.ConditionType)
+	if policytest.DefaultStatusCondition != controllers.ConditionType {
+		t.Fatalf("policytest.DefaultStatusCondition %q is not controllers.ConditionType %q", policytest.DefaultStatusCondition, controllers.ConditionType)
 	}
 	ctx := context.Background()
 	cp.EnsureNamespace(t, controlplane.OperatorNamespace, nil)
 	cp.StartWebhookOperator(t, translate.Options{GenerateValidatingAdmissionPolicy: true}, controlplane.FreePort(t))
 	replay := cluster(t)
-	var total, vpolTotal kyvernosuite.Summary
+	var total, vpolTotal policytest.Summary
 	operations := map[string]int{}
 	vpolDenied, vpolOutside := 0, 0
 	for _, s := range corpus(t) {
 		name := strings.TrimSuffix(s.Path, "/kyverno-test.yaml")
 		t.Run(name, func(t *testing.T) {
-			report := kyvernosuite.RunCluster(ctx, &s, replay, kyvernosuite.Options{})
+			report := policytest.RunCluster(ctx, &s, replay, policytest.Options{})
 			total.Add(report.Summary)
 			if len(s.ValidatingPolicies) > 0 {
 				vpolTotal.Add(report.Summary)
 			}
 			for _, row := range report.Rows {
 				switch row.Status {
-				case kyvernosuite.StatusFail:
+				case policytest.StatusFail:
 					t.Errorf("%s/%s on %s (%s): %s", row.Policy, row.Rule, row.Resource, row.Operation, row.Reason)
-				case kyvernosuite.StatusPass:
+				case policytest.StatusPass:
 					operations[row.Operation]++
 					if len(s.ValidatingPolicies) > 0 && row.Cluster != nil {
 						if strings.HasPrefix(row.Reason, "admitted: outside the NamespacedValidatingPolicy's namespace") {
 							vpolOutside++
-						} else if row.Cluster.Result == kyvernosuite.Fail {
+						} else if row.Cluster.Result == policytest.Fail {
 							vpolDenied++
 						}
 					}
-				case kyvernosuite.StatusSkipped:
-					if strings.HasPrefix(row.Reason, kyvernosuite.ForeignDenial) {
+				case policytest.StatusSkipped:
+					if strings.HasPrefix(row.Reason, policytest.ForeignDenial) {
 						// Only the suite's own policy is installed here.
 						t.Errorf("%s/%s on %s: %s", row.Policy, row.Rule, row.Resource, row.Reason)
 					}

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kyvap/kyvap/internal/convertsuite"
-	"github.com/kyvap/kyvap/internal/kyvernosuite"
+	"github.com/kyvap/kyvap/migrate"
+	"github.com/kyvap/kyvap/policytest"
 	"github.com/kyvap/kyvap/test/controlplane"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -25,32 +25,32 @@ func TestClusterReplayConverted(t *testing.T) {
 	ctx := context.Background()
 	out := t.TempDir()
 	var stderr bytes.Buffer
-	c := convertsuite.New(convertsuite.Options{Files: []string{"."}, Out: out}, &stderr)
+	c := migrate.New(migrate.Options{Files: []string{"."}, Out: out}, &stderr)
 	c.ConvertTests(c.FindTests())
 	if rows := c.Rows(); rows.Converted < 150 || rows.Differs > 0 {
 		t.Fatalf("conversion: %+v\n%s", rows, stderr.String())
 	}
-	suites, err := kyvernosuite.Load(out)
+	suites, err := policytest.Load(out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cp.EnsureNamespace(t, controlplane.OperatorNamespace, nil)
 	cp.StartWebhookOperator(t, translate.Options{GenerateValidatingAdmissionPolicy: true}, controlplane.FreePort(t))
 	replay := cluster(t)
-	var total kyvernosuite.Summary
+	var total policytest.Summary
 	denied := 0
 	for _, s := range suites {
 		name := strings.TrimSuffix(strings.TrimPrefix(s.Path, out+"/"), "/kyverno-test.yaml")
 		t.Run(name, func(t *testing.T) {
-			report := kyvernosuite.RunCluster(ctx, &s, replay, kyvernosuite.Options{})
+			report := policytest.RunCluster(ctx, &s, replay, policytest.Options{})
 			total.Add(report.Summary)
 			for _, row := range report.Rows {
 				switch {
-				case row.Status == kyvernosuite.StatusFail:
+				case row.Status == policytest.StatusFail:
 					t.Errorf("%s on %s (%s): %s", row.Policy, row.Resource, row.Operation, row.Reason)
-				case row.Status == kyvernosuite.StatusSkipped && strings.HasPrefix(row.Reason, kyvernosuite.ForeignDenial):
+				case row.Status == policytest.StatusSkipped && strings.HasPrefix(row.Reason, policytest.ForeignDenial):
 					t.Errorf("%s on %s: %s", row.Policy, row.Resource, row.Reason)
-				case row.Status == kyvernosuite.StatusPass && row.Cluster != nil && row.Cluster.Result == kyvernosuite.Fail:
+				case row.Status == policytest.StatusPass && row.Cluster != nil && row.Cluster.Result == policytest.Fail:
 					denied++
 				}
 			}

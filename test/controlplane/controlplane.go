@@ -30,7 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/kyvap/kyvap/internal/operator"
+	"github.com/kyvap/kyvap/operator"
 )
 
 // Versions of the parts the control plane is made of. The Makefile pins the

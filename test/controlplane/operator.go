@@ -23,7 +23,7 @@ import (
 
 	"github.com/kyvap/kyvap/controllers"
 	"github.com/kyvap/kyvap/engine"
-	"github.com/kyvap/kyvap/internal/operator"
+	"github.com/kyvap/kyvap/operator"
 	"github.com/kyvap/kyvap/internal/scan"
 	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/webhook"
@@ -31,7 +31,7 @@ import (
 )
 
 // Operator is kyvap's manager running in-process against the control plane,
-// built by internal/operator exactly as cmd/manager builds it. The kit's
+// built by operator exactly as cmd/manager builds it. The kit's
 // StartOperator* functions return it; it is stopped when the test ends.
 type Operator struct {
 	Reconciler *controllers.ClusterPolicyReconciler

@@ -31,7 +31,7 @@ func TestBinariesDoNotLinkKyverno(t *testing.T) {
 }
 
 // TestTranslateIsPure: translate/ (and the Kyverno semantics it shares with
-// the engine, internal/kyverno and internal/vapdefaults) are pure; they import
+// the engine, kyverno and translate/vapdefaults) are pure; they import
 // no client, no controller-runtime and no HTTP. (Packages it uses, such as the
 // apiserver's CEL environment, may reach those indirectly; controller-runtime
 // and Kyverno may not be reached at all.)
@@ -44,7 +44,7 @@ func TestTranslateIsPure(t *testing.T) {
 		}
 		return false
 	}
-	pure := []string{"./translate/...", "./internal/kyverno/...", "./internal/vapdefaults/...", "./internal/reports/...", "./model/...", "./engine/kyvernolib/..."}
+	pure := []string{"./translate/...", "./kyverno/...", "./translate/vapdefaults/...", "./reports/...", "./model/...", "./kyverno/cellib/..."}
 	for _, imp := range goList(t, append([]string{"-e", "-f", `{{join .Imports " "}}`}, pure...)...) {
 		if banned(imp, "sigs.k8s.io/controller-runtime", "k8s.io/client-go", "net/http") {
 			t.Errorf("a pure package imports %s", imp)
@@ -58,7 +58,7 @@ func TestTranslateIsPure(t *testing.T) {
 }
 
 // TestManagerDoesNotLinkTheSimulator: the in-process API-server simulator
-// (internal/vapsim) and the API server's validating-policy admission plugin
+// (policytest/vapsim) and the API server's validating-policy admission plugin
 // serve `kyvap test` only; the operator enforces through the real API
 // server and its own engine, and must not carry either.
 func TestManagerDoesNotLinkTheSimulator(t *testing.T) {
@@ -67,7 +67,7 @@ func TestManagerDoesNotLinkTheSimulator(t *testing.T) {
 		t.Fatalf("go list returned only %d packages; the check is not looking at the manager", len(deps))
 	}
 	for _, dep := range deps {
-		if hasPathPrefix(dep, "github.com/kyvap/kyvap/internal/vapsim") || hasPathPrefix(dep, "k8s.io/apiserver/pkg/admission/plugin/policy/validating") {
+		if hasPathPrefix(dep, "github.com/kyvap/kyvap/policytest/vapsim") || hasPathPrefix(dep, "k8s.io/apiserver/pkg/admission/plugin/policy/validating") {
 			t.Errorf("cmd/manager links %s", dep)
 		}
 	}

@@ -14,12 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kyvap/kyvap/internal/reports"
+	"github.com/kyvap/kyvap/reports"
 	"github.com/kyvap/kyvap/test/controlplane"
 )
 
 // TestReportsFitKyvernosCRDs: the PolicyReport and ClusterPolicyReport
-// internal/reports builds are accepted by the wgpolicyk8s.io CRDs of the
+// reports builds are accepted by the wgpolicyk8s.io CRDs of the
 // pinned Kyverno module and read back unchanged (the schema prunes no
 // field kyvap writes).
 func TestReportsFitKyvernosCRDs(t *testing.T) {

@@ -21,7 +21,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/controllers"
-	"github.com/kyvap/kyvap/internal/convertsuite"
+	"github.com/kyvap/kyvap/migrate"
 	"github.com/kyvap/kyvap/internal/discovery"
 	"github.com/kyvap/kyvap/test/controlplane"
 	"github.com/kyvap/kyvap/translate"
@@ -141,7 +141,7 @@ spec:
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	c := convertsuite.New(convertsuite.Options{Files: []string{policy}, Cluster: resolver}, &stderr)
+	c := migrate.New(migrate.Options{Files: []string{policy}, Cluster: resolver}, &stderr)
 	if code := c.ConvertPolicies(strings.NewReader(""), &stdout); code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
 	}

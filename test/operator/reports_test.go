@@ -15,8 +15,8 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/controllers"
-	"github.com/kyvap/kyvap/internal/operator"
-	"github.com/kyvap/kyvap/internal/reports"
+	"github.com/kyvap/kyvap/operator"
+	"github.com/kyvap/kyvap/reports"
 	"github.com/kyvap/kyvap/test/controlplane"
 	"github.com/kyvap/kyvap/translate"
 )

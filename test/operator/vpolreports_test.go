@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyvap/kyvap/controllers"
-	"github.com/kyvap/kyvap/internal/reports"
+	"github.com/kyvap/kyvap/reports"
 	"github.com/kyvap/kyvap/test/controlplane"
 )
 

@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kyvap/kyvap/controllers"
-	"github.com/kyvap/kyvap/internal/operator"
+	"github.com/kyvap/kyvap/operator"
 	"github.com/kyvap/kyvap/test/controlplane"
 	"github.com/kyvap/kyvap/translate"
 )

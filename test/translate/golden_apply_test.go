@@ -18,7 +18,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kyvap/kyvap/internal/manifest"
+	"github.com/kyvap/kyvap/frontend/manifest"
 	"github.com/kyvap/kyvap/test/controlplane"
 	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/translate/translatetest"

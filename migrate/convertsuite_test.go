@@ -1,0 +1,253 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package migrate
+
+import (
+	"bytes"
+	"context"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kyvap/kyvap/policytest"
+	"github.com/kyvap/kyvap/translate"
+)
+
+// TestConvertCorpus converts every test of the repository's verdict
+// corpus and runs the converted folders: every row kept passes kyvap's
+// evaluation (both paths), and every row of the source is accounted for:
+// converted, left out with a reason, or not converted. The converted
+// folders were checked with Kyverno v1.19.1's CLI (docs/convert.md).
+func TestConvertCorpus(t *testing.T) {
+	out := t.TempDir()
+	var stderr bytes.Buffer
+	c := New(Options{Files: []string{"../../test/conformance"}, Out: out}, &stderr)
+	code := c.ConvertTests(c.FindTests())
+	if code != exitInvalidRule {
+		t.Fatalf("exit %d, want %d (the corpus has rules no ValidatingPolicy can express); stderr:\n%s", code, exitInvalidRule, stderr.String())
+	}
+	rows := c.Rows()
+	t.Logf("%+v", rows)
+	if rows.Source != rows.Converted+rows.LeftOut+rows.Unconverted {
+		t.Fatalf("rows not accounted for: %+v", rows)
+	}
+	if rows.Differs != 0 || rows.Converted < 150 {
+		t.Fatalf("rows: %+v; stderr:\n%s", rows, stderr.String())
+	}
+	suites, err := policytest.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for i := range suites {
+		report := policytest.Run(context.Background(), &suites[i], policytest.Options{})
+		for _, row := range report.Rows {
+			checked++
+			if row.Status != policytest.StatusPass {
+				t.Errorf("%s: %s %s: %s (VAP %s, engine %s): %s", suites[i].Path, row.Policy, row.Resource, row.Status, row.VAP.Result, row.Engine.Result, row.Reason)
+			}
+		}
+	}
+	if checked != rows.Converted {
+		t.Errorf("%d rows checked, %d converted", checked, rows.Converted)
+	}
+}
+
+// TestRowOfAnUnservedVersionIsLeftOut: a source row about a resource of a
+// version no API server kyvap targets serves (batch/v1beta1 CronJob) is
+// left out of the converted test with the reason: the converted policy
+// matches the served versions only, and Kyverno's CLI would report the row
+// "Not found".
+func TestRowOfAnUnservedVersionIsLeftOut(t *testing.T) {
+	src := t.TempDir()
+	files := map[string]string{
+		"kyverno-test.yaml": `apiVersion: cli.kyverno.io/v1alpha1
+kind: Test
+metadata: {name: unserved-version}
+policies: [policy.yaml]
+resources: [resources.yaml]
+results:
+- {policy: no-latest, rule: no-latest, kind: CronJob, resources: [served, old], result: fail}
+`,
+		"policy.yaml": `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: no-latest}
+spec:
+  validationFailureAction: Enforce
+  background: false
+  rules:
+  - name: no-latest
+    match: {any: [{resources: {kinds: [CronJob]}}]}
+    validate:
+      cel:
+        expressions: [{expression: "object.spec.jobTemplate.spec.template.spec.containers.all(c, !c.image.endsWith(':latest'))", message: no latest}]
+`,
+		"resources.yaml": `apiVersion: batch/v1
+kind: CronJob
+metadata: {name: served, namespace: default}
+spec:
+  schedule: "* * * * *"
+  jobTemplate: {spec: {template: {spec: {containers: [{name: c, image: "nginx:latest"}]}}}}
+---
+apiVersion: batch/v1beta1
+kind: CronJob
+metadata: {name: old, namespace: default}
+spec:
+  schedule: "* * * * *"
+  jobTemplate: {spec: {template: {spec: {containers: [{name: c, image: "nginx:latest"}]}}}}
+`,
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(src, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := t.TempDir()
+	var stderr bytes.Buffer
+	c := New(Options{Files: []string{src}, Out: out}, &stderr)
+	c.ConvertTests(c.FindTests())
+	rows := c.Rows()
+	if rows.Converted != 1 || rows.LeftOut != 1 || rows.Unconverted != 0 {
+		t.Fatalf("rows %+v, want the served CronJob converted and the batch/v1beta1 one left out; stderr:\n%s", rows, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "resource old: left out: batch/v1beta1, Kind=CronJob is not served") {
+		t.Errorf("stderr does not say why the old CronJob's row was left out:\n%s", stderr.String())
+	}
+	suites, err := policytest.Load(out)
+	if err != nil || len(suites) != 1 {
+		t.Fatalf("loading the converted test: %v (%d suites)", err, len(suites))
+	}
+	for _, res := range suites[0].Test.Results {
+		if slices.Contains(res.Resources, "old") {
+			t.Errorf("the converted test keeps a row for the batch/v1beta1 CronJob: %+v", res)
+		}
+	}
+}
+
+// writeSuite writes files into a new directory and returns it.
+func writeSuite(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// gizmoSuite is a test of a policy on a custom kind, Gizmo, whose
+// resources carry example.com/v1.
+var gizmoSuite = map[string]string{
+	"kyverno-test.yaml": `apiVersion: cli.kyverno.io/v1alpha1
+kind: Test
+metadata: {name: gizmos}
+policies: [policy.yaml]
+resources: [resources.yaml]
+results:
+- {policy: gizmo-size, rule: small, kind: Gizmo, resources: [big], result: fail}
+- {policy: gizmo-size, rule: small, kind: Gizmo, resources: [small], result: pass}
+`,
+	"policy.yaml": `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: gizmo-size}
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: small
+    match: {any: [{resources: {kinds: [Gizmo]}}]}
+    validate:
+      cel:
+        expressions: [{expression: "object.spec.size < 10", message: too big}]
+`,
+	"resources.yaml": `apiVersion: example.com/v1
+kind: Gizmo
+metadata: {name: big, namespace: default}
+spec: {size: 20}
+---
+apiVersion: example.com/v1
+kind: Gizmo
+metadata: {name: small, namespace: default}
+spec: {size: 1}
+`,
+}
+
+const gizmoCRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gizmoes.example.com}
+spec:
+  group: example.com
+  names: {kind: Gizmo, plural: gizmoes, singular: gizmo, listKind: GizmoList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`
+
+// TestCustomKindsResolvedFromWhatTheUserGives: a policy on a custom kind
+// converts, its kind resolved from a CRD manifest (--crd), else a cluster's
+// discovery, else the test's own resources (the plural guessed); the
+// conversion says which, and the converted test passes. Without any, the
+// rule is refused (KindUnresolved).
+func TestCustomKindsResolvedFromWhatTheUserGives(t *testing.T) {
+	src := writeSuite(t, gizmoSuite)
+	crdFile := filepath.Join(t.TempDir(), "crd.yaml")
+	if err := os.WriteFile(crdFile, []byte(gizmoCRD), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cluster := translate.NewResolver([]translate.Resource{{Group: "example.com", Version: "v1", Resource: "gizmoz", Kind: "Gizmo", Namespaced: true}})
+	for _, tc := range []struct {
+		name     string
+		opts     Options
+		source   string
+		resource string
+	}{
+		{"the test's resources", Options{}, "the test's resources", "gizmos"},
+		{"a CRD manifest", Options{CRDFiles: []string{crdFile}}, "CRD manifests (--crd)", "gizmoes"},
+		{"a cluster's discovery", Options{Cluster: cluster}, "the cluster's discovery", "gizmoz"},
+		{"a CRD manifest before the cluster", Options{CRDFiles: []string{crdFile}, Cluster: cluster}, "CRD manifests (--crd)", "gizmoes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.Files, tc.opts.Out = []string{src}, t.TempDir()
+			var stderr bytes.Buffer
+			c := New(tc.opts, &stderr)
+			c.ConvertTests(c.FindTests())
+			if rows := c.Rows(); rows.Converted != 2 || rows.Unconverted != 0 {
+				t.Fatalf("rows %+v; stderr:\n%s", rows, stderr.String())
+			}
+			want := `kind "Gizmo" resolved from ` + tc.source + ": example.com/v1 " + tc.resource
+			if !strings.Contains(stderr.String(), want) {
+				t.Errorf("stderr does not say %q:\n%s", want, stderr.String())
+			}
+			policies, err := os.ReadFile(filepath.Join(tc.opts.Out, "policies.yaml"))
+			if err != nil || !strings.Contains(string(policies), "- "+tc.resource+"\n") || strings.Count(string(policies), "- gizmo") != 1 {
+				t.Errorf("the converted policy does not match %s (%v):\n%s", tc.resource, err, policies)
+			}
+			suites, err := policytest.Load(tc.opts.Out)
+			if err != nil || len(suites) != 1 {
+				t.Fatalf("loading the converted test: %v", err)
+			}
+			for _, row := range policytest.Run(context.Background(), &suites[0], policytest.Options{}).Rows {
+				if row.Status != policytest.StatusPass {
+					t.Errorf("converted row %s: %s (%s)", row.Resource, row.Status, row.Reason)
+				}
+			}
+		})
+	}
+
+	// No source knows the kind: refused with the reason.
+	files := maps.Clone(gizmoSuite)
+	files["resources.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: big, namespace: default}\n"
+	var stderr bytes.Buffer
+	c := New(Options{Files: []string{writeSuite(t, files)}, Out: t.TempDir()}, &stderr)
+	c.ConvertTests(c.FindTests())
+	if !strings.Contains(stderr.String(), "KindUnresolved") || c.Unconverted() == 0 {
+		t.Errorf("a kind nobody knows was not refused:\n%s", stderr.String())
+	}
+}
