@@ -34,10 +34,11 @@ import (
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/controllers"
 	"github.com/kyvap/kyvap/engine"
-	"github.com/kyvap/kyvap/kyverno/cellib"
 	"github.com/kyvap/kyvap/kyverno"
-	"github.com/kyvap/kyvap/internal/scan"
+	"github.com/kyvap/kyvap/kyverno/cellib"
 	"github.com/kyvap/kyvap/model"
+	"github.com/kyvap/kyvap/reporter"
+	"github.com/kyvap/kyvap/scan"
 	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/webhook"
 )
@@ -58,10 +59,10 @@ type Options struct {
 	// largest memory use) and no admission results. Enforcement is not
 	// affected.
 	DisableBackgroundScan bool
-	// BackgroundScanWorkers scan resources at once (0: scan.Workers).
+	// BackgroundScanWorkers scan resources at once (0: reporter.Workers).
 	BackgroundScanWorkers int
 	// BackgroundScanMetadataOnly caches only the scanned resources'
-	// metadata and reads each one when it is evaluated (scan.Reporter's
+	// metadata and reads each one when it is evaluated (reporter.Reporter's
 	// MetadataOnly).
 	BackgroundScanMetadataOnly bool
 	// ShutdownDrain is how long the webhook keeps answering, with every
@@ -95,7 +96,7 @@ type Operator struct {
 	KyvernoConfig *KyvernoConfig
 	// Reports writes the PolicyReports (background scans and admission
 	// results); nil with DisableBackgroundScan.
-	Reports *scan.Reporter
+	Reports *reporter.Reporter
 
 	webhook *webhook.Webhook
 	// Options are the options in effect (with the discovered CEL
@@ -178,7 +179,7 @@ func New(ctx context.Context, cfg *rest.Config, managerOptions ctrl.Options, opt
 	op.KyvernoConfig.listeners = append(op.KyvernoConfig.listeners, func(*kyverno.Config) { op.Controllers.RequeueAll() })
 	listeners := []func(){op.Controllers.RequeueAll}
 	// The webhook's results go into the reports (once their CRDs are found).
-	admissionResults := &scan.AdmissionRecorder{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}
+	admissionResults := &reporter.AdmissionRecorder{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}
 	if fallbackWebhook != nil {
 		fallbackWebhook.EngineLoaded = op.Controllers.Loaded
 		if !opts.DisableBackgroundScan {
@@ -196,7 +197,7 @@ func New(ctx context.Context, cfg *rest.Config, managerOptions ctrl.Options, opt
 	if resources != nil {
 		scanner.SetResourceReader(resources)
 	}
-	reporter := &scan.Reporter{
+	reports := &reporter.Reporter{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Resolvers: kinds, Kyverno: op.Kyverno,
 		Options: func() translate.Options { return translateOpts }, Scanner: scanner,
 		Config: op.KyvernoConfig.Get, Interval: opts.BackgroundScanInterval, Workers: opts.BackgroundScanWorkers, Admission: admissionResults,
@@ -207,13 +208,13 @@ func New(ctx context.Context, cfg *rest.Config, managerOptions ctrl.Options, opt
 	}
 	kyvernoListeners := []func(){op.Controllers.RequeueAll}
 	if !opts.DisableBackgroundScan {
-		if err := reporter.SetupWithManager(mgr); err != nil {
+		if err := reports.SetupWithManager(mgr); err != nil {
 			return nil, err
 		}
-		op.Reports = reporter
+		op.Reports = reports
 		// CRDs installed later start the reports then.
-		listeners = append(listeners, reporter.CRDsChanged)
-		kyvernoListeners = append(kyvernoListeners, reporter.KyvernoChanged)
+		listeners = append(listeners, reports.CRDsChanged)
+		kyvernoListeners = append(kyvernoListeners, reports.KyvernoChanged)
 	}
 	// CRDs installed later start the ValidatingPolicy controllers then.
 	listeners = append(listeners, op.Controllers.Validating.CRDsChanged)

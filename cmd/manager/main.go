@@ -24,7 +24,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/kyvap/kyvap/operator"
-	"github.com/kyvap/kyvap/internal/scan"
+	"github.com/kyvap/kyvap/reporter"
 	"github.com/kyvap/kyvap/internal/version"
 	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/webhook"
@@ -91,7 +91,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.webhookOpts.MaxConcurrentEvaluations, "webhook-max-concurrent-evaluations", 0, "requests the webhook evaluates at once; the others wait until their deadline (0: twice GOMAXPROCS)")
 	fs.BoolVar(&o.resourceReads, "resource-library-reads", false, "let kyvap's engine evaluate Kyverno's CEL resource library (resource.Get/List in ValidatingPolicies) by reading from the API server with kyvap's RBAC, which must then grant get and list on what the policies read; off, such rules are reported NOT ENFORCED by kyvap")
 	fs.BoolVar(&o.backgroundScan, "background-scan", true, "scan resources in the background and write PolicyReports (with the webhook's admission results); false writes no PolicyReports and keeps no cache of the scanned kinds, which bounds the manager's memory whatever the cluster's size; enforcement is not affected")
-	fs.IntVar(&o.backgroundScanWorkers, "background-scan-workers", scan.Workers, "resources the background scan evaluates and reports at once (the scan's CPU and its burst of report writes to the API server)")
+	fs.IntVar(&o.backgroundScanWorkers, "background-scan-workers", reporter.Workers, "resources the background scan evaluates and reports at once (the scan's CPU and its burst of report writes to the API server)")
 	fs.BoolVar(&o.backgroundScanMetadataOnly, "background-scan-metadata-only", false, "cache only the metadata of the resources the background scan reports on, and read each resource from the API server when it is evaluated: the manager's memory stays flat however large the scanned objects are, for one GET per evaluation")
 	fs.DurationVar(&o.backgroundScanInterval, "background-scan-interval", time.Hour, "how often the background scan re-evaluates every resource it reports on (PolicyReports), besides policy and resource changes; 0: only on changes")
 	fs.DurationVar(&o.shutdownDrain, "shutdown-drain", 5*time.Second, "on SIGTERM, how long the webhook keeps answering (closing each connection after its response, readiness failing) before the manager stops; keep it below the pod's terminationGracePeriodSeconds")

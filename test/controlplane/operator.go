@@ -24,7 +24,7 @@ import (
 	"github.com/kyvap/kyvap/controllers"
 	"github.com/kyvap/kyvap/engine"
 	"github.com/kyvap/kyvap/operator"
-	"github.com/kyvap/kyvap/internal/scan"
+	"github.com/kyvap/kyvap/reporter"
 	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/webhook"
 	"github.com/kyvap/kyvap/webhook/certs"
@@ -38,7 +38,7 @@ type Operator struct {
 	// Engine is the fallback engine when the webhook runs, else nil.
 	Engine *engine.Engine
 	// Reports writes the PolicyReports; nil with scans disabled.
-	Reports *scan.Reporter
+	Reports *reporter.Reporter
 	// Elected is closed once this manager leads (at once without election).
 	Elected <-chan struct{}
 	// Draining reports whether the webhook is shutting down (its readiness

@@ -1,7 +1,7 @@
 // Copyright 2026 The kyvap Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package scan
+package reporter
 
 import (
 	"context"
@@ -25,8 +25,9 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/engine"
-	"github.com/kyvap/kyvap/reports"
 	"github.com/kyvap/kyvap/model"
+	"github.com/kyvap/kyvap/reports"
+	"github.com/kyvap/kyvap/scan"
 )
 
 // AdmissionRecorder puts what kyvap's webhook found on the requests it
@@ -185,7 +186,7 @@ func (a *AdmissionRecorder) write(ctx context.Context, resource reports.Resource
 	var results []reports.Result
 	for _, o := range outcomes {
 		if o.Kind != "" {
-			name := ReportName(model.Source{Namespace: o.Namespace, Name: o.Policy})
+			name := scan.ReportName(model.Source{Namespace: o.Namespace, Name: o.Policy})
 			policy, seen := models[name]
 			if !seen {
 				var err error
@@ -210,7 +211,7 @@ func (a *AdmissionRecorder) write(ctx context.Context, resource reports.Resource
 			}
 			policies[o.Policy] = policy
 		}
-		if policy == nil || Background(policy) {
+		if policy == nil || scan.Background(policy) {
 			continue
 		}
 		res := reports.ResultFor(policy, o.Rule, reports.Status(o.Result), o.Message, reports.ProcessAdmission, now)

@@ -1,7 +1,7 @@
 // Copyright 2026 The kyvap Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package scan
+package reporter
 
 import (
 	"cmp"
@@ -38,8 +38,9 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/kyverno"
-	"github.com/kyvap/kyvap/reports"
 	"github.com/kyvap/kyvap/model"
+	"github.com/kyvap/kyvap/reports"
+	"github.com/kyvap/kyvap/scan"
 	"github.com/kyvap/kyvap/translate"
 )
 
@@ -61,7 +62,7 @@ type Reporter struct {
 	Resolvers interface{ Resolver() translate.KindResolver }
 	Kyverno   interface{ Running() bool }
 	Options   func() translate.Options
-	Scanner   *Scanner
+	Scanner   *scan.Scanner
 	// Config returns Kyverno's global configuration: resources its
 	// resource filters name are not scanned, as in Kyverno's background
 	// scans (nil: none).
@@ -443,7 +444,7 @@ func (r *Reporter) rulesOf(policy *kyvernov1.ClusterPolicy) ([]translate.Fallbac
 	if err != nil {
 		return nil, err
 	}
-	return RulesToScan(policy, &plan, &engineForm, r.Kyverno != nil && r.Kyverno.Running()), nil
+	return scan.RulesToScan(policy, &plan, &engineForm, r.Kyverno != nil && r.Kyverno.Running()), nil
 }
 
 // watch starts an informer (full objects: the rules read them) for every
@@ -691,7 +692,7 @@ func (r *Reporter) reconcileResource(ctx context.Context, key resourceKey) (reco
 	r.mu.Lock()
 	gvr := r.watched[key.GVK]
 	r.mu.Unlock()
-	target := Object{Resource: obj, GVR: gvr}
+	target := scan.Object{Resource: obj, GVR: gvr}
 	if key.Namespace != "" {
 		ns := &corev1.Namespace{}
 		if err := r.Client.Get(ctx, types.NamespacedName{Name: key.Namespace}, ns); err != nil {

@@ -1,7 +1,7 @@
 // Copyright 2026 The kyvap Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package scan
+package reporter
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/kyvap/kyvap/model"
+	"github.com/kyvap/kyvap/scan"
 )
 
 // setupModel registers the scans of ValidatingPolicies and
@@ -116,7 +117,7 @@ func (r *Reporter) reconcileModelPolicy(ctx context.Context, kind model.Kind, re
 		case *policiesv1.NamespacedValidatingPolicy:
 			generated = p.Status.Generated
 		}
-		rules := ModelRulesToScan(&lowered, generated, r.Kyverno != nil && r.Kyverno.Running(), r.Scanner.Capabilities())
+		rules := scan.ModelRulesToScan(&lowered, generated, r.Kyverno != nil && r.Kyverno.Running(), r.Scanner.Capabilities())
 		meta := &metav1.ObjectMeta{Name: policy.GetName(), Namespace: policy.GetNamespace(), Annotations: policy.GetAnnotations()}
 		changed := r.Scanner.SetModelPolicy(lowered.Source, meta, rules)
 		var resourceRules []admissionregistrationv1.RuleWithOperations

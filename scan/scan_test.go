@@ -204,32 +204,3 @@ func TestUserDependentPoliciesAreNotScanned(t *testing.T) {
 		t.Errorf("a background policy that excludes by user (Kyverno refuses it in background mode): %d rules scanned", len(rules))
 	}
 }
-
-type staticResolvers struct{}
-
-func (staticResolvers) Resolver() translate.KindResolver { return translate.NewStaticResolver() }
-
-// TestBackgroundOnlyPolicyIsScanned: a policy with spec.admission false is
-// applied by Kyverno in background scans only; kyvap scans it the same
-// way, its rules evaluated as at admission.
-func TestBackgroundOnlyPolicyIsScanned(t *testing.T) {
-	p := loadPolicy(t)
-	off := false
-	p.Spec.Admission = &off
-	r := &Reporter{Resolvers: staticResolvers{}, Options: func() translate.Options {
-		return translate.Options{GenerateValidatingAdmissionPolicy: true}
-	}}
-	rules, err := r.rulesOf(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.Spec.Admission == nil || *p.Spec.Admission {
-		t.Fatal("rulesOf changed the policy")
-	}
-	s := New()
-	s.SetPolicy(p, rules)
-	got, err := s.Scan(context.Background(), configMap("no-team", nil), time.Now())
-	if err != nil || len(got) != 1 || got[0].Result != reports.StatusFail {
-		t.Errorf("scan of a ConfigMap without the label: %+v, %v; want one fail", got, err)
-	}
-}
