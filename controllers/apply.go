@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
-	"github.com/kyvap/kyvap/translate/vapdefaults"
 	"github.com/kyvap/kyvap/translate"
+	"github.com/kyvap/kyvap/translate/vapdefaults"
 )
 
 // AnnotationAppliedHash records a digest of the object kyvap last applied, so

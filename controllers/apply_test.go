@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
-	"github.com/kyvap/kyvap/translate/vapdefaults"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
+	"github.com/kyvap/kyvap/translate/vapdefaults"
 )
 
 func generatedVAP() *admissionregistrationv1.ValidatingAdmissionPolicy {

@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/kyvap/kyvap/frontend/validatingpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
@@ -163,9 +164,9 @@ func (r *ValidatingPolicyReconciler) gather(ctx context.Context, policy client.O
 	return LowerModelPolicy(ctx, r.Client, policy, r.Now)
 }
 
-// LowerModelPolicy lowers a policies.kyverno.io policy with the CEL
-// PolicyExceptions reader lists; clock is the time exceptions expire by
-// (nil: time.Now).
+// LowerModelPolicy gathers the CEL PolicyExceptions reader lists and lowers
+// a policies.kyverno.io policy with them (the front-end reads no cluster);
+// clock is the time exceptions expire by (nil: time.Now).
 func LowerModelPolicy(ctx context.Context, reader client.Reader, policy client.Object, clock func() time.Time) (model.Policy, error) {
 	var exceptions policiesv1.PolicyExceptionList
 	if err := reader.List(ctx, &exceptions); err != nil {
@@ -175,13 +176,7 @@ func LowerModelPolicy(ctx context.Context, reader client.Reader, policy client.O
 	if clock != nil {
 		now = clock()
 	}
-	switch p := policy.(type) {
-	case *policiesv1.NamespacedValidatingPolicy:
-		return model.FromNamespacedValidatingPolicy(p, exceptions.Items, now), nil
-	case *policiesv1.ValidatingPolicy:
-		return model.FromValidatingPolicy(p, exceptions.Items, now), nil
-	}
-	return model.Policy{}, fmt.Errorf("unexpected policy type %T", policy)
+	return validatingpolicy.LowerObject(policy, exceptions.Items, now)
 }
 
 // modelOwner is a policy-model source as the owner of generated objects.

@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/frontend/validatingpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
@@ -423,7 +424,7 @@ func autogenConfigs(variants []model.Rule) []*policiesv1.ValidatingPolicyAutogen
 // the pod-controller variants it gets.
 func autogenOf(src *model.Source, spec *policiesv1.ValidatingPolicySpec) []model.Rule {
 	vp := &policiesv1.ValidatingPolicy{ObjectMeta: metav1.ObjectMeta{Name: src.Name}, Spec: *spec}
-	lowered := model.FromValidatingPolicy(vp, nil, time.Time{})
+	lowered := validatingpolicy.Lower(vp, nil, time.Time{})
 	var out []model.Rule
 	for _, r := range lowered.Rules {
 		if r.AutogenOf != "" {

@@ -19,8 +19,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
-	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/frontend/manifest"
+	"github.com/kyvap/kyvap/frontend/validatingpolicy"
+	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -128,13 +129,13 @@ func assertValid(t testing.TB, res *Result) {
 			if err := yaml.UnmarshalStrict(data, &p); err != nil {
 				t.Fatalf("%s: %v", c.Name(), err)
 			}
-			lowered = model.FromNamespacedValidatingPolicy(&p, nil, time.Time{})
+			lowered = validatingpolicy.LowerNamespaced(&p, nil, time.Time{})
 		} else {
 			var p policiesv1.ValidatingPolicy
 			if err := yaml.UnmarshalStrict(data, &p); err != nil {
 				t.Fatalf("%s: %v", c.Name(), err)
 			}
-			lowered = model.FromValidatingPolicy(&p, nil, time.Time{})
+			lowered = validatingpolicy.Lower(&p, nil, time.Time{})
 		}
 		if c.NoAutogen && len(lowered.Rules) != 1 {
 			t.Errorf("%s: autogen is off but Kyverno would derive %d rules", c.Name(), len(lowered.Rules))

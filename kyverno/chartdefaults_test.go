@@ -16,7 +16,7 @@ import (
 // configuration, which kyvap reads without Kyverno, equal to the built-in
 // defaults it reads when that copy is missing too.
 func TestShippedConfigMapIsTheChartDefaults(t *testing.T) {
-	data, err := os.ReadFile("../../config/manager/kyverno-config.yaml")
+	data, err := os.ReadFile("../config/manager/kyverno-config.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

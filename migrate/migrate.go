@@ -27,9 +27,9 @@ import (
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/convert"
+	"github.com/kyvap/kyvap/frontend/manifest"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/policytest"
-	"github.com/kyvap/kyvap/frontend/manifest"
 	"github.com/kyvap/kyvap/translate"
 )
 

@@ -191,3 +191,12 @@ func (e Exception) Key() string {
 	}
 	return e.Namespace + "/" + e.Name
 }
+
+// Kyverno's evaluation modes (policies.kyverno.io EvaluationMode).
+const (
+	ModeKubernetes = "Kubernetes"
+	ModeJSON       = "JSON"
+)
+
+// RuleIDPolicy is the ID of the rule a ValidatingPolicy is as written.
+const RuleIDPolicy = "policy"

@@ -30,7 +30,7 @@ func TestVpolClusterSkip(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, dir := range []string{"vpol-basic", "vpol-background-only", "vpol-actions", "nvpol", "vpol-autogen", "vpol-exceptions", "vpol-message-expression", "vpol-lib-resource"} {
-		suites, err := Load("../../test/conformance/" + dir)
+		suites, err := Load("../test/conformance/" + dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,7 +61,7 @@ func TestVpolClusterSkip(t *testing.T) {
 // A policy is created as written: an empty autogen controller list (no
 // pod-controller variants) survives, which the Go type's omitempty drops.
 func TestValidatingPolicyObject(t *testing.T) {
-	suites, err := Load("../../test/conformance/vpol-autogen")
+	suites, err := Load("../test/conformance/vpol-autogen")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestValidatingPolicyObject(t *testing.T) {
 }
 
 func TestJudgeVpol(t *testing.T) {
-	suites, err := Load("../../test/conformance/nvpol")
+	suites, err := Load("../test/conformance/nvpol")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,7 +125,7 @@ func TestLoad(t *testing.T) {
 }
 
 func TestLoadConformanceCorpus(t *testing.T) {
-	suites, err := Load("../../test/conformance")
+	suites, err := Load("../test/conformance")
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}

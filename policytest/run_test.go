@@ -195,7 +195,7 @@ spec:
 // TestRunConformanceCases pins what the runner reports for corpus cases
 // whose outcome does not depend on the webhook packages' open issues.
 func TestRunConformanceCases(t *testing.T) {
-	corpus := "../../test/conformance"
+	corpus := "../test/conformance"
 	tests := []struct {
 		dir  string
 		want map[string]string
@@ -296,7 +296,7 @@ func TestSummary(t *testing.T) {
 }
 
 func TestResultsOutput(t *testing.T) {
-	report := runDir(t, "../../test/conformance/kyverno/check-deployment-namespace-cel")
+	report := runDir(t, "../test/conformance/kyverno/check-deployment-namespace-cel")
 	results := NewResults([]Report{report})
 	var buf bytes.Buffer
 	if err := results.WriteJSON(&buf); err != nil {

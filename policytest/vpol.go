@@ -16,14 +16,15 @@ import (
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 
 	"github.com/kyvap/kyvap/engine"
+	"github.com/kyvap/kyvap/frontend/validatingpolicy"
 	"github.com/kyvap/kyvap/kyverno/cellib"
-	"github.com/kyvap/kyvap/policytest/vapsim"
 	"github.com/kyvap/kyvap/model"
+	"github.com/kyvap/kyvap/policytest/vapsim"
 	"github.com/kyvap/kyvap/translate"
 )
 
 // ValidatingPolicies (policies.kyverno.io) run on the VAP path only: each
-// is lowered to the policy model (model.FromValidatingPolicy, with the
+// is lowered to the policy model (validatingpolicy.Lower, with the
 // suite's CEL PolicyExceptions) and translated (translate.TranslatePolicy)
 // as the operator does; the VAPs are evaluated by the simulator. Kyverno's
 // CLI (processor/policy_processor.go, pkg/cel/policies/vpol/engine) differs
@@ -118,9 +119,9 @@ func (r *runner) translateValidating(report *Report) {
 		vp := &r.suite.ValidatingPolicies[i]
 		st := &vpolState{vp: vp, rules: map[string]*translate.RuleResult{}, modelRules: map[string]*model.Rule{}}
 		if vp.Namespaced != nil {
-			st.lowered = model.FromNamespacedValidatingPolicy(vp.Namespaced, r.suite.CELExceptions, now)
+			st.lowered = validatingpolicy.LowerNamespaced(vp.Namespaced, r.suite.CELExceptions, now)
 		} else {
-			st.lowered = model.FromValidatingPolicy(vp.Cluster, r.suite.CELExceptions, now)
+			st.lowered = validatingpolicy.Lower(vp.Cluster, r.suite.CELExceptions, now)
 		}
 		st.plan = translate.TranslatePolicy(st.lowered, r.resolver, opts)
 		for j := range st.lowered.Rules {

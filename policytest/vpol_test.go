@@ -239,7 +239,7 @@ spec:
 }
 
 func TestRunValidatingPolicyCases(t *testing.T) {
-	corpus := "../../test/conformance"
+	corpus := "../test/conformance"
 	tests := []struct {
 		dir  string
 		want map[string]string

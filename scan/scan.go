@@ -25,10 +25,10 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/engine"
-	"github.com/kyvap/kyvap/kyverno/cellib"
 	"github.com/kyvap/kyvap/kyverno"
-	"github.com/kyvap/kyvap/reports"
+	"github.com/kyvap/kyvap/kyverno/cellib"
 	"github.com/kyvap/kyvap/model"
+	"github.com/kyvap/kyvap/reports"
 	"github.com/kyvap/kyvap/translate"
 )
 

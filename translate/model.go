@@ -12,8 +12,8 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kyvap/kyvap/kyverno/cellib"
 	"github.com/kyvap/kyvap/kyverno"
+	"github.com/kyvap/kyvap/kyverno/cellib"
 	"github.com/kyvap/kyvap/model"
 )
 
@@ -103,7 +103,7 @@ func TranslatePolicy(p model.Policy, resolver KindResolver, opts Options) Plan {
 func libraryUsers(r *model.Rule) string {
 	var parts []string
 	add := func(name string, expressions ...string) {
-		if libs := model.KyvernoLibraries(expressions...); len(libs) > 0 {
+		if libs := cellib.Used(expressions...); len(libs) > 0 {
 			parts = append(parts, name+": "+strings.Join(libs, ", "))
 		}
 	}

@@ -17,8 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/frontend/manifest"
+	"github.com/kyvap/kyvap/frontend/validatingpolicy"
+	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
 )
 
@@ -46,10 +47,10 @@ func loadModelCases(t testing.TB) []modelCase {
 		}
 		c := modelCase{name: filepath.Base(filepath.Dir(input)), dir: filepath.Dir(input)}
 		for i := range set.ValidatingPolicies {
-			c.policies = append(c.policies, model.FromValidatingPolicy(&set.ValidatingPolicies[i], set.CELExceptions, modelNow))
+			c.policies = append(c.policies, validatingpolicy.Lower(&set.ValidatingPolicies[i], set.CELExceptions, modelNow))
 		}
 		for i := range set.NamespacedValidatingPolicies {
-			c.policies = append(c.policies, model.FromNamespacedValidatingPolicy(&set.NamespacedValidatingPolicies[i], set.CELExceptions, modelNow))
+			c.policies = append(c.policies, validatingpolicy.LowerNamespaced(&set.NamespacedValidatingPolicies[i], set.CELExceptions, modelNow))
 		}
 		cases = append(cases, c)
 	}
@@ -197,7 +198,7 @@ spec:
 	verdicts := func(opts Options) []string {
 		var out []string
 		for i := range set.ValidatingPolicies {
-			plan := TranslatePolicy(model.FromValidatingPolicy(&set.ValidatingPolicies[i], nil, modelNow), NewStaticResolver(), opts)
+			plan := TranslatePolicy(validatingpolicy.Lower(&set.ValidatingPolicies[i], nil, modelNow), NewStaticResolver(), opts)
 			for _, r := range plan.Rules {
 				out = append(out, set.ValidatingPolicies[i].Name+"/"+r.Rule+"="+string(r.Verdict)+":"+string(r.Reason))
 			}
@@ -237,10 +238,10 @@ func FuzzTranslatePolicy(f *testing.F) {
 		opts := Options{GenerateValidatingAdmissionPolicy: true}
 		var policies []model.Policy
 		for i := range set.ValidatingPolicies {
-			policies = append(policies, model.FromValidatingPolicy(&set.ValidatingPolicies[i], set.CELExceptions, modelNow))
+			policies = append(policies, validatingpolicy.Lower(&set.ValidatingPolicies[i], set.CELExceptions, modelNow))
 		}
 		for i := range set.NamespacedValidatingPolicies {
-			policies = append(policies, model.FromNamespacedValidatingPolicy(&set.NamespacedValidatingPolicies[i], set.CELExceptions, modelNow))
+			policies = append(policies, validatingpolicy.LowerNamespaced(&set.NamespacedValidatingPolicies[i], set.CELExceptions, modelNow))
 		}
 		for _, p := range policies {
 			first := TranslatePolicy(p, NewStaticResolver(), opts)
@@ -282,7 +283,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := TranslatePolicy(model.FromNamespacedValidatingPolicy(&set.NamespacedValidatingPolicies[0], nil, modelNow), NewStaticResolver(), Options{GenerateValidatingAdmissionPolicy: true})
+	plan := TranslatePolicy(validatingpolicy.LowerNamespaced(&set.NamespacedValidatingPolicies[0], nil, modelNow), NewStaticResolver(), Options{GenerateValidatingAdmissionPolicy: true})
 	want := []string{
 		"NamespacedValidatingPolicy/team/scoped: matchConstraints name resources the cluster does not serve (/podz): the policy never applies to them",
 		"NamespacedValidatingPolicy/team/scoped: matchConstraints name cluster-scoped resources (/nodes, rbac.authorization.k8s.io/clusterroles): a namespaced policy applies only to requests in its namespace, never to them",
@@ -315,7 +316,7 @@ func TestModelResourceFiltersFollowMatch(t *testing.T) {
 				Validations: []admissionregistrationv1.Validation{{Expression: "true"}},
 			},
 		}
-		plan := TranslatePolicy(model.FromValidatingPolicy(vp, nil, modelNow), NewStaticResolver(), Options{GenerateValidatingAdmissionPolicy: true, KyvernoConfig: &cfg})
+		plan := TranslatePolicy(validatingpolicy.Lower(vp, nil, modelNow), NewStaticResolver(), Options{GenerateValidatingAdmissionPolicy: true, KyvernoConfig: &cfg})
 		assertCompiles(t, plan)
 		// The policy's own VAP, not its pod controllers' (autogen).
 		for _, vap := range plan.ValidatingAdmissionPolicies {

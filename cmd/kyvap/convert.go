@@ -13,8 +13,8 @@ import (
 	clientdiscovery "k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kyvap/kyvap/migrate"
 	"github.com/kyvap/kyvap/internal/discovery"
+	"github.com/kyvap/kyvap/migrate"
 	"github.com/kyvap/kyvap/translate"
 )
 

@@ -14,8 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/frontend/manifest"
+	"github.com/kyvap/kyvap/kyverno"
 )
 
 // Values of --kyverno-config that are not a file.

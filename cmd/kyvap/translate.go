@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kyvap/kyvap/frontend/manifest"
+	"github.com/kyvap/kyvap/frontend/validatingpolicy"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -239,10 +240,10 @@ func translateAll(set manifest.Set, opts translate.Options) ([]translate.Plan, e
 	}
 	now := time.Now()
 	for i := range set.ValidatingPolicies {
-		plans = append(plans, modelPlan(model.FromValidatingPolicy(&set.ValidatingPolicies[i], set.CELExceptions, now), resolver, opts))
+		plans = append(plans, modelPlan(validatingpolicy.Lower(&set.ValidatingPolicies[i], set.CELExceptions, now), resolver, opts))
 	}
 	for i := range set.NamespacedValidatingPolicies {
-		plans = append(plans, modelPlan(model.FromNamespacedValidatingPolicy(&set.NamespacedValidatingPolicies[i], set.CELExceptions, now), resolver, opts))
+		plans = append(plans, modelPlan(validatingpolicy.LowerNamespaced(&set.NamespacedValidatingPolicies[i], set.CELExceptions, now), resolver, opts))
 	}
 	return append(plans, unmatchedExceptions(set)...), nil
 }

@@ -23,9 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/kyvap/kyvap/internal/version"
 	"github.com/kyvap/kyvap/operator"
 	"github.com/kyvap/kyvap/reporter"
-	"github.com/kyvap/kyvap/internal/version"
 	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/webhook"
 )

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/kyvap/kyvap/frontend/manifest"
+	"github.com/kyvap/kyvap/frontend/validatingpolicy"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -98,10 +99,10 @@ func main() {
 	var policies []model.Policy
 	now := time.Now()
 	for i := range set.ValidatingPolicies {
-		policies = append(policies, model.FromValidatingPolicy(&set.ValidatingPolicies[i], set.CELExceptions, now))
+		policies = append(policies, validatingpolicy.Lower(&set.ValidatingPolicies[i], set.CELExceptions, now))
 	}
 	for i := range set.NamespacedValidatingPolicies {
-		policies = append(policies, model.FromNamespacedValidatingPolicy(&set.NamespacedValidatingPolicies[i], set.CELExceptions, now))
+		policies = append(policies, validatingpolicy.LowerNamespaced(&set.NamespacedValidatingPolicies[i], set.CELExceptions, now))
 	}
 	opts := translate.Options{GenerateValidatingAdmissionPolicy: true, Engine: translate.EngineCapabilities{Resources: *resourceReads}}
 	needs := map[string]int{}

@@ -67,7 +67,7 @@ var libraries = []struct {
 }
 
 // Supported reports whether kyvap's engine implements Kyverno CEL library lib
-// (a name model.KyvernoLibraries returns).
+// (a name cellib.Used returns).
 func Supported(lib string) bool {
 	for _, l := range libraries {
 		if l.name == lib {

@@ -19,7 +19,7 @@ import (
 	"k8s.io/apiserver/pkg/cel/environment"
 )
 
-// allLibraries are the names model.KyvernoLibraries returns for the
+// allLibraries are the names cellib.Used returns for the
 // libraries of this package.
 var allLibraries = []string{"gzip", "hash", "json", "math", "random", "time", "transform", "user", "x509", "yaml"}
 

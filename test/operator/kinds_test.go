@@ -21,8 +21,8 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/controllers"
-	"github.com/kyvap/kyvap/migrate"
 	"github.com/kyvap/kyvap/internal/discovery"
+	"github.com/kyvap/kyvap/migrate"
 	"github.com/kyvap/kyvap/test/controlplane"
 	"github.com/kyvap/kyvap/translate"
 )

@@ -1,7 +1,7 @@
 // Copyright 2026 The kyvap Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package model
+package cellib
 
 import (
 	"sort"
@@ -40,12 +40,12 @@ var kyvernoFunctions = map[string]string{
 	"image":       "image", "parseImageReference": "image", "isImage": "image",
 }
 
-// KyvernoLibraries returns the Kyverno CEL libraries the expressions use,
+// Used returns the Kyverno CEL libraries the expressions use,
 // sorted, by parsing them (an expression that does not parse uses none:
 // the compiler reports it). A variable shadowed by a comprehension's own
 // variable of the same name is still counted: better a rule sent to
 // Kyverno's engine than a VAP the API server refuses.
-func KyvernoLibraries(expressions ...string) []string {
+func Used(expressions ...string) []string {
 	p, err := parser.NewParser(parser.Macros(parser.AllMacros...), parser.EnableOptionalSyntax(true))
 	if err != nil {
 		return nil
@@ -87,29 +87,5 @@ func KyvernoLibraries(expressions ...string) []string {
 		out = append(out, lib)
 	}
 	sort.Strings(out)
-	return out
-}
-
-// Expressions lists every CEL expression of the rule that an engine
-// evaluates (exceptions' conditions included).
-func (r *Rule) Expressions() []string {
-	var out []string
-	for _, mc := range r.MatchConditions {
-		out = append(out, mc.Expression)
-	}
-	for _, v := range r.Variables {
-		out = append(out, v.Expression)
-	}
-	for _, v := range r.Validations {
-		out = append(out, v.Expression, v.MessageExpression)
-	}
-	for _, a := range r.AuditAnnotations {
-		out = append(out, a.ValueExpression)
-	}
-	for _, ex := range r.Exceptions {
-		for _, mc := range ex.MatchConditions {
-			out = append(out, mc.Expression)
-		}
-	}
 	return out
 }

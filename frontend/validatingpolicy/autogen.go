@@ -1,7 +1,7 @@
 // Copyright 2026 The kyvap Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package model
+package validatingpolicy
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/kyvap/kyvap/model"
 )
 
 // podController is a controller Kyverno's ValidatingPolicy autogen knows
@@ -75,7 +77,7 @@ func canAutogen(m *admissionregistrationv1.MatchResources) bool {
 // pod templates in by structural extraction at evaluation time; no VAP can
 // do that, so its variant is marked Unsupported. Other unknown names are
 // ignored, as Kyverno ignores them.
-func podControllerVariants(rule *Rule, controllers []string) []Rule {
+func podControllerVariants(rule *model.Rule, controllers []string) []model.Rule {
 	if !canAutogen(&rule.MatchConstraints) {
 		return nil
 	}
@@ -90,7 +92,7 @@ func podControllerVariants(rule *Rule, controllers []string) []Rule {
 			extracted = append(extracted, name)
 		}
 	}
-	var out []Rule
+	var out []model.Rule
 	for _, config := range []string{"defaults", "cronjobs"} {
 		targets := byConfig[config]
 		if len(targets) == 0 {
@@ -110,7 +112,7 @@ func podControllerVariants(rule *Rule, controllers []string) []Rule {
 	return out
 }
 
-func variant(rule *Rule, config string, targets []podController) Rule {
+func variant(rule *model.Rule, config string, targets []podController) model.Rule {
 	sort.Slice(targets, func(i, j int) bool {
 		a, b := targets[i], targets[j]
 		return a.group+"/"+a.version+"/"+a.resource < b.group+"/"+b.version+"/"+b.resource
@@ -221,54 +223,4 @@ func namespaceSegment(after string) bool {
 
 func identifierByte(c byte) bool {
 	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
-}
-
-// DeepCopy returns a copy of the rule sharing no memory with it.
-func (r *Rule) DeepCopy() *Rule {
-	out := *r
-	out.MatchConstraints = *r.MatchConstraints.DeepCopy()
-	out.MatchConditions = copyEach(r.MatchConditions, func(x admissionregistrationv1.MatchCondition) admissionregistrationv1.MatchCondition {
-		return *x.DeepCopy()
-	})
-	out.Variables = copyEach(r.Variables, func(x admissionregistrationv1.Variable) admissionregistrationv1.Variable { return *x.DeepCopy() })
-	out.Validations = copyEach(r.Validations, func(x admissionregistrationv1.Validation) admissionregistrationv1.Validation { return *x.DeepCopy() })
-	out.AuditAnnotations = copyEach(r.AuditAnnotations, func(x admissionregistrationv1.AuditAnnotation) admissionregistrationv1.AuditAnnotation {
-		return *x.DeepCopy()
-	})
-	out.Actions = append([]admissionregistrationv1.ValidationAction(nil), r.Actions...)
-	out.Targets = append([]string(nil), r.Targets...)
-	out.Libraries = append([]string(nil), r.Libraries...)
-	out.ParamKind = r.ParamKind.DeepCopy()
-	out.ParamRef = r.ParamRef.DeepCopy()
-	out.Bindings = copyEach(r.Bindings, func(b Binding) Binding {
-		b.Scope = b.Scope.DeepCopy()
-		b.Actions = append([]admissionregistrationv1.ValidationAction(nil), b.Actions...)
-		return b
-	})
-	if r.TimeoutSeconds != nil {
-		timeout := *r.TimeoutSeconds
-		out.TimeoutSeconds = &timeout
-	}
-	out.Exceptions = copyEach(r.Exceptions, func(x Exception) Exception {
-		x.MatchConditions = copyEach(x.MatchConditions, func(m admissionregistrationv1.MatchCondition) admissionregistrationv1.MatchCondition { return m })
-		x.Images = append([]string(nil), x.Images...)
-		x.AllowedValues = append([]string(nil), x.AllowedValues...)
-		if x.ExpiresAt != nil {
-			at := *x.ExpiresAt
-			x.ExpiresAt = &at
-		}
-		return x
-	})
-	return &out
-}
-
-func copyEach[T any](in []T, f func(T) T) []T {
-	if in == nil {
-		return nil
-	}
-	out := make([]T, len(in))
-	for i, x := range in {
-		out[i] = f(x)
-	}
-	return out
 }

@@ -1,48 +1,43 @@
 // Copyright 2026 The kyvap Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package model
+package validatingpolicy
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"time"
 
 	policiesv1 "github.com/kyverno/api/api/policies.kyverno.io/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/kyvap/kyvap/kyverno/cellib"
+	"github.com/kyvap/kyvap/model"
 )
 
-// Kyverno's evaluation modes (policies.kyverno.io EvaluationMode).
-const (
-	ModeKubernetes = "Kubernetes"
-	ModeJSON       = "JSON"
-)
-
-// RuleIDPolicy is the ID of the rule a ValidatingPolicy is as written.
-const RuleIDPolicy = "policy"
-
-// FromValidatingPolicy lowers a ValidatingPolicy with the CEL
+// Lower lowers a ValidatingPolicy with the CEL
 // PolicyExceptions of the cluster (those that do not name it are ignored,
 // as are those expired at now).
-func FromValidatingPolicy(p *policiesv1.ValidatingPolicy, exceptions []policiesv1.PolicyException, now time.Time) Policy {
-	src := Source{Kind: KindValidatingPolicy, APIVersion: policiesv1.GroupVersion.String(), Name: p.Name, UID: p.UID, Generation: p.Generation}
+func Lower(p *policiesv1.ValidatingPolicy, exceptions []policiesv1.PolicyException, now time.Time) model.Policy {
+	src := model.Source{Kind: model.KindValidatingPolicy, APIVersion: policiesv1.GroupVersion.String(), Name: p.Name, UID: p.UID, Generation: p.Generation}
 	return lowerValidating(src, &p.Spec, exceptions, now)
 }
 
-// FromNamespacedValidatingPolicy lowers a NamespacedValidatingPolicy: every
+// LowerNamespaced lowers a NamespacedValidatingPolicy: every
 // rule is confined to the policy's namespace.
-func FromNamespacedValidatingPolicy(p *policiesv1.NamespacedValidatingPolicy, exceptions []policiesv1.PolicyException, now time.Time) Policy {
-	src := Source{Kind: KindNamespacedValidatingPolicy, APIVersion: policiesv1.GroupVersion.String(), Namespace: p.Namespace, Name: p.Name, UID: p.UID, Generation: p.Generation}
+func LowerNamespaced(p *policiesv1.NamespacedValidatingPolicy, exceptions []policiesv1.PolicyException, now time.Time) model.Policy {
+	src := model.Source{Kind: model.KindNamespacedValidatingPolicy, APIVersion: policiesv1.GroupVersion.String(), Namespace: p.Namespace, Name: p.Name, UID: p.UID, Generation: p.Generation}
 	return lowerValidating(src, &p.Spec, exceptions, now)
 }
 
-func lowerValidating(src Source, spec *policiesv1.ValidatingPolicySpec, exceptions []policiesv1.PolicyException, now time.Time) Policy {
+func lowerValidating(src model.Source, spec *policiesv1.ValidatingPolicySpec, exceptions []policiesv1.PolicyException, now time.Time) model.Policy {
 	spec = spec.DeepCopy()
-	out := Policy{Source: src}
+	out := model.Policy{Source: src}
 	folded, next := ExceptionsFor(src, exceptions, now)
 	out.NextExpiry = next
-	base := Rule{
-		ID:               RuleIDPolicy,
+	base := model.Rule{
+		ID:               model.RuleIDPolicy,
 		MatchConditions:  spec.MatchConditions,
 		Variables:        spec.Variables,
 		Validations:      spec.Validations,
@@ -51,7 +46,7 @@ func lowerValidating(src Source, spec *policiesv1.ValidatingPolicySpec, exceptio
 		Actions:          slices.Clone(spec.ValidationActions()),
 		Namespace:        src.Namespace,
 		Exceptions:       folded,
-		Admission:        spec.AdmissionEnabled() && spec.EvaluationMode() != ModeJSON,
+		Admission:        spec.AdmissionEnabled() && spec.EvaluationMode() != model.ModeJSON,
 		Background:       spec.BackgroundEnabled(),
 		Mode:             spec.EvaluationMode(),
 	}
@@ -65,9 +60,9 @@ func lowerValidating(src Source, spec *policiesv1.ValidatingPolicySpec, exceptio
 	if spec.MatchConstraints != nil {
 		base.MatchConstraints = *spec.MatchConstraints
 	}
-	base.Libraries = KyvernoLibraries(base.Expressions()...)
+	base.Libraries = cellib.Used(base.Expressions()...)
 	out.Rules = append(out.Rules, base)
-	if spec.EvaluationMode() == ModeJSON {
+	if spec.EvaluationMode() == model.ModeJSON {
 		out.Rules[0].KyvernoGenerates = false
 		return out // Kyverno generates no pod-controller variants for JSON payloads
 	}
@@ -82,7 +77,7 @@ func lowerValidating(src Source, spec *policiesv1.ValidatingPolicySpec, exceptio
 	// every policy with pod-controller variants.
 	out.Rules[0].KyvernoGenerates = src.Namespace == "" && spec.GenerateValidatingAdmissionPolicyEnabled() && len(out.Rules) == 1
 	for i := range out.Rules {
-		out.Rules[i].Libraries = KyvernoLibraries(out.Rules[i].Expressions()...)
+		out.Rules[i].Libraries = cellib.Used(out.Rules[i].Expressions()...)
 	}
 	return out
 }
@@ -91,8 +86,8 @@ func lowerValidating(src Source, spec *policiesv1.ValidatingPolicySpec, exceptio
 // kind and name, as Kyverno's ListExceptions: the exception's namespace is
 // not compared), unexpired at now, sorted by namespace/name, and the
 // earliest future expiry among them.
-func ExceptionsFor(src Source, exceptions []policiesv1.PolicyException, now time.Time) ([]Exception, *time.Time) {
-	var out []Exception
+func ExceptionsFor(src model.Source, exceptions []policiesv1.PolicyException, now time.Time) ([]model.Exception, *time.Time) {
+	var out []model.Exception
 	var next *time.Time
 	for i := range exceptions {
 		ex := &exceptions[i]
@@ -110,7 +105,7 @@ func ExceptionsFor(src Source, exceptions []policiesv1.PolicyException, now time
 				next = &t
 			}
 		}
-		out = append(out, Exception{
+		out = append(out, model.Exception{
 			Namespace:       ex.Namespace,
 			Name:            ex.Name,
 			MatchConditions: slices.Clone(ex.Spec.MatchConditions),
@@ -124,11 +119,23 @@ func ExceptionsFor(src Source, exceptions []policiesv1.PolicyException, now time
 	return out, next
 }
 
-func namesPolicy(ex *policiesv1.PolicyException, src Source) bool {
+func namesPolicy(ex *policiesv1.PolicyException, src model.Source) bool {
 	for _, ref := range ex.Spec.PolicyRefs {
 		if ref.Name == src.Name && ref.Kind == string(src.Kind) {
 			return true
 		}
 	}
 	return false
+}
+
+// LowerObject lowers a *ValidatingPolicy or a *NamespacedValidatingPolicy
+// (the objects a client reads); any other type is an error.
+func LowerObject(policy any, exceptions []policiesv1.PolicyException, now time.Time) (model.Policy, error) {
+	switch p := policy.(type) {
+	case *policiesv1.NamespacedValidatingPolicy:
+		return LowerNamespaced(p, exceptions, now), nil
+	case *policiesv1.ValidatingPolicy:
+		return Lower(p, exceptions, now), nil
+	}
+	return model.Policy{}, fmt.Errorf("validatingpolicy: cannot lower a %T", policy)
 }

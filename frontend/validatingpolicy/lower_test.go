@@ -1,7 +1,7 @@
 // Copyright 2026 The kyvap Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package model
+package validatingpolicy
 
 import (
 	"testing"
@@ -11,6 +11,8 @@ import (
 	policiesv1 "github.com/kyverno/api/api/policies.kyverno.io/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kyvap/kyvap/model"
 )
 
 func podSpec() policiesv1.ValidatingPolicySpec {
@@ -31,8 +33,8 @@ func podSpec() policiesv1.ValidatingPolicySpec {
 }
 
 func TestValidatingPolicyDefaults(t *testing.T) {
-	p := FromValidatingPolicy(&policiesv1.ValidatingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "latest", UID: "u1", Generation: 3}, Spec: podSpec()}, nil, time.Now())
-	if got, want := p.Source, (Source{Kind: KindValidatingPolicy, APIVersion: "policies.kyverno.io/v1", Name: "latest", UID: "u1", Generation: 3}); got != want {
+	p := Lower(&policiesv1.ValidatingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "latest", UID: "u1", Generation: 3}, Spec: podSpec()}, nil, time.Now())
+	if got, want := p.Source, (model.Source{Kind: model.KindValidatingPolicy, APIVersion: "policies.kyverno.io/v1", Name: "latest", UID: "u1", Generation: 3}); got != want {
 		t.Fatalf("source: got %+v, want %+v", got, want)
 	}
 	var ids []string
@@ -52,7 +54,7 @@ func TestValidatingPolicyDefaults(t *testing.T) {
 }
 
 func TestAutogenVariants(t *testing.T) {
-	p := FromValidatingPolicy(&policiesv1.ValidatingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "latest"}, Spec: podSpec()}, nil, time.Now())
+	p := Lower(&policiesv1.ValidatingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "latest"}, Spec: podSpec()}, nil, time.Now())
 	defaults, cronjobs := p.Rules[1], p.Rules[2]
 	if diff := cmp.Diff([]string{"DaemonSet", "Deployment", "ReplicaSet", "StatefulSet", "Job"}, defaults.Targets); diff != "" {
 		t.Errorf("defaults targets (-want +got):\n%s", diff)
@@ -98,7 +100,7 @@ func TestAutogenControllers(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			spec := podSpec()
 			spec.AutogenConfiguration = &policiesv1.ValidatingPolicyAutogenConfiguration{PodControllers: &policiesv1.PodControllersGenerationConfiguration{Controllers: tc.controllers}}
-			p := FromValidatingPolicy(&policiesv1.ValidatingPolicy{Spec: spec}, nil, time.Now())
+			p := Lower(&policiesv1.ValidatingPolicy{Spec: spec}, nil, time.Now())
 			var ids []string
 			for _, r := range p.Rules {
 				ids = append(ids, r.ID)
@@ -129,7 +131,7 @@ func TestNoAutogenUnlessExactlyPods(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			spec := podSpec()
 			mutate(spec.MatchConstraints)
-			if p := FromValidatingPolicy(&policiesv1.ValidatingPolicy{Spec: spec}, nil, time.Now()); len(p.Rules) != 1 {
+			if p := Lower(&policiesv1.ValidatingPolicy{Spec: spec}, nil, time.Now()); len(p.Rules) != 1 {
 				t.Errorf("got %d rules, want the policy alone", len(p.Rules))
 			}
 		})
@@ -137,13 +139,13 @@ func TestNoAutogenUnlessExactlyPods(t *testing.T) {
 }
 
 func TestNamespacedPolicyIsConfined(t *testing.T) {
-	p := FromNamespacedValidatingPolicy(&policiesv1.NamespacedValidatingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "n", Namespace: "team-a"}, Spec: podSpec()}, nil, time.Now())
+	p := LowerNamespaced(&policiesv1.NamespacedValidatingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "n", Namespace: "team-a"}, Spec: podSpec()}, nil, time.Now())
 	for _, r := range p.Rules {
 		if r.Namespace != "team-a" {
 			t.Errorf("rule %s: namespace %q, want team-a", r.ID, r.Namespace)
 		}
 	}
-	if p.Source.Kind != KindNamespacedValidatingPolicy || !p.Source.Namespaced() {
+	if p.Source.Kind != model.KindNamespacedValidatingPolicy || !p.Source.Namespaced() {
 		t.Errorf("source: %+v", p.Source)
 	}
 }
@@ -155,14 +157,14 @@ func TestEvaluation(t *testing.T) {
 	spec.ValidationAction = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit, admissionregistrationv1.Warn}
 	ignore := admissionregistrationv1.Ignore
 	spec.FailurePolicy = &ignore
-	r := FromValidatingPolicy(&policiesv1.ValidatingPolicy{Spec: spec}, nil, time.Now()).Rules[0]
+	r := Lower(&policiesv1.ValidatingPolicy{Spec: spec}, nil, time.Now()).Rules[0]
 	if r.Admission || r.Background || r.FailurePolicy != ignore || len(r.Actions) != 2 {
 		t.Errorf("evaluation not carried: %+v", r)
 	}
 	json := podSpec()
-	json.EvaluationConfiguration = &policiesv1.EvaluationConfiguration{Mode: ModeJSON}
-	p := FromValidatingPolicy(&policiesv1.ValidatingPolicy{Spec: json}, nil, time.Now())
-	if len(p.Rules) != 1 || p.Rules[0].Admission || p.Rules[0].Mode != ModeJSON {
+	json.EvaluationConfiguration = &policiesv1.EvaluationConfiguration{Mode: model.ModeJSON}
+	p := Lower(&policiesv1.ValidatingPolicy{Spec: json}, nil, time.Now())
+	if len(p.Rules) != 1 || p.Rules[0].Admission || p.Rules[0].Mode != model.ModeJSON {
 		t.Errorf("JSON mode: %+v", p.Rules)
 	}
 }
@@ -187,7 +189,7 @@ func TestExceptions(t *testing.T) {
 		exception("a", "other-kind", "NamespacedValidatingPolicy", "p", nil),
 		exception("b", "forever", "ValidatingPolicy", "p", nil),
 	}
-	p := FromValidatingPolicy(&policiesv1.ValidatingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: podSpec()}, exceptions, now)
+	p := Lower(&policiesv1.ValidatingPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: podSpec()}, exceptions, now)
 	for _, r := range p.Rules {
 		var keys []string
 		for _, ex := range r.Exceptions {
@@ -199,31 +201,6 @@ func TestExceptions(t *testing.T) {
 	}
 	if p.NextExpiry == nil || !p.NextExpiry.Equal(soon) {
 		t.Errorf("next expiry: got %v, want %v", p.NextExpiry, soon)
-	}
-}
-
-func TestKyvernoLibraries(t *testing.T) {
-	cases := map[string][]string{
-		"object.spec.containers.all(c, c.image != '')":                             {},
-		"resource.Get('v1', 'configmaps', 'ns', 'name').data.size() > 0":           {"resource"},
-		"http.Get('https://example.com').ok && globalContext.Get('x', '') != null": {"globalContext", "http"},
-		"image('nginx:1').registry() == 'docker.io'":                               {"image"},
-		"image.GetMetadata('nginx').config != null":                                {"imagedata"},
-		"time.now() > timestamp('2020-01-01T00:00:00Z')":                           {"time"},
-		"sha256('x') != '' && json.unmarshal('{}') != null":                        {"hash", "json"},
-		"exceptions.allowedValues.size() == 0":                                     {"exceptions"},
-		"object.spec.resource == 'x' && object.time.now == 1":                      {},
-		"user.parseServiceAccount(request.userInfo.username).namespace == 'x'":     {"user"},
-		"not ( valid": {},
-	}
-	for expression, want := range cases {
-		got := KyvernoLibraries(expression)
-		if len(got) == 0 {
-			got = []string{}
-		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("%s (-want +got):\n%s", expression, diff)
-		}
 	}
 }
 

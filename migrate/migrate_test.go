@@ -25,7 +25,7 @@ import (
 func TestConvertCorpus(t *testing.T) {
 	out := t.TempDir()
 	var stderr bytes.Buffer
-	c := New(Options{Files: []string{"../../test/conformance"}, Out: out}, &stderr)
+	c := New(Options{Files: []string{"../test/conformance"}, Out: out}, &stderr)
 	code := c.ConvertTests(c.FindTests())
 	if code != exitInvalidRule {
 		t.Fatalf("exit %d, want %d (the corpus has rules no ValidatingPolicy can express); stderr:\n%s", code, exitInvalidRule, stderr.String())
