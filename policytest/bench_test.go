@@ -14,7 +14,7 @@ import (
 // (test/conformance): translation of the policies both ways plus the
 // evaluation of every expected result on both paths.
 func BenchmarkCorpus(b *testing.B) {
-	root := filepath.Join("..", "..", "..", "test", "conformance")
+	root := filepath.Join("..", "test", "conformance")
 	suites, err := Load(root)
 	if err != nil {
 		b.Fatal(err)

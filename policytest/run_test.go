@@ -496,7 +496,7 @@ metadata: {name: cm, namespace: default}
 // Kyverno's CLI gives its scan's verdicts: kyvap test gives the verdicts of
 // kyvap's background scan instead of skipping the rows.
 func TestBackgroundOnlyClusterPolicyGetsTheScansVerdict(t *testing.T) {
-	report := runDir(t, filepath.Join("..", "..", "test", "conformance", "cpol-background-only"))
+	report := runDir(t, filepath.Join("..", "test", "conformance", "cpol-background-only"))
 	checkRows(t, report.Rows, map[string]string{
 		"no-node-port cluster-ip": "pass pass pass pass",
 		"no-node-port node-port":  "fail fail fail pass",

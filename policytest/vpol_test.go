@@ -336,7 +336,7 @@ func TestVpolResult(t *testing.T) {
 // exempts pass, on the VAP path as on the engine's (the VAP path once said
 // skip, knowing only that some exception applied).
 func TestExceptionReportResultOnBothPaths(t *testing.T) {
-	report := runDir(t, filepath.Join("..", "..", "test", "conformance", "vpol-exception-report-result"))
+	report := runDir(t, filepath.Join("..", "test", "conformance", "vpol-exception-report-result"))
 	checkRows(t, report.Rows, map[string]string{
 		" node-port-ok":    "pass pass pass pass",
 		" node-port-other": "skip skip skip pass",
