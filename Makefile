@@ -42,7 +42,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for api/.
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate RBAC from the +kubebuilder:rbac markers.
-	$(CONTROLLER_GEN) rbac:roleName=manager-role paths="./controllers/..." paths="./webhook/..." paths="./engine/..." paths="./internal/..." paths="./cmd/..." output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=manager-role paths="./controllers/..." paths="./webhook/..." paths="./operator/..." paths="./reporter/..." paths="./cmd/..." output:rbac:artifacts:config=config/rbac
 
 .PHONY: fmt
 fmt: ## Run gofmt and go mod tidy.
