@@ -13,14 +13,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
 )
 
 func TestComputeStatus(t *testing.T) {
 	translated := translate.RuleResult{Rule: "replicas", Verdict: translate.VerdictTranslated, ValidatingAdmissionPolicies: []string{"kyvap-p.replicas"}}
-	fallback := translate.RuleResult{Rule: "roles", Verdict: translate.VerdictFallback, Reason: translate.ReasonRolesOrClusterRoles, Message: "roles need RBAC look-ups"}
-	invalid := translate.RuleResult{Rule: "broken", Verdict: translate.VerdictInvalid, Reason: translate.ReasonCELCompileError, Message: "syntax error"}
-	notHandled := translate.RuleResult{Rule: "pattern", Verdict: translate.VerdictNotHandled, Reason: translate.ReasonNonCELRule}
+	fallback := translate.RuleResult{Rule: "roles", Verdict: translate.VerdictFallback, Reason: model.ReasonRolesOrClusterRoles, Message: "roles need RBAC look-ups"}
+	invalid := translate.RuleResult{Rule: "broken", Verdict: translate.VerdictInvalid, Reason: model.ReasonCELCompileError, Message: "syntax error"}
+	notHandled := translate.RuleResult{Rule: "pattern", Verdict: translate.VerdictNotHandled, Reason: model.ReasonNonCELRule}
 
 	tests := []struct {
 		name          string
@@ -57,7 +58,7 @@ func TestComputeStatus(t *testing.T) {
 		wantMessage: []string{`rule "roles": left to Kyverno, whose admission controller runs in this cluster (RolesOrClusterRoles`},
 	}, {
 		name:          "generation disabled",
-		in:            statusInput{Plan: &translate.Plan{Rules: []translate.RuleResult{{Rule: "replicas", Verdict: translate.VerdictFallback, Reason: translate.ReasonGenerationDisabled, Message: "disabled"}}}},
+		in:            statusInput{Plan: &translate.Plan{Rules: []translate.RuleResult{{Rule: "replicas", Verdict: translate.VerdictFallback, Reason: model.ReasonGenerationDisabled, Message: "disabled"}}}},
 		wantGenerated: false, wantReason: ReasonGenerationDisabled, wantStatus: metav1.ConditionFalse,
 		wantMessage: []string{"GenerationDisabled"},
 	}, {
@@ -171,7 +172,7 @@ func TestForeignVAPStatus(t *testing.T) {
 		return p
 	}
 	translated := computeStatus(statusInput{Generation: 3, Plan: &translate.Plan{Rules: []translate.RuleResult{{Rule: "r", Verdict: translate.VerdictTranslated}}}, GenerateEnabled: true})
-	fallback := computeStatus(statusInput{Generation: 3, Plan: &translate.Plan{Rules: []translate.RuleResult{{Rule: "r", Verdict: translate.VerdictFallback, Reason: translate.ReasonRolesOrClusterRoles, Message: "roles"}}}, GenerateEnabled: true, FallbackEnforced: true})
+	fallback := computeStatus(statusInput{Generation: 3, Plan: &translate.Plan{Rules: []translate.RuleResult{{Rule: "r", Verdict: translate.VerdictFallback, Reason: model.ReasonRolesOrClusterRoles, Message: "roles"}}}, GenerateEnabled: true, FallbackEnforced: true})
 	generator := kyvernov1.ValidatingAdmissionPolicyStatus{Generated: false, Message: "skip generating ValidatingAdmissionPolicy: validate.cel.generate is not set to true."}
 	older := translated.Condition
 	older.ObservedGeneration = 2
@@ -213,7 +214,7 @@ func TestStatusMessageIsBounded(t *testing.T) {
 	expression := "object.spec.containers.all(c, c.image.startsWith('registry.example.com/') && " + strings.Repeat("has(c.name) && ", 40) + ")"
 	var rules []translate.RuleResult
 	for i := range 500 {
-		rules = append(rules, translate.RuleResult{Rule: fmt.Sprintf("rule-%03d", i), Verdict: translate.VerdictInvalid, Reason: translate.ReasonCELCompileError, Message: compileError(expression)})
+		rules = append(rules, translate.RuleResult{Rule: fmt.Sprintf("rule-%03d", i), Verdict: translate.VerdictInvalid, Reason: model.ReasonCELCompileError, Message: compileError(expression)})
 	}
 	got := computeStatus(statusInput{Generation: 1, Plan: &translate.Plan{Rules: rules}, GenerateEnabled: true})
 	msg := got.VAP.Message
@@ -281,7 +282,7 @@ func TestStatusClauses(t *testing.T) {
 		t.Errorf("capClause = %q (%d bytes)", c, len(c))
 	}
 	// What kyvap adds to a rule's clause is kept.
-	exempt := translate.RuleResult{Rule: "everything", Verdict: translate.VerdictFallback, Reason: translate.ReasonGenerationDisabled, Message: strings.Repeat("m", 1000),
+	exempt := translate.RuleResult{Rule: "everything", Verdict: translate.VerdictFallback, Reason: model.ReasonGenerationDisabled, Message: strings.Repeat("m", 1000),
 		Fallback: &translate.FallbackRule{WebhookExempt: []string{"events", "nodes", "authentication.k8s.io/tokenreviews", "authorization.k8s.io/localsubjectaccessreviews", "authorization.k8s.io/selfsubjectaccessreviews", "authorization.k8s.io/selfsubjectrulesreviews", "authorization.k8s.io/subjectaccessreviews", "coordination.k8s.io/leases"}}}
 	got = computeStatus(statusInput{Plan: &translate.Plan{Rules: []translate.RuleResult{exempt}}, FallbackEnforced: true})
 	if msg := got.VAP.Message; !strings.Contains(msg, "coordination.k8s.io/leases, which never reach kyvap's webhook") || strings.Contains(msg, strings.Repeat("m", maxRuleMessage)) {
@@ -317,9 +318,9 @@ func TestStatusCarriesTranslationWarnings(t *testing.T) {
 // Kyverno does not run, says whether every rule is enforced by someone.
 func TestStatusEnforced(t *testing.T) {
 	translated := translate.RuleResult{Rule: "replicas", Verdict: translate.VerdictTranslated, ValidatingAdmissionPolicies: []string{"kyvap-p.replicas"}}
-	fallback := translate.RuleResult{Rule: "roles", Verdict: translate.VerdictFallback, Reason: translate.ReasonRolesOrClusterRoles}
-	jmespath := translate.RuleResult{Rule: "jmespath", Verdict: translate.VerdictFallback, Reason: translate.ReasonContextEntries, Fallback: &translate.FallbackRule{NotEnforced: "JMESPath"}}
-	notHandled := translate.RuleResult{Rule: "pattern", Verdict: translate.VerdictNotHandled, Reason: translate.ReasonNonCELRule}
+	fallback := translate.RuleResult{Rule: "roles", Verdict: translate.VerdictFallback, Reason: model.ReasonRolesOrClusterRoles}
+	jmespath := translate.RuleResult{Rule: "jmespath", Verdict: translate.VerdictFallback, Reason: model.ReasonContextEntries, Fallback: &translate.FallbackRule{NotEnforced: "JMESPath"}}
+	notHandled := translate.RuleResult{Rule: "pattern", Verdict: translate.VerdictNotHandled, Reason: model.ReasonNonCELRule}
 	plan := func(rules ...translate.RuleResult) *translate.Plan { return &translate.Plan{Rules: rules} }
 	for _, tc := range []struct {
 		name string

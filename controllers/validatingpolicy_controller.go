@@ -399,7 +399,7 @@ type vpolStatusPatch struct {
 // generator turns into a VAP (KyvernoGeneratesVAP).
 func leftToKyvernosGenerator(plan *translate.Plan) bool {
 	for _, r := range plan.Rules {
-		if r.Reason == translate.ReasonKyvernoGeneratesVAP {
+		if r.Reason == model.ReasonKyvernoGeneratesVAP {
 			return true
 		}
 	}

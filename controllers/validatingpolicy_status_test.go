@@ -11,13 +11,14 @@ import (
 	policiesv1 "github.com/kyverno/api/api/policies.kyverno.io/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
 )
 
 // A policy Kyverno's own generator takes keeps the generated field Kyverno
 // writes: kyvap's status patch leaves it out.
 func TestStatusPatchLeavesGeneratedToKyvernosGenerator(t *testing.T) {
-	kyvernos := &translate.Plan{Rules: []translate.RuleResult{{Rule: "policy", Verdict: translate.VerdictNotHandled, Reason: translate.ReasonKyvernoGeneratesVAP}}}
+	kyvernos := &translate.Plan{Rules: []translate.RuleResult{{Rule: "policy", Verdict: translate.VerdictNotHandled, Reason: model.ReasonKyvernoGeneratesVAP}}}
 	ours := &translate.Plan{Rules: []translate.RuleResult{{Rule: "policy", Verdict: translate.VerdictTranslated}}}
 	if !leftToKyvernosGenerator(kyvernos) || leftToKyvernosGenerator(ours) {
 		t.Fatal("leftToKyvernosGenerator")
@@ -62,7 +63,7 @@ func TestGeneratedRewrittenPredicate(t *testing.T) {
 // A ValidatingPolicy with nothing for kyvap at admission says so, not that
 // it has no CEL rule (the ClusterPolicy wording).
 func TestPolicyModelWithNothingForKyvap(t *testing.T) {
-	plan := &translate.Plan{Rules: []translate.RuleResult{{Rule: "policy", Verdict: translate.VerdictNotHandled, Reason: translate.ReasonAdmissionDisabled, Message: "background scans only"}}}
+	plan := &translate.Plan{Rules: []translate.RuleResult{{Rule: "policy", Verdict: translate.VerdictNotHandled, Reason: model.ReasonAdmissionDisabled, Message: "background scans only"}}}
 	st := computeStatus(statusInput{Plan: plan, GenerateEnabled: true, PolicyModel: true})
 	if st.Condition.Reason != ReasonNotForKyvap || !strings.Contains(st.Condition.Message, "nothing of the policy is for kyvap to enforce at admission") || strings.Contains(st.Condition.Message, "no CEL") {
 		t.Errorf("condition %s: %s", st.Condition.Reason, st.Condition.Message)

@@ -162,7 +162,7 @@ func Policy(p *kyvernov1.ClusterPolicy, opts Options) (Result, error) {
 // unloweredReason says why a rule has no lowered form.
 func unloweredReason(rr translate.RuleResult) string {
 	switch {
-	case rr.Reason == translate.ReasonEmptyRule:
+	case rr.Reason == model.ReasonEmptyRule:
 		return "the rule has no CEL expressions (Kyverno passes every request): nothing to convert"
 	case rr.Reason != "":
 		return fmt.Sprintf("%s: %s", rr.Reason, rr.Message)

@@ -13,6 +13,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
 )
 
@@ -110,7 +111,7 @@ func vpolClusterSkip(st *vpolState) string {
 		if rr.Verdict == translate.VerdictFallback && rr.Fallback != nil && rr.Fallback.NotEnforced == "" {
 			continue // kyvap's webhook enforces it (judgeVpol reads its words)
 		}
-		if rr.Reason == translate.ReasonAdmissionDisabled {
+		if rr.Reason == model.ReasonAdmissionDisabled {
 			return "background-only policy (evaluation.admission.enabled: false): kyvap deploys no VAP, nothing is enforced at admission, so the API server has no verdict to compare; kyvap test without --cluster evaluates it as Kyverno's CLI does"
 		}
 		return fmt.Sprintf("%s %s: %s; kyvap's status reports it as not enforced, so the API server has no verdict to compare", st.label(), rr.Rule, vpolSkipReason(st, rr.Rule))

@@ -14,6 +14,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/kyverno"
+	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
 )
 
@@ -525,7 +526,7 @@ func (r *runner) compare(st *policyState, res *TestResult, base Row, ev *evaluat
 		if st.fallbackNames[name] && row.VAP.Result == None {
 			row.VAP = PathResult{Result: Fallback, Message: "left to the fallback engine by the translation"}
 		}
-		if rr := st.rule(name); rr != nil && rr.Reason == translate.ReasonEmptyRule && row.VAP.Result == None {
+		if rr := st.rule(name); rr != nil && rr.Reason == model.ReasonEmptyRule && row.VAP.Result == None {
 			// Nothing to emit: the rule admits everything, pass or skip.
 			row.VAP = PathResult{Result: NotApplicable, Message: "the rule has no expressions: no ValidatingAdmissionPolicy, every request is admitted"}
 		}
@@ -606,7 +607,7 @@ func skipReason(rr *translate.RuleResult) string {
 	case translate.VerdictNotHandled:
 		return fmt.Sprintf("%s: not a CEL rule kyvap enforces; Kyverno evaluates it", rr.Reason)
 	case translate.VerdictInvalid:
-		if rr.Reason == translate.ReasonAutogenAnnotationInvalid {
+		if rr.Reason == model.ReasonAutogenAnnotationInvalid {
 			return fmt.Sprintf("%s: Kyverno refuses the policy", rr.Reason)
 		}
 		return fmt.Sprintf("%s: the rule's CEL does not compile", rr.Reason)

@@ -163,7 +163,7 @@ func evaluable(rr *translate.RuleResult) bool {
 		return false
 	case rr.Verdict == translate.VerdictTranslated:
 		return true
-	case rr.Verdict == translate.VerdictNotHandled && rr.Reason == translate.ReasonAdmissionDisabled:
+	case rr.Verdict == translate.VerdictNotHandled && rr.Reason == model.ReasonAdmissionDisabled:
 		return true
 	}
 	return false

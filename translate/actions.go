@@ -12,6 +12,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/kyverno"
+	"github.com/kyvap/kyvap/model"
 )
 
 // maxBindingsPerRule bounds how many bindings overrides may expand into.
@@ -189,7 +190,7 @@ func negate(r metav1.LabelSelectorRequirement) metav1.LabelSelectorRequirement {
 // overrideRequirements renders an override's namespaced scope as a
 // conjunction of namespace-label requirements. matches is false when the
 // override can never match a namespaced resource.
-func overrideRequirements(o *kyvernov1.ValidationFailureActionOverride) (reqs []metav1.LabelSelectorRequirement, matches bool, fl *failure) {
+func overrideRequirements(o *kyvernov1.ValidationFailureActionOverride) (reqs []metav1.LabelSelectorRequirement, matches bool, fl *model.Refusal) {
 	if o.Namespaces != nil {
 		var names []string
 		matchAll := false
@@ -198,7 +199,7 @@ func overrideRequirements(o *kyvernov1.ValidationFailureActionOverride) (reqs []
 			case ns == "*":
 				matchAll = true
 			case kyverno.ContainsWildcard(ns):
-				return nil, false, fail(ReasonOverrideNotExpressible, "failure action override by wildcard namespace %q", ns)
+				return nil, false, model.Refuse(model.ReasonOverrideNotExpressible, "failure action override by wildcard namespace %q", ns)
 			default:
 				names = append(names, ns)
 			}
@@ -213,7 +214,7 @@ func overrideRequirements(o *kyvernov1.ValidationFailureActionOverride) (reqs []
 	if o.NamespaceSelector != nil {
 		sel, err := parseSelector(o.NamespaceSelector)
 		if err != nil {
-			return nil, false, fail(ReasonOverrideNotExpressible, "failure action override: %v", err)
+			return nil, false, model.Refuse(model.ReasonOverrideNotExpressible, "failure action override: %v", err)
 		}
 		keys := make([]string, 0, len(sel.source.MatchLabels))
 		for k := range sel.source.MatchLabels {
@@ -272,7 +273,7 @@ func everyResource(scope admissionregistrationv1.ScopeType) []admissionregistrat
 // Cluster-scoped resources (and Namespaces) get the action Kyverno computes
 // for them statically. mayBeClusterScoped says whether the rule can match
 // cluster-scoped requests at all.
-func bindingPieces(steps []actionStep, mayBeClusterScoped bool) ([]bindingPiece, *failure) {
+func bindingPieces(steps []actionStep, mayBeClusterScoped bool) ([]bindingPiece, *model.Refusal) {
 	type region struct {
 		reqs   requirementSet
 		action kyvernov1.ValidationFailureAction
@@ -317,7 +318,7 @@ func bindingPieces(steps []actionStep, mayBeClusterScoped bool) ([]bindingPiece,
 		}
 		remaining = next
 		if len(assigned)+len(remaining) > maxBindingsPerRule {
-			return nil, fail(ReasonOverrideNotExpressible, "failure action overrides need more than %d bindings", maxBindingsPerRule)
+			return nil, model.Refuse(model.ReasonOverrideNotExpressible, "failure action overrides need more than %d bindings", maxBindingsPerRule)
 		}
 	}
 
@@ -362,17 +363,17 @@ func orEmpty(s *metav1.LabelSelector) *metav1.LabelSelector {
 // missing is an error in Kyverno (failurePolicy decides), which is what
 // Deny does in a VAP; for a selector Kyverno errors only when the rule asks
 // for Deny and otherwise passes, which is Allow.
-func paramRefFor(cel *kyvernov1.CEL) (*admissionregistrationv1.ParamRef, *failure) {
+func paramRefFor(cel *kyvernov1.CEL) (*admissionregistrationv1.ParamRef, *model.Refusal) {
 	if cel.ParamKind == nil {
 		return nil, nil
 	}
 	if cel.ParamRef == nil {
-		return nil, fail(ReasonParamsNotExpressible, "paramKind without paramRef")
+		return nil, model.Refuse(model.ReasonParamsNotExpressible, "paramKind without paramRef")
 	}
 	ref := cel.ParamRef.DeepCopy()
 	switch {
 	case ref.Name != "" && ref.Selector != nil:
-		return nil, fail(ReasonParamsNotExpressible, "paramRef sets both name and selector")
+		return nil, model.Refuse(model.ReasonParamsNotExpressible, "paramRef sets both name and selector")
 	case ref.Name != "":
 		deny := admissionregistrationv1.DenyAction
 		ref.ParameterNotFoundAction = &deny
@@ -383,7 +384,7 @@ func paramRefFor(cel *kyvernov1.CEL) (*admissionregistrationv1.ParamRef, *failur
 		}
 		ref.ParameterNotFoundAction = &action
 	default:
-		return nil, fail(ReasonParamsNotExpressible, "paramRef sets neither name nor selector")
+		return nil, model.Refuse(model.ReasonParamsNotExpressible, "paramRef sets neither name nor selector")
 	}
 	return ref, nil
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/model"
 )
 
 // vapSummary is the effective content of a VAP and its bindings, with
@@ -302,7 +303,7 @@ func TestKyvernoConformanceParity(t *testing.T) {
 // or the reason it refuses.
 var skipGenerateDecisions = map[string]struct {
 	verdict Verdict
-	reason  Reason
+	reason  model.Reason
 }{
 	"cpol-any-match-multiple-resources-with-namespace-selector":   {VerdictTranslated, ""},
 	"cpol-any-match-multiple-resources-with-object-selector":      {VerdictTranslated, ""},
@@ -313,19 +314,19 @@ var skipGenerateDecisions = map[string]struct {
 	"cpol-exclude-resources-in-specific-namespace":                {VerdictTranslated, ""},
 	"cpol-exclude-resources-with-namespace-selector":              {VerdictTranslated, ""},
 	"cpol-exclude-resources-with-object-selector":                 {VerdictTranslated, ""},
-	"cpol-exclude-user-and-roles":                                 {VerdictFallback, ReasonRolesOrClusterRoles},
-	"cpol-match-resource-created-by-user":                         {VerdictFallback, ReasonRolesOrClusterRoles},
+	"cpol-exclude-user-and-roles":                                 {VerdictFallback, model.ReasonRolesOrClusterRoles},
+	"cpol-match-resource-created-by-user":                         {VerdictFallback, model.ReasonRolesOrClusterRoles},
 	"cpol-match-resource-using-annotations":                       {VerdictTranslated, ""},
 	"cpol-multiple-all-match-resources":                           {VerdictTranslated, ""},
 	"cpol-multiple-rules":                                         {VerdictTranslated, ""},
 	"cpol-multiple-validation-failure-action-overrides":           {VerdictTranslated, ""},
-	"cpol-non-cel-rule":                                           {VerdictNotHandled, ReasonNonCELRule},
+	"cpol-non-cel-rule":                                           {VerdictNotHandled, model.ReasonNonCELRule},
 	"cpol-validation-failure-action-overrides-with-namespace":     {VerdictTranslated, ""},
-	"cpol-with-exception-and-conditions":                          {VerdictFallback, ReasonExceptionNotExpressible},
+	"cpol-with-exception-and-conditions":                          {VerdictFallback, model.ReasonExceptionNotExpressible},
 	"cpol-with-exception-and-namespace-selector":                  {VerdictTranslated, ""},
 	"cpol-with-exception-and-object-selector":                     {VerdictTranslated, ""},
 	"cpol-with-exception-in-specific-namespace":                   {VerdictTranslated, ""},
-	"disable-generate":                                            {VerdictFallback, ReasonGenerateOptOut},
+	"disable-generate":                                            {VerdictFallback, model.ReasonGenerateOptOut},
 }
 
 func TestKyvernoConformanceSkipGenerate(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/model"
 )
 
 func TestDuplicateRuleNamesAreInvalid(t *testing.T) {
@@ -30,8 +31,8 @@ func TestDuplicateRuleNamesAreInvalid(t *testing.T) {
 	for _, i := range []int{0, 2} {
 		r := plan.Rules[i]
 		want := `rule name "check" is used by rules #1 and #3; Kyverno rejects such policies: rename one`
-		if r.Rule != "check" || r.Verdict != VerdictInvalid || r.Reason != ReasonDuplicateRuleName || r.Message != want || len(r.ValidatingAdmissionPolicies) > 0 || r.Fallback != nil {
-			t.Errorf("result %d = %+v, want Invalid %s: %s", i, r, ReasonDuplicateRuleName, want)
+		if r.Rule != "check" || r.Verdict != VerdictInvalid || r.Reason != model.ReasonDuplicateRuleName || r.Message != want || len(r.ValidatingAdmissionPolicies) > 0 || r.Fallback != nil {
+			t.Errorf("result %d = %+v, want Invalid %s: %s", i, r, model.ReasonDuplicateRuleName, want)
 		}
 	}
 	if r := plan.Rules[1]; r.Verdict != VerdictTranslated {

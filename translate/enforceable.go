@@ -9,6 +9,7 @@ import (
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/kyverno"
+	"github.com/kyvap/kyvap/model"
 )
 
 // notEnforceable says why kyvap's fallback engine cannot evaluate a fallback
@@ -40,7 +41,7 @@ func notEnforceable(rules []kyvernov1.Rule, exceptions []kyvernov2.PolicyExcepti
 // newFallbackRule is the part of a rule handed to the fallback engine: rule
 // and the further rules enforced like it (autogen variants), with the
 // exceptions naming any of them.
-func (t *translation) newFallbackRule(rules []kyvernov1.Rule, reason Reason, message string) *FallbackRule {
+func (t *translation) newFallbackRule(rules []kyvernov1.Rule, reason model.Reason, message string) *FallbackRule {
 	names := make([]string, len(rules))
 	for i := range rules {
 		names[i] = rules[i].Name

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/kyvap/kyvap/model"
 )
 
 // GuardVariable is the VAP variable that carries the part of a rule's
@@ -33,7 +35,7 @@ const namespaceObjectIdent = "namespaceObject"
 // GuardVariable, and guards every validation with it. ours names the
 // conditions kyvap generated. Nothing changes when no generated condition
 // reads the namespace.
-func guardNamespacePredicates(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec, ours map[string]bool) *failure {
+func guardNamespacePredicates(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec, ours map[string]bool) *model.Refusal {
 	needed := false
 	for _, mc := range spec.MatchConditions {
 		if ours[mc.Name] && strings.Contains(mc.Expression, namespaceObjectIdent) {
@@ -52,14 +54,14 @@ func guardNamespacePredicates(spec *admissionregistrationv1.ValidatingAdmissionP
 		case !ours[mc.Name] && strings.Contains(mc.Expression, namespaceObjectIdent):
 			// Kyverno evaluates celPreconditions as match conditions, where
 			// namespaceObject is null; in a variable it would not be.
-			return fail(ReasonMatchNotExpressible, "celPrecondition %q reads namespaceObject, which Kyverno evaluates as null; the rule's namespace selection can only be checked where the API server provides the namespace, so the precondition cannot stay a match condition", mc.Name)
+			return model.Refuse(model.ReasonMatchNotExpressible, "celPrecondition %q reads namespaceObject, which Kyverno evaluates as null; the rule's namespace selection can only be checked where the API server provides the namespace, so the precondition cannot stay a match condition", mc.Name)
 		default:
 			guard = append(guard, "("+mc.Expression+"\n)")
 		}
 	}
 	for _, v := range spec.Variables {
 		if v.Name == GuardVariable {
-			return fail(ReasonVAPFieldInvalid, "variable name %q is reserved by kyvap for the rule's namespace selection", GuardVariable)
+			return model.Refuse(model.ReasonVAPFieldInvalid, "variable name %q is reserved by kyvap for the rule's namespace selection", GuardVariable)
 		}
 	}
 	spec.MatchConditions = keep

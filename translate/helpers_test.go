@@ -54,7 +54,7 @@ func TestBindingPiecesPartition(t *testing.T) {
 	rule := &kyvernov1.Rule{Validation: &kyvernov1.Validation{}}
 	pieces, fl := bindingPieces(actionSteps(spec, rule), false)
 	if fl != nil {
-		t.Fatal(fl.message)
+		t.Fatal(fl.Message)
 	}
 	kyverno := func(ns string, l map[string]string) kyvernov1.ValidationFailureAction {
 		for _, o := range spec.ValidationFailureActionOverrides {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kyvap/kyvap/kyverno"
+	"github.com/kyvap/kyvap/model"
 )
 
 // Names of the match conditions that carry Kyverno's global configuration;
@@ -70,12 +71,12 @@ func scopeOf(kinds []kindSet) requestScope {
 // configuration's own matchConditions. Filters that cannot name a request
 // of the VAP's scope are left out. A configuration that excludes by role
 // cannot be expressed: a VAP does not see the requester's roles.
-func kyvernoConfigConditions(cfg *kyverno.Config, resolver KindResolver, kinds []kindSet) ([]admissionregistrationv1.MatchCondition, *failure) {
+func kyvernoConfigConditions(cfg *kyverno.Config, resolver KindResolver, kinds []kindSet) ([]admissionregistrationv1.MatchCondition, *model.Refusal) {
 	if cfg == nil {
 		return nil, nil
 	}
 	if cfg.NeedsRoles() {
-		return nil, fail(ReasonKyvernoConfigRoles, "Kyverno's configuration excludes or includes requests by the requester's Roles or ClusterRoles (excludeRoles, excludeClusterRoles), which a ValidatingAdmissionPolicy cannot see")
+		return nil, model.Refuse(model.ReasonKyvernoConfigRoles, "Kyverno's configuration excludes or includes requests by the requester's Roles or ClusterRoles (excludeRoles, excludeClusterRoles), which a ValidatingAdmissionPolicy cannot see")
 	}
 	var out []admissionregistrationv1.MatchCondition
 	if !cfg.Exclude.IsEmpty() {
@@ -135,7 +136,7 @@ func subjectsExpression(s kyverno.Subjects) string {
 // resourceFiltersExpression is true when a resource filter names the
 // request (config.go ToFilter, over the request and the objects); empty
 // when no filter can name a request of the scope.
-func resourceFiltersExpression(filters []kyverno.ResourceFilter, resolver KindResolver, scope requestScope) (string, *failure) {
+func resourceFiltersExpression(filters []kyverno.ResourceFilter, resolver KindResolver, scope requestScope) (string, *model.Refusal) {
 	// Filters are grouped by their kind predicate, in order of first
 	// appearance, so that each predicate is written once.
 	var order []string
@@ -201,7 +202,7 @@ func (s requestScope) canReceiveNamespaces() bool {
 // filterKindTerm returns the predicate on the request's resource and
 // subresource for the filter's kind part, and false when no request of
 // the scope can match it.
-func filterKindTerm(f kyverno.ResourceFilter, resolver KindResolver, scope requestScope) (string, bool, *failure) {
+func filterKindTerm(f kyverno.ResourceFilter, resolver KindResolver, scope requestScope) (string, bool, *model.Refusal) {
 	subTerm := celWildcard(celSubResource, f.Subresource)
 	if f.Group == "*" && f.Version == "*" && f.Kind == "*" {
 		if !scope.anything && !scope.anySubresource(f.Subresource) {
@@ -218,7 +219,7 @@ func filterKindTerm(f kyverno.ResourceFilter, resolver KindResolver, scope reque
 	}
 	resolved, err := resolver.Resolve(spelling)
 	if err != nil {
-		return "", false, fail(ReasonKindResolutionError, "Kyverno's resource filter %s: %v", f, err)
+		return "", false, model.Refuse(model.ReasonKindResolutionError, "Kyverno's resource filter %s: %v", f, err)
 	}
 	var keys []string
 	for _, r := range resolved {

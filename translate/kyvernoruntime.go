@@ -7,6 +7,7 @@ import (
 	"regexp"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/model"
 )
 
 // readsRequestNamespace finds `request.namespace` (or request['namespace'])
@@ -54,13 +55,13 @@ func mayMatchNamespaceObjects(kinds []kindSet) bool {
 // kyvernoRuntimeDifferences finds what Kyverno's CEL handler gives a rule
 // at run time that a VAP cannot reproduce (pkg/engine/handlers/validation
 // validate_cel.go and pkg/admissionpolicy CollectParams, v1.19.1).
-func kyvernoRuntimeDifferences(resolver KindResolver, rule *kyvernov1.Rule, kinds []kindSet) *failure {
+func kyvernoRuntimeDifferences(resolver KindResolver, rule *kyvernov1.Rule, kinds []kindSet) *model.Refusal {
 	if mayMatchNamespaceObjects(kinds) {
 		for _, x := range ruleExpressions(rule) {
 			if readsRequestNamespace.MatchString(x) {
 				// Kyverno clears the namespace of a Namespace object's
 				// request; the API server sets it to the Namespace's name.
-				return fail(ReasonRequestNamespaceOfNamespace, "the rule can match Namespace objects and reads request.namespace, which Kyverno leaves empty for them while the API server sets it to the Namespace's own name")
+				return model.Refuse(model.ReasonRequestNamespaceOfNamespace, "the rule can match Namespace objects and reads request.namespace, which Kyverno leaves empty for them while the API server sets it to the Namespace's own name")
 			}
 		}
 	}
@@ -74,7 +75,7 @@ func kyvernoRuntimeDifferences(resolver KindResolver, rule *kyvernov1.Rule, kind
 				// Kyverno evaluates the parameters one after another and skips
 				// the whole rule at the first one that leaves a precondition
 				// false; the API server evaluates every parameter on its own.
-				return fail(ReasonParamsNotExpressible, "celPrecondition %q reads params while paramRef.selector may select several parameters: Kyverno skips the rule as soon as one parameter fails the preconditions, a ValidatingAdmissionPolicy evaluates the others", mc.Name)
+				return model.Refuse(model.ReasonParamsNotExpressible, "celPrecondition %q reads params while paramRef.selector may select several parameters: Kyverno skips the rule as soon as one parameter fails the preconditions, a ValidatingAdmissionPolicy evaluates the others", mc.Name)
 			}
 		}
 	}
@@ -84,12 +85,12 @@ func kyvernoRuntimeDifferences(resolver KindResolver, rule *kyvernov1.Rule, kind
 	}
 	switch namespaced := resolved[0].Namespaced; {
 	case !namespaced && cel.ParamRef.Namespace != "":
-		return fail(ReasonParamsNotExpressible, "paramRef.namespace is set for the cluster-scoped paramKind %s %s: Kyverno refuses to collect the parameters and reports an error for every request the rule matches", cel.ParamKind.APIVersion, cel.ParamKind.Kind)
+		return model.Refuse(model.ReasonParamsNotExpressible, "paramRef.namespace is set for the cluster-scoped paramKind %s %s: Kyverno refuses to collect the parameters and reports an error for every request the rule matches", cel.ParamKind.APIVersion, cel.ParamKind.Kind)
 	case namespaced && cel.ParamRef.Namespace == "" && mayMatchNamespaceObjects(kinds):
 		// Kyverno looks parameters up in the request's namespace, which it
 		// clears for Namespace objects (an error); the API server looks in
 		// the Namespace itself.
-		return fail(ReasonRequestNamespaceOfNamespace, "the rule can match Namespace objects and takes namespaced parameters from the request's namespace, which Kyverno leaves empty for them (an error) while the API server uses the Namespace's own name")
+		return model.Refuse(model.ReasonRequestNamespaceOfNamespace, "the rule can match Namespace objects and takes namespaced parameters from the request's namespace, which Kyverno leaves empty for them (an error) while the API server uses the Namespace's own name")
 	}
 	return nil
 }

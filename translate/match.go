@@ -18,6 +18,7 @@ import (
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/kyverno"
+	"github.com/kyvap/kyvap/model"
 )
 
 // namespaceNameLabel is the label the API server sets on every Namespace
@@ -38,16 +39,6 @@ const (
 var allOperations = []admissionregistrationv1.OperationType{
 	admissionregistrationv1.Create, admissionregistrationv1.Update,
 	admissionregistrationv1.Delete, admissionregistrationv1.Connect,
-}
-
-// failure is why (part of) a rule cannot be translated.
-type failure struct {
-	reason  Reason
-	message string
-}
-
-func fail(reason Reason, format string, args ...any) *failure {
-	return &failure{reason: reason, message: fmt.Sprintf(format, args...)}
 }
 
 // kindSet is what a filter's kinds select.
@@ -100,14 +91,14 @@ func (k kindSet) onlyNamespaced() bool {
 
 // resolveKinds resolves Kyverno kind spellings. A kind resolving to
 // nothing is a failure: silently dropping it would narrow the rule.
-func resolveKinds(resolver KindResolver, kinds []string) (kindSet, *failure) {
+func resolveKinds(resolver KindResolver, kinds []string) (kindSet, *model.Refusal) {
 	return collectKinds(resolver, kinds, true)
 }
 
 // collectKinds resolves kinds, every served version of each. Strict (for
 // VAPs) refuses a kind that resolves to nothing; lax (for webhook
 // registration) skips unserved kinds, which cannot be requested.
-func collectKinds(resolver KindResolver, kinds []string, strict bool) (kindSet, *failure) {
+func collectKinds(resolver KindResolver, kinds []string, strict bool) (kindSet, *model.Refusal) {
 	var set kindSet
 	if len(kinds) == 0 {
 		set.everything = true
@@ -125,7 +116,7 @@ func collectKinds(resolver KindResolver, kinds []string, strict bool) (kindSet, 
 		}
 		resolved, err := resolver.Resolve(kind)
 		if err != nil {
-			return kindSet{}, fail(ReasonKindResolutionError, "kind %q: %v", kind, err)
+			return kindSet{}, model.Refuse(model.ReasonKindResolutionError, "kind %q: %v", kind, err)
 		}
 		if strict {
 			if fl := strictResolution(kind, resolved); fl != nil {
@@ -154,17 +145,17 @@ func collectKinds(resolver KindResolver, kinds []string, strict bool) (kindSet, 
 // Kyverno registers its webhook for every served version and evaluates the
 // object in the version it was sent, which the VAP's Exact match policy
 // with one resource rule per version does too.
-func strictResolution(kind string, resolved []Resource) *failure {
+func strictResolution(kind string, resolved []Resource) *model.Refusal {
 	if len(resolved) == 0 {
-		return fail(ReasonKindUnresolved, "kind %q matches no served resource", kind)
+		return model.Refuse(model.ReasonKindUnresolved, "kind %q matches no served resource", kind)
 	}
 	return nil
 }
 
 // resolveFilter resolves one filter and refuses what needs RBAC look-ups.
-func resolveFilter(resolver KindResolver, f kyvernov1.ResourceFilter) (resolvedFilter, *failure) {
+func resolveFilter(resolver KindResolver, f kyvernov1.ResourceFilter) (resolvedFilter, *model.Refusal) {
 	if len(f.Roles) > 0 || len(f.ClusterRoles) > 0 {
-		return resolvedFilter{}, fail(ReasonRolesOrClusterRoles, "roles/clusterRoles need RBAC look-ups at admission")
+		return resolvedFilter{}, model.Refuse(model.ReasonRolesOrClusterRoles, "roles/clusterRoles need RBAC look-ups at admission")
 	}
 	kinds, fl := resolveKinds(resolver, f.Resources.Kinds)
 	if fl != nil {
@@ -361,7 +352,7 @@ func (p filterParts) all() string {
 }
 
 // celFilterParts renders a resolved filter's attributes as CEL.
-func celFilterParts(f resolvedFilter, purpose filterPurpose) (filterParts, *failure) {
+func celFilterParts(f resolvedFilter, purpose filterPurpose) (filterParts, *model.Refusal) {
 	var p filterParts
 	d := f.filter.Resources
 	p.kinds = celKinds(f.kinds)
@@ -387,14 +378,14 @@ func celFilterParts(f resolvedFilter, purpose filterPurpose) (filterParts, *fail
 	if d.Selector != nil {
 		sel, err := parseSelector(d.Selector)
 		if err != nil {
-			return filterParts{}, fail(ReasonSelectorNotExpressible, "selector: %v", err)
+			return filterParts{}, model.Refuse(model.ReasonSelectorNotExpressible, "selector: %v", err)
 		}
 		p.selector = sel.cel(celResourceLabels)
 	}
 	if d.NamespaceSelector != nil {
 		sel, err := parseSelector(d.NamespaceSelector)
 		if err != nil {
-			return filterParts{}, fail(ReasonSelectorNotExpressible, "namespaceSelector: %v", err)
+			return filterParts{}, model.Refuse(model.ReasonSelectorNotExpressible, "namespaceSelector: %v", err)
 		}
 		// Cluster-scoped resources have no namespace object; Kyverno checks
 		// the selector against empty labels, a constant.
@@ -487,7 +478,7 @@ func withoutNamespaces(f resolvedFilter) resolvedFilter {
 
 // translateMatch turns the rule's match block into matchConstraints and,
 // where resource rules and selectors cannot say it exactly, a match condition.
-func translateMatch(resolver KindResolver, m kyvernov1.MatchResources) (matchTranslation, *failure) {
+func translateMatch(resolver KindResolver, m kyvernov1.MatchResources) (matchTranslation, *model.Refusal) {
 	var out matchTranslation
 	raw, conjunctive := filtersOf(m)
 	var filters []resolvedFilter
@@ -495,7 +486,7 @@ func translateMatch(resolver KindResolver, m kyvernov1.MatchResources) (matchTra
 		if isEmptyFilter(f) {
 			// Kyverno: "match cannot be empty"; this filter never matches.
 			if conjunctive {
-				return out, fail(ReasonMatchNotExpressible, "an empty match filter makes the rule never apply")
+				return out, model.Refuse(model.ReasonMatchNotExpressible, "an empty match filter makes the rule never apply")
 			}
 			continue
 		}
@@ -507,7 +498,7 @@ func translateMatch(resolver KindResolver, m kyvernov1.MatchResources) (matchTra
 		out.kinds = append(out.kinds, rf.kinds)
 	}
 	if len(filters) == 0 {
-		return out, fail(ReasonMatchNotExpressible, "the match block selects nothing; Kyverno never applies the rule")
+		return out, model.Refuse(model.ReasonMatchNotExpressible, "the match block selects nothing; Kyverno never applies the rule")
 	}
 
 	if conjunctive && len(filters) > 1 {
@@ -672,7 +663,7 @@ func envelopeOperations(rules []admissionregistrationv1.NamedRuleWithOperations)
 // addExclusions adds exclusion filters (a rule's exclude block or a
 // PolicyException's match) to the translation. conjunctive filters
 // exclude only together; otherwise each excludes on its own.
-func addExclusions(out *matchTranslation, resolver KindResolver, raw []kyvernov1.ResourceFilter, conjunctive bool, purpose filterPurpose, conditionName string) *failure {
+func addExclusions(out *matchTranslation, resolver KindResolver, raw []kyvernov1.ResourceFilter, conjunctive bool, purpose filterPurpose, conditionName string) *model.Refusal {
 	var filters []resolvedFilter
 	for _, f := range raw {
 		if isEmptyFilter(f) {
@@ -768,11 +759,11 @@ func ExceptionCondition(resolver KindResolver, ex *kyvernov2.PolicyException) (s
 		}
 		rf, fl := resolveFilter(resolver, f)
 		if fl != nil {
-			return "", errors.New(fl.message)
+			return "", errors.New(fl.Message)
 		}
 		parts, fl := celFilterParts(rf, forException)
 		if fl != nil {
-			return "", errors.New(fl.message)
+			return "", errors.New(fl.Message)
 		}
 		terms = append(terms, parts.all())
 	}

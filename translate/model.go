@@ -33,32 +33,6 @@ const (
 	AnnotationPolicyNamespace = "kyvap.io/policy-namespace"
 )
 
-// Reasons of the policy model's rules.
-const (
-	// ReasonKyvernoLibrary: an expression uses one of Kyverno's CEL
-	// libraries (resource, http, globalContext, image, ...), which the API
-	// server does not have.
-	ReasonKyvernoLibrary Reason = "KyvernoLibrary"
-	// ReasonEvaluationModeJSON: the policy evaluates JSON payloads, never
-	// admission requests (NotHandled).
-	ReasonEvaluationModeJSON Reason = "EvaluationModeJSON"
-	// ReasonAutogenExtraction: a pod-controller variant for controllers whose
-	// pod templates Kyverno finds by structural extraction.
-	ReasonAutogenExtraction Reason = "AutogenExtraction"
-	// ReasonExemptedByException: a PolicyException without conditions names
-	// the policy: Kyverno exempts every request, nothing is enforced.
-	ReasonExemptedByException Reason = "ExemptedByException"
-	// ReasonPartialExceptions: the rule reads the `exceptions` variable that
-	// PolicyExceptions with images or allowedValues feed.
-	ReasonPartialExceptions Reason = "PartialExceptions"
-	// ReasonNoMatchConstraints: the policy has no matchConstraints resource
-	// rules; Kyverno refuses it (verdict Invalid).
-	ReasonNoMatchConstraints Reason = "NoMatchConstraints"
-	// ReasonKyvernoGeneratesVAP: the policy opts into Kyverno's own VAP
-	// generator, which runs and makes its VAP (NotHandled).
-	ReasonKyvernoGeneratesVAP Reason = "KyvernoGeneratesVAP"
-)
-
 // ConditionPolicyNamespace is the match condition that keeps a namespaced
 // policy's VAP to its namespace.
 const ConditionPolicyNamespace = conditionNamespace
@@ -202,7 +176,7 @@ var readsOutside = map[string]bool{"resource": true, "http": true, "globalContex
 // toWebhook is the result for a rule that is no VAP: kyvap's webhook
 // enforces it when its engine can evaluate it (Fallback.NotEnforced says
 // why not, otherwise).
-func (t *translation) toWebhook(rule *model.Rule, reason Reason, message string) RuleResult {
+func (t *translation) toWebhook(rule *model.Rule, reason model.Reason, message string) RuleResult {
 	return RuleResult{Rule: rule.ID, Verdict: VerdictFallback, Reason: reason, Message: message,
 		Fallback: &FallbackRule{Reason: reason, Message: message, NotEnforced: ModelRuleNotEnforcedWith(rule, t.opts.Engine), WebhookExempt: modelWebhookProtectedCovered(rule)}}
 }
@@ -210,19 +184,19 @@ func (t *translation) toWebhook(rule *model.Rule, reason Reason, message string)
 func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule) RuleResult {
 	switch {
 	case rule.Mode == model.ModeJSON:
-		return RuleResult{Rule: rule.ID, Verdict: VerdictNotHandled, Reason: ReasonEvaluationModeJSON, Message: "evaluation.mode is JSON: the policy validates JSON payloads, not admission requests"}
+		return RuleResult{Rule: rule.ID, Verdict: VerdictNotHandled, Reason: model.ReasonEvaluationModeJSON, Message: "evaluation.mode is JSON: the policy validates JSON payloads, not admission requests"}
 	case !rule.Admission:
-		return RuleResult{Rule: rule.ID, Verdict: VerdictNotHandled, Reason: ReasonAdmissionDisabled, Message: "evaluation.admission.enabled is false: the policy is not applied at admission (background scans only)"}
+		return RuleResult{Rule: rule.ID, Verdict: VerdictNotHandled, Reason: model.ReasonAdmissionDisabled, Message: "evaluation.admission.enabled is false: the policy is not applied at admission (background scans only)"}
 	case t.opts.KyvernoGeneratesVAPs && rule.KyvernoGenerates:
-		return RuleResult{Rule: rule.ID, Verdict: VerdictNotHandled, Reason: ReasonKyvernoGeneratesVAP, Message: "spec.autogen.validatingAdmissionPolicy.enabled: Kyverno's own generator makes this policy's ValidatingAdmissionPolicy (vpol-" + src.Name + ")"}
+		return RuleResult{Rule: rule.ID, Verdict: VerdictNotHandled, Reason: model.ReasonKyvernoGeneratesVAP, Message: "spec.autogen.validatingAdmissionPolicy.enabled: Kyverno's own generator makes this policy's ValidatingAdmissionPolicy (vpol-" + src.Name + ")"}
 	case len(rule.MatchConstraints.ResourceRules) == 0:
-		return RuleResult{Rule: rule.ID, Verdict: VerdictInvalid, Reason: ReasonNoMatchConstraints, Message: "spec.matchConstraints has no resourceRules; Kyverno refuses such a policy"}
+		return RuleResult{Rule: rule.ID, Verdict: VerdictInvalid, Reason: model.ReasonNoMatchConstraints, Message: "spec.matchConstraints has no resourceRules; Kyverno refuses such a policy"}
 	case rule.Unsupported != "":
-		return t.toWebhook(rule, ReasonAutogenExtraction, rule.Unsupported)
+		return t.toWebhook(rule, model.ReasonAutogenExtraction, rule.Unsupported)
 	case len(rule.Libraries) > 0:
-		return t.toWebhook(rule, ReasonKyvernoLibrary, fmt.Sprintf("uses Kyverno's CEL %s %s, which the API server does not have%s", plural(len(rule.Libraries), "library", "libraries"), strings.Join(rule.Libraries, ", "), libraryUsers(rule)))
+		return t.toWebhook(rule, model.ReasonKyvernoLibrary, fmt.Sprintf("uses Kyverno's CEL %s %s, which the API server does not have%s", plural(len(rule.Libraries), "library", "libraries"), strings.Join(rule.Libraries, ", "), libraryUsers(rule)))
 	case !t.opts.GenerateValidatingAdmissionPolicy:
-		return t.toWebhook(rule, ReasonGenerationDisabled, "ValidatingAdmissionPolicy generation is disabled")
+		return t.toWebhook(rule, model.ReasonGenerationDisabled, "ValidatingAdmissionPolicy generation is disabled")
 	}
 	var exceptionConditions []string
 	for _, ex := range rule.Exceptions {
@@ -230,7 +204,7 @@ func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule)
 			continue // feeds `exceptions`, which the rule does not read (Libraries)
 		}
 		if len(ex.MatchConditions) == 0 {
-			return RuleResult{Rule: rule.ID, Verdict: VerdictTranslated, Reason: ReasonExemptedByException, Message: fmt.Sprintf("PolicyException %s has no matchConditions: Kyverno exempts every request from the policy", ex.Key())}
+			return RuleResult{Rule: rule.ID, Verdict: VerdictTranslated, Reason: model.ReasonExemptedByException, Message: fmt.Sprintf("PolicyException %s has no matchConditions: Kyverno exempts every request from the policy", ex.Key())}
 		}
 		parts := make([]string, len(ex.MatchConditions))
 		for i, mc := range ex.MatchConditions {
@@ -256,7 +230,7 @@ func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule)
 	// condition on every request the VAP matches).
 	global, fl := kyvernoConfigConditions(t.opts.KyvernoConfig, t.resolver, []kindSet{matchedResources(&rule.MatchConstraints)})
 	if fl != nil {
-		return t.toWebhook(rule, fl.reason, fl.message)
+		return t.toWebhook(rule, fl.Reason, fl.Message)
 	}
 	ours := map[string]bool{}
 	var conditions []admissionregistrationv1.MatchCondition
@@ -277,16 +251,16 @@ func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule)
 	}
 	for _, mc := range rule.MatchConditions {
 		if ours[mc.Name] || (global != nil && strings.HasPrefix(mc.Name, conditionKyvernoConfigPrefix)) {
-			return RuleResult{Rule: rule.ID, Verdict: VerdictInvalid, Reason: ReasonVAPFieldInvalid, Message: fmt.Sprintf("matchCondition name %q collides with a name kyvap generates", mc.Name)}
+			return RuleResult{Rule: rule.ID, Verdict: VerdictInvalid, Reason: model.ReasonVAPFieldInvalid, Message: fmt.Sprintf("matchCondition name %q collides with a name kyvap generates", mc.Name)}
 		}
 		conditions = append(conditions, *mc.DeepCopy())
 	}
 	spec.MatchConditions = conditions
 	if len(spec.MatchConditions) > maxMatchConditions {
-		return t.toWebhook(rule, ReasonMatchNotExpressible, fmt.Sprintf("%d match conditions exceed the API server's limit of %d", len(spec.MatchConditions), maxMatchConditions))
+		return t.toWebhook(rule, model.ReasonMatchNotExpressible, fmt.Sprintf("%d match conditions exceed the API server's limit of %d", len(spec.MatchConditions), maxMatchConditions))
 	}
 	if fl := checkFields(&spec); fl != nil {
-		return RuleResult{Rule: rule.ID, Verdict: VerdictInvalid, Reason: fl.reason, Message: fl.message}
+		return RuleResult{Rule: rule.ID, Verdict: VerdictInvalid, Reason: fl.Reason, Message: fl.Message}
 	}
 	if RewriteOrValue(&spec, ours) {
 		plan.Warnings = append(plan.Warnings, orValueWarning(ruleLabel(src, rule)))
@@ -295,12 +269,12 @@ func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule)
 	// expressions environment (every library), so the cluster's
 	// compatibility version is the only bar.
 	if user, generated := checkVAPExpressions(&spec, t.version, ours); len(generated) > 0 {
-		return t.toWebhook(rule, ReasonGeneratedCELError, problemsMessage(generated))
+		return t.toWebhook(rule, model.ReasonGeneratedCELError, problemsMessage(generated))
 	} else if len(user) > 0 {
 		if newest, _ := checkVAPExpressions(&spec, newestCompatibilityVersion, ours); len(newest) == 0 {
-			return t.toWebhook(rule, ReasonCELNotAtCompatibilityVersion, fmt.Sprintf("does not compile at CEL compatibility version %s: %s", t.version, problemsMessage(user)))
+			return t.toWebhook(rule, model.ReasonCELNotAtCompatibilityVersion, fmt.Sprintf("does not compile at CEL compatibility version %s: %s", t.version, problemsMessage(user)))
 		}
-		return RuleResult{Rule: rule.ID, Verdict: VerdictInvalid, Reason: ReasonCELCompileError, Message: problemsMessage(user)}
+		return RuleResult{Rule: rule.ID, Verdict: VerdictInvalid, Reason: model.ReasonCELCompileError, Message: problemsMessage(user)}
 	}
 	// Kyverno's ValidatingPolicy engine gives match conditions (the
 	// policy's and its exceptions') the namespace object; the API server's
@@ -317,11 +291,11 @@ func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule)
 		}
 	}
 	if fl := guardNamespacePredicates(&spec, movable); fl != nil {
-		return RuleResult{Rule: rule.ID, Verdict: VerdictInvalid, Reason: fl.reason, Message: fl.message}
+		return RuleResult{Rule: rule.ID, Verdict: VerdictInvalid, Reason: fl.Reason, Message: fl.Message}
 	}
 	if IsGuarded(&spec) {
 		if user, generated := checkVAPExpressions(&spec, t.version, ours); len(user)+len(generated) > 0 {
-			return t.toWebhook(rule, ReasonGeneratedCELError, problemsMessage(append(user, generated...)))
+			return t.toWebhook(rule, model.ReasonGeneratedCELError, problemsMessage(append(user, generated...)))
 		}
 	}
 

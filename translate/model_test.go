@@ -143,7 +143,7 @@ func TestModelGenerationDisabled(t *testing.T) {
 				t.Errorf("%s: objects generated with generation disabled", c.name)
 			}
 			for _, r := range plan.Rules {
-				if r.Verdict == VerdictTranslated && r.Reason != ReasonExemptedByException {
+				if r.Verdict == VerdictTranslated && r.Reason != model.ReasonExemptedByException {
 					t.Errorf("%s/%s: translated with generation disabled", c.name, r.Rule)
 				}
 			}

@@ -17,6 +17,7 @@ import (
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/kyverno"
+	"github.com/kyvap/kyvap/model"
 )
 
 // Resource is one served API resource a Kyverno kind resolves to.
@@ -134,17 +135,13 @@ const (
 	VerdictInvalid Verdict = "Invalid"
 )
 
-// Reason is a stable, machine-readable code explaining a verdict. The codes
-// are listed in reasons.go and documented in docs/translation.md.
-type Reason string
-
 // RuleResult is the outcome for one rule of the policy, in rule order.
 type RuleResult struct {
 	Rule    string
 	Verdict Verdict
-	// Reason and Message explain a verdict other than Translated; Message is
+	// model.Reason and Message explain a verdict other than Translated; Message is
 	// one human-readable line.
-	Reason  Reason
+	Reason  model.Reason
 	Message string
 	// ValidatingAdmissionPolicies names the generated VAPs that enforce the
 	// rule or part of it, sorted.
@@ -176,7 +173,7 @@ type FallbackRule struct {
 	Spec kyvernov1.Spec
 	// Exceptions are the PolicyExceptions that name this rule.
 	Exceptions []kyvernov2.PolicyException
-	Reason     Reason
+	Reason     model.Reason
 	Message    string
 	// NotEnforced says why kyvap's fallback engine cannot evaluate the rule
 	// (it needs Kyverno's JMESPath engine), or is empty when the engine

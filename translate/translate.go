@@ -143,7 +143,7 @@ func (t *translation) run() Plan {
 			// Kyverno's admission refuses the policy; its CRD does not. The
 			// rules would generate objects of the same name, each
 			// overwriting the other's: none of them is enforced.
-			t.plan.Rules = append(t.plan.Rules, RuleResult{Rule: rule.Name, Verdict: VerdictInvalid, Reason: ReasonDuplicateRuleName, Message: duplicateNameMessage(rule.Name, at)})
+			t.plan.Rules = append(t.plan.Rules, RuleResult{Rule: rule.Name, Verdict: VerdictInvalid, Reason: model.ReasonDuplicateRuleName, Message: duplicateNameMessage(rule.Name, at)})
 			continue
 		}
 		t.plan.Rules = append(t.plan.Rules, t.rule(rule)...)
@@ -194,7 +194,7 @@ func (t *translation) fallbackSpec() kyvernov1.Spec {
 
 // fallbackResult hands the whole rule (and its autogen variants) to the
 // fallback engine.
-func (t *translation) fallbackResult(rule *kyvernov1.Rule, reason Reason, message string) RuleResult {
+func (t *translation) fallbackResult(rule *kyvernov1.Rule, reason model.Reason, message string) RuleResult {
 	rules := append([]kyvernov1.Rule{*rule.DeepCopy()}, autogenRules(rule, t.controllers)...)
 	return RuleResult{
 		Rule: rule.Name, Verdict: VerdictFallback, Reason: reason, Message: message,
@@ -208,9 +208,9 @@ func (t *translation) rule(rule *kyvernov1.Rule) []RuleResult {
 		narrowed, ok := shadowedAutogenRule(rule, t.policy, t.controllers)
 		switch {
 		case !ok:
-			return one(RuleResult{Rule: rule.Name, Verdict: VerdictInvalid, Reason: ReasonAutogenRuleName, Message: "the rule is named autogen-* in a policy Kyverno generates pod-controller variants for: Kyverno skips it for the controllers' kinds and evaluates it only on kinds its other rules match, which kyvap cannot determine for wildcard or missing kinds; rename the rule"})
+			return one(RuleResult{Rule: rule.Name, Verdict: VerdictInvalid, Reason: model.ReasonAutogenRuleName, Message: "the rule is named autogen-* in a policy Kyverno generates pod-controller variants for: Kyverno skips it for the controllers' kinds and evaluates it only on kinds its other rules match, which kyvap cannot determine for wildcard or missing kinds; rename the rule"})
 		case narrowed == nil:
-			return one(RuleResult{Rule: rule.Name, Verdict: VerdictInvalid, Reason: ReasonAutogenRuleName, Message: "the rule is named autogen-* in a policy Kyverno generates pod-controller variants for: Kyverno skips it for the controllers' kinds and evaluates it only on kinds its other rules match, which leaves none; rename the rule"})
+			return one(RuleResult{Rule: rule.Name, Verdict: VerdictInvalid, Reason: model.ReasonAutogenRuleName, Message: "the rule is named autogen-* in a policy Kyverno generates pod-controller variants for: Kyverno skips it for the controllers' kinds and evaluates it only on kinds its other rules match, which leaves none; rename the rule"})
 		}
 		if !reflect.DeepEqual(narrowed.MatchResources, rule.MatchResources) {
 			t.plan.Warnings = append(t.plan.Warnings, fmt.Sprintf("rule %q: named autogen-* in a policy with pod-controller variants, so Kyverno evaluates it only on %v (not on the controllers' kinds, and only on kinds other rules route to the policy); kyvap does the same", rule.Name, matchKinds(narrowed)))
@@ -219,35 +219,35 @@ func (t *translation) rule(rule *kyvernov1.Rule) []RuleResult {
 	}
 	switch {
 	case !rule.HasValidateCEL():
-		return one(RuleResult{Rule: rule.Name, Verdict: VerdictNotHandled, Reason: ReasonNonCELRule, Message: "not a validate.cel rule; Kyverno enforces it"})
+		return one(RuleResult{Rule: rule.Name, Verdict: VerdictNotHandled, Reason: model.ReasonNonCELRule, Message: "not a validate.cel rule; Kyverno enforces it"})
 	case t.policy.Annotations[kyvernov1.AutogenControllersAnnotation] == "all":
 		// Kyverno's policy validation (api/kyverno/v1 ValidateAutogenAnnotation)
 		// refuses the policy: it never enforces any of its rules.
-		return one(RuleResult{Rule: rule.Name, Verdict: VerdictInvalid, Reason: ReasonAutogenAnnotationInvalid, Message: "the annotation " + kyvernov1.AutogenControllersAnnotation + ": all is refused by Kyverno (\"does not support 'all' anymore\"); remove it or list the controllers"})
+		return one(RuleResult{Rule: rule.Name, Verdict: VerdictInvalid, Reason: model.ReasonAutogenAnnotationInvalid, Message: "the annotation " + kyvernov1.AutogenControllersAnnotation + ": all is refused by Kyverno (\"does not support 'all' anymore\"); remove it or list the controllers"})
 	case !t.policy.Spec.AdmissionEnabled() && !t.lowering:
-		return one(RuleResult{Rule: rule.Name, Verdict: VerdictNotHandled, Reason: ReasonAdmissionDisabled, Message: "spec.admission is false; the policy does not apply at admission"})
+		return one(RuleResult{Rule: rule.Name, Verdict: VerdictNotHandled, Reason: model.ReasonAdmissionDisabled, Message: "spec.admission is false; the policy does not apply at admission"})
 	case !t.opts.GenerateValidatingAdmissionPolicy:
-		return one(t.fallbackResult(rule, ReasonGenerationDisabled, "ValidatingAdmissionPolicy generation is disabled"))
+		return one(t.fallbackResult(rule, model.ReasonGenerationDisabled, "ValidatingAdmissionPolicy generation is disabled"))
 	case t.policy.Annotations[AnnotationGenerate] == "false" && !t.lowering:
-		return one(t.fallbackResult(rule, ReasonGenerateOptOut, "the policy is annotated "+AnnotationGenerate+"=false"))
+		return one(t.fallbackResult(rule, model.ReasonGenerateOptOut, "the policy is annotated "+AnnotationGenerate+"=false"))
 	case t.opts.RespectGenerateField && (rule.Validation.CEL.Generate == nil || !*rule.Validation.CEL.Generate):
-		return one(t.fallbackResult(rule, ReasonGenerateOptOut, "validate.cel.generate is not true (Kyverno's opt-in is respected)"))
+		return one(t.fallbackResult(rule, model.ReasonGenerateOptOut, "validate.cel.generate is not true (Kyverno's opt-in is respected)"))
 	case t.policy.Spec.ApplyRules != nil && *t.policy.Spec.ApplyRules == "One":
-		return one(t.fallbackResult(rule, ReasonApplyRulesOne, "spec.applyRules One makes rules depend on each other"))
+		return one(t.fallbackResult(rule, model.ReasonApplyRulesOne, "spec.applyRules One makes rules depend on each other"))
 	case rule.RawAnyAllConditions != nil && !kyverno.NoPreconditions(rule.RawAnyAllConditions.Raw):
-		return one(t.fallbackResult(rule, ReasonJMESPathPreconditions, "JMESPath preconditions have no VAP form"))
+		return one(t.fallbackResult(rule, model.ReasonJMESPathPreconditions, "JMESPath preconditions have no VAP form"))
 	case len(rule.Context) > 0:
-		return one(t.fallbackResult(rule, ReasonContextEntries, "context entries have no VAP form"))
+		return one(t.fallbackResult(rule, model.ReasonContextEntries, "context entries have no VAP form"))
 	case len(rule.Validation.CEL.Expressions) == 0:
-		return one(RuleResult{Rule: rule.Name, Verdict: VerdictTranslated, Reason: ReasonEmptyRule, Message: "the rule has no expressions; Kyverno passes every request"})
+		return one(RuleResult{Rule: rule.Name, Verdict: VerdictTranslated, Reason: model.ReasonEmptyRule, Message: "the rule has no expressions; Kyverno passes every request"})
 	}
 
 	lowered, fl := t.lower(rule)
 	if fl != nil {
-		if fl.reason == ReasonCELCompileError {
-			return one(RuleResult{Rule: rule.Name, Verdict: VerdictInvalid, Reason: fl.reason, Message: fl.message})
+		if fl.Reason == model.ReasonCELCompileError {
+			return one(RuleResult{Rule: rule.Name, Verdict: VerdictInvalid, Reason: fl.Reason, Message: fl.Message})
 		}
-		return one(t.fallbackResult(rule, fl.reason, fl.message))
+		return one(t.fallbackResult(rule, fl.Reason, fl.Message))
 	}
 	name := vapName(t.key(), rule.Name)
 	t.emit(&lowered, name)
@@ -274,12 +274,12 @@ func (t *translation) variant(of string, variant *kyvernov1.Rule) RuleResult {
 	}
 	lowered, fl := t.lower(variant)
 	if fl != nil {
-		if fl.reason == ReasonCELCompileError {
-			return RuleResult{Rule: variant.Name, Verdict: VerdictInvalid, Reason: fl.reason, Message: fl.message}
+		if fl.Reason == model.ReasonCELCompileError {
+			return RuleResult{Rule: variant.Name, Verdict: VerdictInvalid, Reason: fl.Reason, Message: fl.Message}
 		}
 		return RuleResult{
-			Rule: variant.Name, Verdict: VerdictFallback, Reason: fl.reason, Message: fl.message,
-			Fallback: t.newFallbackRule([]kyvernov1.Rule{*variant}, fl.reason, fl.message),
+			Rule: variant.Name, Verdict: VerdictFallback, Reason: fl.Reason, Message: fl.Message,
+			Fallback: t.newFallbackRule([]kyvernov1.Rule{*variant}, fl.Reason, fl.Message),
 		}
 	}
 	lowered.AutogenOf = of
@@ -301,7 +301,7 @@ func one(r RuleResult) []RuleResult { return []RuleResult{r} }
 // Policy's confinement, preconditions, failure-action overrides — expressed
 // in the fields of a ValidatingAdmissionPolicy and its bindings. A failure
 // says why the rule has no such form.
-func (t *translation) lower(rule *kyvernov1.Rule) (model.Rule, *failure) {
+func (t *translation) lower(rule *kyvernov1.Rule) (model.Rule, *model.Refusal) {
 	var vap model.Rule
 	match, fl := translateMatch(t.resolver, rule.MatchResources)
 	if fl != nil {
@@ -315,7 +315,7 @@ func (t *translation) lower(rule *kyvernov1.Rule) (model.Rule, *failure) {
 	}
 	for i, ex := range t.exceptionsFor(rule.Name) {
 		if ex.Spec.HasConditions() {
-			return vap, fail(ReasonExceptionNotExpressible, "PolicyException %s/%s has JMESPath conditions", ex.Namespace, ex.Name)
+			return vap, model.Refuse(model.ReasonExceptionNotExpressible, "PolicyException %s/%s has JMESPath conditions", ex.Namespace, ex.Name)
 		}
 		var filters []kyvernov1.ResourceFilter
 		conjunctive := false
@@ -328,14 +328,14 @@ func (t *translation) lower(rule *kyvernov1.Rule) (model.Rule, *failure) {
 			continue // Kyverno: an exception without filters matches nothing
 		}
 		if fl := addExclusions(&match, t.resolver, filters, conjunctive, forException, conditionException+"-"+strconv.Itoa(i)); fl != nil {
-			return vap, fail(ReasonExceptionNotExpressible, "PolicyException %s/%s: %s", ex.Namespace, ex.Name, fl.message)
+			return vap, model.Refuse(model.ReasonExceptionNotExpressible, "PolicyException %s/%s: %s", ex.Namespace, ex.Name, fl.Message)
 		}
 	}
 	if fl := kyvernoRuntimeDifferences(t.resolver, rule, match.kinds); fl != nil {
 		return vap, fl
 	}
 	if len(match.constraints.ResourceRules) == 0 {
-		return vap, fail(ReasonMatchNotExpressible, "the match block names only operations a VAP never sees")
+		return vap, model.Refuse(model.ReasonMatchNotExpressible, "the match block names only operations a VAP never sees")
 	}
 
 	// Exact: Kyverno matches a request by its own group/version/kind, never
@@ -385,7 +385,7 @@ func (t *translation) lower(rule *kyvernov1.Rule) (model.Rule, *failure) {
 	preconditions := make([]admissionregistrationv1.MatchCondition, len(rule.CELPreconditions))
 	for i, mc := range rule.CELPreconditions {
 		if generated[mc.Name] {
-			return vap, fail(ReasonVAPFieldInvalid, "celPrecondition name %q collides with a name kyvap generates", mc.Name)
+			return vap, model.Refuse(model.ReasonVAPFieldInvalid, "celPrecondition name %q collides with a name kyvap generates", mc.Name)
 		}
 		preconditions[i] = mc
 		// Kyverno accepts any name (its own tests use "Label should be
@@ -401,7 +401,7 @@ func (t *translation) lower(rule *kyvernov1.Rule) (model.Rule, *failure) {
 		t.plan.Warnings = append(t.plan.Warnings, orValueWarning(fmt.Sprintf("rule %q", rule.Name)))
 	}
 	if len(spec.MatchConditions) > maxMatchConditions {
-		return vap, fail(ReasonMatchNotExpressible, "%d match conditions exceed the API server's limit of %d", len(spec.MatchConditions), maxMatchConditions)
+		return vap, model.Refuse(model.ReasonMatchNotExpressible, "%d match conditions exceed the API server's limit of %d", len(spec.MatchConditions), maxMatchConditions)
 	}
 	if fl := checkFields(&spec); fl != nil {
 		return vap, fl
@@ -416,7 +416,7 @@ func (t *translation) lower(rule *kyvernov1.Rule) (model.Rule, *failure) {
 		// The user's expressions compiled above; anything failing now is
 		// in what kyvap wrapped around them.
 		if user, generatedProblems := checkVAPExpressions(&spec, t.version, ours); len(user)+len(generatedProblems) > 0 {
-			return vap, fail(ReasonGeneratedCELError, "%s", problemsMessage(append(user, generatedProblems...)))
+			return vap, model.Refuse(model.ReasonGeneratedCELError, "%s", problemsMessage(append(user, generatedProblems...)))
 		}
 	}
 
@@ -570,43 +570,43 @@ func (t *translation) confinement() (*admissionregistrationv1.MatchCondition, *m
 
 // checkFields applies the API server's non-CEL validation of the fields
 // kyvap copies from the rule, which Kyverno does not enforce.
-func checkFields(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec) *failure {
+func checkFields(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec) *model.Refusal {
 	for i, v := range spec.Validations {
 		if len(v.Message) > 0 && containsLineBreak(v.Message) {
-			return fail(ReasonVAPFieldInvalid, "validations[%d].message contains a line break", i)
+			return model.Refuse(model.ReasonVAPFieldInvalid, "validations[%d].message contains a line break", i)
 		}
 		if v.Reason != nil {
 			switch *v.Reason {
 			case metav1.StatusReasonUnauthorized, metav1.StatusReasonForbidden, metav1.StatusReasonInvalid, metav1.StatusReasonRequestEntityTooLarge:
 			default:
-				return fail(ReasonVAPFieldInvalid, "validations[%d].reason %q is not one the API server accepts", i, *v.Reason)
+				return model.Refuse(model.ReasonVAPFieldInvalid, "validations[%d].reason %q is not one the API server accepts", i, *v.Reason)
 			}
 		}
 		if v.Expression == "" {
-			return fail(ReasonVAPFieldInvalid, "validations[%d].expression is empty", i)
+			return model.Refuse(model.ReasonVAPFieldInvalid, "validations[%d].expression is empty", i)
 		}
 	}
 	seen := map[string]bool{}
 	for i, mc := range spec.MatchConditions {
 		if errs := validation.IsQualifiedName(mc.Name); len(errs) > 0 {
-			return fail(ReasonVAPFieldInvalid, "matchConditions[%d].name %q: %s", i, mc.Name, errs[0])
+			return model.Refuse(model.ReasonVAPFieldInvalid, "matchConditions[%d].name %q: %s", i, mc.Name, errs[0])
 		}
 		if seen[mc.Name] {
-			return fail(ReasonVAPFieldInvalid, "matchConditions[%d].name %q is duplicated", i, mc.Name)
+			return model.Refuse(model.ReasonVAPFieldInvalid, "matchConditions[%d].name %q is duplicated", i, mc.Name)
 		}
 		seen[mc.Name] = true
 	}
 	vars := map[string]bool{}
 	for i, v := range spec.Variables {
 		if !celIdentifier(v.Name) || vars[v.Name] {
-			return fail(ReasonVAPFieldInvalid, "variables[%d].name %q is not a unique CEL identifier", i, v.Name)
+			return model.Refuse(model.ReasonVAPFieldInvalid, "variables[%d].name %q is not a unique CEL identifier", i, v.Name)
 		}
 		vars[v.Name] = true
 	}
 	keys := map[string]bool{}
 	for i, aa := range spec.AuditAnnotations {
 		if errs := validation.IsQualifiedName("x/" + aa.Key); len(errs) > 0 || aa.Key == "" || keys[aa.Key] || len(aa.Key) > 63 {
-			return fail(ReasonVAPFieldInvalid, "auditAnnotations[%d].key %q is invalid or duplicated", i, aa.Key)
+			return model.Refuse(model.ReasonVAPFieldInvalid, "auditAnnotations[%d].key %q is invalid or duplicated", i, aa.Key)
 		}
 		keys[aa.Key] = true
 	}
@@ -705,7 +705,7 @@ func matchKinds(rule *kyvernov1.Rule) []string {
 // for Kyverno's environment. CEL environments only grow with the version,
 // so one compile at the older of the two proves both; the other versions
 // are tried only to name a failure.
-func (t *translation) checkCEL(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec, ours map[string]bool) *failure {
+func (t *translation) checkCEL(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec, ours map[string]bool) *model.Refusal {
 	oldest := t.version
 	if KyvernoCELVersion.LessThan(oldest) {
 		oldest = KyvernoCELVersion
@@ -715,21 +715,21 @@ func (t *translation) checkCEL(spec *admissionregistrationv1.ValidatingAdmission
 	case len(user) == 0 && len(generated) == 0:
 		return nil
 	case len(user) == 0:
-		return fail(ReasonGeneratedCELError, "%s", problemsMessage(generated))
+		return model.Refuse(model.ReasonGeneratedCELError, "%s", problemsMessage(generated))
 	}
 	if newest, _ := checkVAPExpressions(spec, newestCompatibilityVersion, ours); len(newest) > 0 {
-		return fail(ReasonCELCompileError, "%s", problemsMessage(newest))
+		return model.Refuse(model.ReasonCELCompileError, "%s", problemsMessage(newest))
 	}
 	if kyverno, _ := checkVAPExpressions(spec, KyvernoCELVersion, ours); len(kyverno) > 0 {
 		return kyvernoCELFailure(kyverno)
 	}
 	cluster, _ := checkVAPExpressions(spec, t.version, ours)
-	return fail(ReasonCELNotAtCompatibilityVersion, "does not compile at CEL compatibility version %s: %s", t.version, problemsMessage(cluster))
+	return model.Refuse(model.ReasonCELNotAtCompatibilityVersion, "does not compile at CEL compatibility version %s: %s", t.version, problemsMessage(cluster))
 }
 
 // kyvernoCELFailure: the rule compiles for the cluster but not in Kyverno's
 // CEL environment, where every request it matches fails; kyvap's webhook
 // compiles fallback rules in Kyverno's environment and does the same.
-func kyvernoCELFailure(problems []celProblem) *failure {
-	return fail(ReasonCELNotInKyverno, "does not compile in Kyverno's CEL environment (Kubernetes %s libraries), where every request the rule matches fails: %s", KyvernoCELVersion, problemsMessage(problems))
+func kyvernoCELFailure(problems []celProblem) *model.Refusal {
+	return model.Refuse(model.ReasonCELNotInKyverno, "does not compile in Kyverno's CEL environment (Kubernetes %s libraries), where every request the rule matches fails: %s", KyvernoCELVersion, problemsMessage(problems))
 }

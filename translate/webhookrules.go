@@ -25,7 +25,7 @@ func WebhookRules(resolver KindResolver, rules ...kyvernov1.Rule) ([]admissionre
 		for _, f := range filters {
 			kinds, fl := collectKinds(resolver, f.Resources.Kinds, false)
 			if fl != nil {
-				return nil, fmt.Errorf("rule %q: %s", rules[i].Name, fl.message)
+				return nil, fmt.Errorf("rule %q: %s", rules[i].Name, fl.Message)
 			}
 			ops := make([]string, 0, len(f.Resources.Operations))
 			for _, op := range f.Resources.Operations {

@@ -114,8 +114,8 @@ func main() {
 		var reasons []string
 		for i, r := range plan.Rules {
 			rules++
-			if r.Reason == translate.ReasonKyvernoLibrary {
-				r.Reason = translate.Reason(string(r.Reason) + " (" + strings.Join(p.Rules[i].Libraries, ", ") + ")")
+			if r.Reason == model.ReasonKyvernoLibrary {
+				r.Reason = model.Reason(string(r.Reason) + " (" + strings.Join(p.Rules[i].Libraries, ", ") + ")")
 			}
 			switch r.Verdict {
 			case translate.VerdictTranslated:

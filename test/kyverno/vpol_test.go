@@ -169,7 +169,7 @@ func TestValidatingPoliciesWithKyvernosGenerator(t *testing.T) {
 
 		// kyvap leaves the policy to Kyverno's generator and says so.
 		got := waitForVPol(t, name, func(_ *policiesv1.ValidatingPolicy, c *metav1.Condition) error {
-			if c.Reason != controllers.ReasonNotForKyvap || !strings.Contains(c.Message, string(translate.ReasonKyvernoGeneratesVAP)) {
+			if c.Reason != controllers.ReasonNotForKyvap || !strings.Contains(c.Message, string(model.ReasonKyvernoGeneratesVAP)) {
 				return fmt.Errorf("condition %s/%s: %q does not leave the policy to Kyverno's generator", c.Status, c.Reason, c.Message)
 			}
 			return nil

@@ -23,6 +23,7 @@ import (
 	"github.com/kyvap/kyvap/controllers"
 	"github.com/kyvap/kyvap/internal/discovery"
 	"github.com/kyvap/kyvap/migrate"
+	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/test/controlplane"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -61,8 +62,8 @@ func TestCRDInstalledLaterReachesEveryComponent(t *testing.T) {
 	cp.Create(t, vapPolicy)
 	cp.Create(t, webhookPolicy)
 	before := cp.WaitForStatus(t, vapPolicy, controllers.ReasonFallback)
-	if msg := before.Status.ValidatingAdmissionPolicy.Message; !strings.Contains(msg, string(translate.ReasonKindUnresolved)) {
-		t.Fatalf("before the CRD: status message %q, want %s", msg, translate.ReasonKindUnresolved)
+	if msg := before.Status.ValidatingAdmissionPolicy.Message; !strings.Contains(msg, string(model.ReasonKindUnresolved)) {
+		t.Fatalf("before the CRD: status message %q, want %s", msg, model.ReasonKindUnresolved)
 	}
 
 	cp.Create(t, gizmoCRD(group))

@@ -22,6 +22,7 @@ import (
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/controllers"
+	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/test/controlplane"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -529,7 +530,7 @@ func TestCELCompatibilityVersionOfTheCluster(t *testing.T) {
 		controlplane.CELRule("includes", "ConfigMap", expression, "not a or b"))
 	got := cp.CreatePolicy(t, policy, controllers.ReasonFallback)
 	// Kyverno v1.19.1's CEL environment (1.36 libraries) lacks it too.
-	if msg := got.Status.ValidatingAdmissionPolicy.Message; !strings.Contains(msg, string(translate.ReasonCELNotInKyverno)) || !strings.Contains(msg, "1.36") {
+	if msg := got.Status.ValidatingAdmissionPolicy.Message; !strings.Contains(msg, string(model.ReasonCELNotInKyverno)) || !strings.Contains(msg, "1.36") {
 		t.Errorf("status message %q does not say the expression needs a newer CEL environment than 1.36", msg)
 	}
 	if vaps, _, _ := cp.GeneratedFor(ctx, got); len(vaps) != 0 {

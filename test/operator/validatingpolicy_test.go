@@ -411,7 +411,7 @@ func TestInvalidValidatingPolicyIsReportedOnce(t *testing.T) {
 	cp.Create(t, policy)
 
 	got, cond := waitForVPolCondition(t, policy, controllers.ReasonInvalidRules)
-	if cond.Status != metav1.ConditionFalse || !strings.Contains(cond.Message, `rule "policy": not enforced`) || !strings.Contains(cond.Message, string(translate.ReasonCELCompileError)) {
+	if cond.Status != metav1.ConditionFalse || !strings.Contains(cond.Message, `rule "policy": not enforced`) || !strings.Contains(cond.Message, string(model.ReasonCELCompileError)) {
 		t.Errorf("condition = %s %s %q, want False with the rule not enforced because of a CEL compile error", cond.Status, cond.Reason, cond.Message)
 	}
 	if vpolStatus(got).Generated {

@@ -27,6 +27,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/controllers"
+	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/test/controlplane"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -43,7 +44,7 @@ var expected = map[string]struct {
 	"max-deployment-replicas": {reason: controllers.ReasonAllRulesTranslated, generated: true},
 	"require-team-label":      {reason: controllers.ReasonAllRulesTranslated, generated: true},
 	"disallow-latest-tag":     {reason: controllers.ReasonAllRulesTranslated, generated: true},
-	"restrict-host-network":   {reason: controllers.ReasonFallback, message: string(translate.ReasonRolesOrClusterRoles)},
+	"restrict-host-network":   {reason: controllers.ReasonFallback, message: string(model.ReasonRolesOrClusterRoles)},
 }
 
 var cp *controlplane.ControlPlane

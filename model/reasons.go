@@ -1,7 +1,26 @@
 // Copyright 2026 The kyvap Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package translate
+package model
+
+import "fmt"
+
+// Reason is a stable, machine-readable code explaining a verdict. The codes
+// are listed here and documented in docs/translation.md.
+type Reason string
+
+// A Refusal says why a rule, or a part of one, has no rule in the model or
+// no ValidatingAdmissionPolicy form: a reason code and one human-readable
+// line. Nothing is dropped silently; every refusal reaches the status.
+type Refusal struct {
+	Reason  Reason
+	Message string
+}
+
+// Refuse returns a Refusal with a formatted message.
+func Refuse(reason Reason, format string, args ...any) *Refusal {
+	return &Refusal{Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
 
 // The reason codes. They are stable: the operator writes them to the
 // policy's status and users match on them; never rename one.
@@ -93,4 +112,30 @@ const (
 	// ReasonEmptyRule: the rule has no expressions; Kyverno passes every
 	// request, so there is nothing to enforce.
 	ReasonEmptyRule Reason = "EmptyRule"
+)
+
+// Reasons of the policy model's rules.
+const (
+	// ReasonKyvernoLibrary: an expression uses one of Kyverno's CEL
+	// libraries (resource, http, globalContext, image, ...), which the API
+	// server does not have.
+	ReasonKyvernoLibrary Reason = "KyvernoLibrary"
+	// ReasonEvaluationModeJSON: the policy evaluates JSON payloads, never
+	// admission requests (NotHandled).
+	ReasonEvaluationModeJSON Reason = "EvaluationModeJSON"
+	// ReasonAutogenExtraction: a pod-controller variant for controllers whose
+	// pod templates Kyverno finds by structural extraction.
+	ReasonAutogenExtraction Reason = "AutogenExtraction"
+	// ReasonExemptedByException: a PolicyException without conditions names
+	// the policy: Kyverno exempts every request, nothing is enforced.
+	ReasonExemptedByException Reason = "ExemptedByException"
+	// ReasonPartialExceptions: the rule reads the `exceptions` variable that
+	// PolicyExceptions with images or allowedValues feed.
+	ReasonPartialExceptions Reason = "PartialExceptions"
+	// ReasonNoMatchConstraints: the policy has no matchConstraints resource
+	// rules; Kyverno refuses it (verdict Invalid).
+	ReasonNoMatchConstraints Reason = "NoMatchConstraints"
+	// ReasonKyvernoGeneratesVAP: the policy opts into Kyverno's own VAP
+	// generator, which runs and makes its VAP (NotHandled).
+	ReasonKyvernoGeneratesVAP Reason = "KyvernoGeneratesVAP"
 )
