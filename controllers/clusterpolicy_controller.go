@@ -39,7 +39,7 @@ import (
 // ResolverSource gives the current kind resolver; discovery changes (a CRD
 // installed later) replace it.
 type ResolverSource interface {
-	Resolver() translate.KindResolver
+	Resolver() kyverno.KindResolver
 }
 
 // ClusterPolicyReconciler turns each ClusterPolicy into the VAPs and bindings

@@ -35,11 +35,11 @@ const planCacheSize = 256
 
 type planEntry struct {
 	key      string
-	resolver translate.KindResolver
+	resolver kyverno.KindResolver
 	plan     translate.Plan
 }
 
-func (c *planCache) translate(in translate.Input, resolver translate.KindResolver, opts translate.Options) (translate.Plan, error) {
+func (c *planCache) translate(in translate.Input, resolver kyverno.KindResolver, opts translate.Options) (translate.Plan, error) {
 	key := planKey(in, opts)
 	name := in.Policy.Name
 	c.mu.Lock()

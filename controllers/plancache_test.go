@@ -12,6 +12,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
+	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/translate"
 )
 
@@ -63,7 +64,7 @@ func TestPlanKeyIgnoresStatusOnly(t *testing.T) {
 
 func TestPlanCacheReusesAndRefreshes(t *testing.T) {
 	var c planCache
-	resolver := translate.NewStaticResolver()
+	resolver := kyverno.NewStaticResolver()
 	opts := translate.Options{GenerateValidatingAdmissionPolicy: true}
 	first, err := c.translate(translate.Input{Policy: cachedPolicy()}, resolver, opts)
 	if err != nil {
@@ -73,14 +74,14 @@ func TestPlanCacheReusesAndRefreshes(t *testing.T) {
 	if &first.Rules[0] != &again.Rules[0] {
 		t.Error("an unchanged input was translated again")
 	}
-	other, _ := c.translate(translate.Input{Policy: cachedPolicy()}, translate.NewStaticResolver(), opts)
+	other, _ := c.translate(translate.Input{Policy: cachedPolicy()}, kyverno.NewStaticResolver(), opts)
 	if &first.Rules[0] == &other.Rules[0] {
 		t.Error("a new resolver (discovery changed) reused the old plan")
 	}
 	changed := cachedPolicy()
 	changed.Generation = 2
 	changed.Spec.Rules[0].Name = "renamed"
-	plan, _ := c.translate(translate.Input{Policy: changed}, translate.NewStaticResolver(), opts)
+	plan, _ := c.translate(translate.Input{Policy: changed}, kyverno.NewStaticResolver(), opts)
 	if plan.Rules[0].Rule != "renamed" {
 		t.Errorf("a new generation reused the old plan: rule %q", plan.Rules[0].Rule)
 	}
@@ -88,7 +89,7 @@ func TestPlanCacheReusesAndRefreshes(t *testing.T) {
 
 func TestPlanCacheIsBounded(t *testing.T) {
 	var c planCache
-	resolver := translate.NewStaticResolver()
+	resolver := kyverno.NewStaticResolver()
 	opts := translate.Options{GenerateValidatingAdmissionPolicy: true}
 	for i := range planCacheSize + 10 {
 		p := cachedPolicy()

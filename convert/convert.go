@@ -34,6 +34,7 @@ import (
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
+	"github.com/kyvap/kyvap/vap"
 )
 
 // Annotations and labels that trace a converted policy back to its source.
@@ -49,7 +50,7 @@ const (
 
 // ConditionApplies is the match condition that holds the part of a rule's
 // matching that reads the namespace's labels, with the rule's
-// celPreconditions (see translate.GuardVariable).
+// celPreconditions (see vap.GuardVariable).
 const ConditionApplies = "kyvap-applies"
 
 // ConditionSourceNamespace is the match condition that keeps a policy
@@ -60,7 +61,7 @@ const ConditionSourceNamespace = "kyvap-policy-namespace-only"
 // Options tune a conversion.
 type Options struct {
 	// Resolver resolves the kinds the policies name (nil: core kinds).
-	Resolver translate.KindResolver
+	Resolver kyverno.KindResolver
 	// CompatibilityVersion is the CEL compatibility version expressions
 	// are checked at (empty: the newest).
 	CompatibilityVersion string
@@ -133,8 +134,8 @@ func Policy(p *kyvernov1.ClusterPolicy, opts Options) (Result, error) {
 		// ValidatingPolicy has its match constraints only.
 		for i := range lowered.Rules {
 			m := &lowered.Rules[i].MatchConstraints
-			m.NamespaceSelector = translate.AndLabelSelectors(m.NamespaceSelector, cfg.NamespaceSelector)
-			m.ObjectSelector = translate.AndLabelSelectors(m.ObjectSelector, cfg.ObjectSelector)
+			m.NamespaceSelector = vap.AndLabelSelectors(m.NamespaceSelector, cfg.NamespaceSelector)
+			m.ObjectSelector = vap.AndLabelSelectors(m.ObjectSelector, cfg.ObjectSelector)
 		}
 	}
 	res := Result{Source: lowered.Source, Warnings: plan.Warnings}
@@ -300,8 +301,8 @@ func intersect(m admissionregistrationv1.MatchResources, scope *admissionregistr
 	if len(scope.ExcludeResourceRules) > 0 || scope.MatchPolicy != nil {
 		return out, false, "its scope excludes resources"
 	}
-	out.NamespaceSelector = translate.AndLabelSelectors(out.NamespaceSelector, scope.NamespaceSelector)
-	out.ObjectSelector = translate.AndLabelSelectors(out.ObjectSelector, scope.ObjectSelector)
+	out.NamespaceSelector = vap.AndLabelSelectors(out.NamespaceSelector, scope.NamespaceSelector)
+	out.ObjectSelector = vap.AndLabelSelectors(out.ObjectSelector, scope.ObjectSelector)
 	if len(scope.ResourceRules) == 0 {
 		return out, true, ""
 	}
@@ -338,7 +339,7 @@ func specOf(src *model.Source, r *model.Rule, bindingActions []admissionregistra
 	// namespace object, which the API server does not: the part of the
 	// matching a VAP checks in a guard variable (reporting pass where
 	// Kyverno skips) is a match condition again.
-	translate.Unguard(&r.MatchConditions, &r.Variables, r.Validations, ConditionApplies)
+	vap.Unguard(&r.MatchConditions, &r.Variables, r.Validations, ConditionApplies)
 	for i := range r.MatchConditions {
 		if r.MatchConditions[i].Name == translate.ConditionPolicyNamespace {
 			// Kyverno selects a NamespacedValidatingPolicy by the request's
@@ -443,7 +444,7 @@ func sameVariants(got, want []model.Rule) bool {
 	}
 	for i := range got {
 		wanted := want[i].DeepCopy()
-		translate.Unguard(&wanted.MatchConditions, &wanted.Variables, wanted.Validations, ConditionApplies)
+		vap.Unguard(&wanted.MatchConditions, &wanted.Variables, wanted.Validations, ConditionApplies)
 		g, w := got[i].MatchConstraints.DeepCopy(), wanted.MatchConstraints.DeepCopy()
 		// Kyverno's matcher compares a request's own kind: matchPolicy
 		// makes no difference to it.

@@ -39,6 +39,7 @@ import (
 	"github.com/kyvap/kyvap/kyverno/match"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
+	"github.com/kyvap/kyvap/vap"
 )
 
 // Result is a rule's result for one request, in Kyverno's vocabulary.
@@ -351,7 +352,7 @@ func compileRule(policy string, rule kyvernov1.Rule, fr *translate.FallbackRule)
 	}
 	// In Kyverno's CEL environment: an expression Kyverno cannot compile
 	// fails there, and must here.
-	c.program = celeval.CompileIn(celeval.Environment{Version: translate.KyvernoCELVersion}, policy+"/"+rule.Name, ruleSpec(&rule, spec))
+	c.program = celeval.CompileIn(celeval.Environment{Version: vap.KyvernoCELVersion}, policy+"/"+rule.Name, ruleSpec(&rule, spec))
 	return c
 }
 
@@ -380,7 +381,7 @@ func ruleSpec(rule *kyvernov1.Rule, spec *kyvernov1.Spec) *admissionregistration
 	}
 	// Kyverno compiles with its orValue compatibility macro; the same
 	// rewrite as the VAPs' gives its meaning (one home: kyverno.RewriteOrValue).
-	translate.RewriteOrValue(out, nil)
+	kyverno.RewriteOrValueInSpec(out, nil)
 	return out
 }
 

@@ -25,6 +25,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/engine/celeval"
+	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/kyverno/cellib"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
@@ -174,7 +175,7 @@ func compileModelRule(source model.Source, r *model.Rule, resources cellib.Resou
 		AuditAnnotations: slices.Clone(r.AuditAnnotations),
 		FailurePolicy:    &fail,
 	}
-	translate.RewriteOrValue(spec, nil)
+	kyverno.RewriteOrValueInSpec(spec, nil)
 	if slices.Contains(r.Libraries, "exceptions") {
 		for i := range r.Exceptions {
 			if !r.Exceptions[i].Full() {
@@ -211,7 +212,7 @@ func conditionsSpec(conditions []admissionregistrationv1.MatchCondition) *admiss
 	for _, mc := range conditions {
 		spec.Validations = append(spec.Validations, admissionregistrationv1.Validation{Expression: mc.Expression, Message: "matchCondition " + mc.Name})
 	}
-	translate.RewriteOrValue(spec, nil)
+	kyverno.RewriteOrValueInSpec(spec, nil)
 	return spec
 }
 

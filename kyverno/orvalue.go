@@ -6,6 +6,8 @@ package kyverno
 import (
 	"fmt"
 	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 )
 
 // RewriteOrValue gives the API server's CEL the meaning Kyverno gives
@@ -282,4 +284,35 @@ func closingParen(s string, from int) (int, error) {
 
 func identByte(c byte) bool {
 	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+}
+
+// RewriteOrValueInSpec applies Kyverno's orValue compatibility (see
+// RewriteOrValue) to the expressions of a spec that Kyverno compiles
+// with it: variables, validations and their message expressions, audit
+// annotations, and the match conditions not named in skip (kyvap's own). It
+// returns whether anything changed. An expression the rewrite cannot scan
+// is left for the compiler to report.
+func RewriteOrValueInSpec(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec, skip map[string]bool) bool {
+	changed := false
+	rewrite := func(e *string) {
+		if out, ok, err := RewriteOrValue(*e); err == nil && ok {
+			*e, changed = out, true
+		}
+	}
+	for i := range spec.Variables {
+		rewrite(&spec.Variables[i].Expression)
+	}
+	for i := range spec.MatchConditions {
+		if !skip[spec.MatchConditions[i].Name] {
+			rewrite(&spec.MatchConditions[i].Expression)
+		}
+	}
+	for i := range spec.Validations {
+		rewrite(&spec.Validations[i].Expression)
+		rewrite(&spec.Validations[i].MessageExpression)
+	}
+	for i := range spec.AuditAnnotations {
+		rewrite(&spec.AuditAnnotations[i].ValueExpression)
+	}
+	return changed
 }

@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
+	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/policytest"
-	"github.com/kyvap/kyvap/translate"
 )
 
 // Offline there is no discovery: the kinds a policy names are resolved
@@ -46,7 +46,7 @@ const (
 // kindSource is one place kinds are resolved from.
 type kindSource struct {
 	name     string
-	resolver translate.KindResolver
+	resolver kyverno.KindResolver
 }
 
 // sourcedResolver resolves a kind with every source, in order, and keeps
@@ -57,17 +57,17 @@ type sourcedResolver struct {
 	sources []kindSource
 	// used maps a kind spelling to the served resources it resolved to
 	// from sources other than the built-in table, by source.
-	used map[string]map[string][]translate.Resource
+	used map[string]map[string][]kyverno.Resource
 }
 
 func newSourcedResolver(sources ...kindSource) *sourcedResolver {
-	return &sourcedResolver{sources: sources, used: map[string]map[string][]translate.Resource{}}
+	return &sourcedResolver{sources: sources, used: map[string]map[string][]kyverno.Resource{}}
 }
 
-// Resolve implements translate.KindResolver.
-func (r *sourcedResolver) Resolve(kind string) ([]translate.Resource, error) {
+// Resolve implements kyverno.KindResolver.
+func (r *sourcedResolver) Resolve(kind string) ([]kyverno.Resource, error) {
 	seen := map[[4]string]bool{}
-	var out []translate.Resource
+	var out []kyverno.Resource
 	for i, src := range r.sources {
 		rs, err := src.resolver.Resolve(kind)
 		if err != nil {
@@ -84,7 +84,7 @@ func (r *sourcedResolver) Resolve(kind string) ([]translate.Resource, error) {
 			out = append(out, res)
 			if i > 0 {
 				if r.used[kind] == nil {
-					r.used[kind] = map[string][]translate.Resource{}
+					r.used[kind] = map[string][]kyverno.Resource{}
 				}
 				r.used[kind][src.name] = append(r.used[kind][src.name], res)
 			}
@@ -135,8 +135,8 @@ func dedupe(in []string) []string {
 
 // resourcesSource resolves the kinds of a test's resources that no other
 // source knows: their apiVersion and kind, the plural guessed.
-func resourcesSource(s *policytest.Suite, known translate.KindResolver) kindSource {
-	var table []translate.Resource
+func resourcesSource(s *policytest.Suite, known kyverno.KindResolver) kindSource {
+	var table []kyverno.Resource
 	seen := map[schema.GroupVersionKind]bool{}
 	for i := range s.Resources {
 		obj := &s.Resources[i].Object
@@ -153,15 +153,15 @@ func resourcesSource(s *policytest.Suite, known translate.KindResolver) kindSour
 			continue
 		}
 		plural, _ := meta.UnsafeGuessKindToResource(gvk)
-		table = append(table, translate.Resource{Group: gvk.Group, Version: gvk.Version, Resource: plural.Resource, Kind: gvk.Kind, Namespaced: obj.GetNamespace() != ""})
+		table = append(table, kyverno.Resource{Group: gvk.Group, Version: gvk.Version, Resource: plural.Resource, Kind: gvk.Kind, Namespaced: obj.GetNamespace() != ""})
 	}
-	return kindSource{name: sourceResources, resolver: translate.NewResolver(table)}
+	return kindSource{name: sourceResources, resolver: kyverno.NewResolver(table)}
 }
 
 // crdSource resolves the kinds of CRD manifests (the built-in table, in
 // the resolver too, comes first).
 func crdSource(name string, crds []apiextensionsv1.CustomResourceDefinition) kindSource {
-	return kindSource{name: name, resolver: translate.NewStaticResolver(crds...)}
+	return kindSource{name: name, resolver: kyverno.NewStaticResolver(crds...)}
 }
 
 // carriedCRDs are CRD manifests for the resources resolved from --crd or

@@ -30,7 +30,6 @@ import (
 	"github.com/kyvap/kyvap/frontend/manifest"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/policytest"
-	"github.com/kyvap/kyvap/translate"
 )
 
 // Exit codes of a conversion.
@@ -52,7 +51,7 @@ type Options struct {
 	KyvernoConfig *kyverno.Config
 	// Cluster resolves kinds from a live cluster's discovery (--cluster);
 	// nil offline.
-	Cluster translate.KindResolver
+	Cluster kyverno.KindResolver
 }
 
 // New returns a converter reporting on stderr.
@@ -501,7 +500,7 @@ func (c *Converter) convertSuite(s *policytest.Suite, dir string) int {
 // cluster's discovery (--cluster) and, for a test, its resources (see
 // kinds.go).
 func (c *Converter) resolver(testCRDs []apiextensionsv1.CustomResourceDefinition, s *policytest.Suite) *sourcedResolver {
-	sources := []kindSource{{name: sourceBuiltin, resolver: translate.NewStaticResolver()}, crdSource(sourceTestCRDs, testCRDs), crdSource(sourceCRDs, c.crdFiles)}
+	sources := []kindSource{{name: sourceBuiltin, resolver: kyverno.NewStaticResolver()}, crdSource(sourceTestCRDs, testCRDs), crdSource(sourceCRDs, c.crdFiles)}
 	if c.flags.Cluster != nil {
 		sources = append(sources, kindSource{name: sourceCluster, resolver: c.flags.Cluster})
 	}

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/policytest"
-	"github.com/kyvap/kyvap/translate"
 )
 
 // TestConvertCorpus converts every test of the repository's verdict
@@ -201,7 +201,7 @@ func TestCustomKindsResolvedFromWhatTheUserGives(t *testing.T) {
 	if err := os.WriteFile(crdFile, []byte(gizmoCRD), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cluster := translate.NewResolver([]translate.Resource{{Group: "example.com", Version: "v1", Resource: "gizmoz", Kind: "Gizmo", Namespaced: true}})
+	cluster := kyverno.NewResolver([]kyverno.Resource{{Group: "example.com", Version: "v1", Resource: "gizmoz", Kind: "Gizmo", Namespaced: true}})
 	for _, tc := range []struct {
 		name     string
 		opts     Options

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	kindsdiscovery "github.com/kyvap/kyvap/internal/discovery"
-	"github.com/kyvap/kyvap/translate"
+	"github.com/kyvap/kyvap/kyverno"
 )
 
 // Kinds serves a kind resolver built from the API server's discovery,
@@ -20,7 +20,7 @@ type Kinds struct {
 	client discovery.DiscoveryInterface
 
 	mu       sync.RWMutex
-	resolver translate.KindResolver
+	resolver kyverno.KindResolver
 }
 
 // NewKinds builds the first resolver from discovery.
@@ -33,7 +33,7 @@ func NewKinds(client discovery.DiscoveryInterface) (*Kinds, error) {
 }
 
 // Resolver returns the current resolver (controllers.ResolverSource).
-func (d *Kinds) Resolver() translate.KindResolver {
+func (d *Kinds) Resolver() kyverno.KindResolver {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	return d.resolver

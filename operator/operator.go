@@ -40,6 +40,7 @@ import (
 	"github.com/kyvap/kyvap/reporter"
 	"github.com/kyvap/kyvap/scan"
 	"github.com/kyvap/kyvap/translate"
+	"github.com/kyvap/kyvap/vap"
 	"github.com/kyvap/kyvap/webhook"
 )
 
@@ -292,7 +293,7 @@ func compatibilityVersion(dc discovery.ServerVersionInterface, configured string
 	if err != nil {
 		return "", fmt.Errorf("discovering the API server's version for its CEL compatibility version (set it with --cel-compatibility-version): %w", err)
 	}
-	v, err := translate.CompatibilityVersionOfServer(info.GitVersion)
+	v, err := vap.CompatibilityVersionOfServer(info.GitVersion)
 	if err != nil {
 		return "", fmt.Errorf("%w (set the CEL compatibility version with --cel-compatibility-version)", err)
 	}

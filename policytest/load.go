@@ -24,7 +24,7 @@ import (
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/frontend/manifest"
-	"github.com/kyvap/kyvap/translate"
+	"github.com/kyvap/kyvap/kyverno"
 )
 
 // Suite is one Test document with everything it references loaded.
@@ -795,7 +795,7 @@ func readUserInfo(path string) (*RequestInfo, error) {
 // namespace "default", as Kyverno's CLI does when it reads resources: every
 // kind it does not know to be cluster-scoped gets it.
 func (s *Suite) defaultNamespaces(rs []Resource) []Resource {
-	resolver := translate.NewStaticResolver(s.CRDs...)
+	resolver := kyverno.NewStaticResolver(s.CRDs...)
 	for i := range rs {
 		obj := &rs[i].Object
 		if obj.GetNamespace() != "" {
@@ -831,22 +831,22 @@ func (s *Suite) dedupeResources(rs []Resource) []Resource {
 }
 
 // resolveObject finds the served resource of an exact group/version/kind.
-func resolveObject(resolver translate.KindResolver, gvk schema.GroupVersionKind) (translate.Resource, bool) {
+func resolveObject(resolver kyverno.KindResolver, gvk schema.GroupVersionKind) (kyverno.Resource, bool) {
 	spelling := gvk.Version + "/" + gvk.Kind
 	if gvk.Group != "" {
 		spelling = gvk.Group + "/" + spelling
 	}
 	if strings.ContainsAny(spelling, "*?") {
-		return translate.Resource{}, false
+		return kyverno.Resource{}, false
 	}
 	rs, err := resolver.Resolve(spelling)
 	if err != nil {
-		return translate.Resource{}, false
+		return kyverno.Resource{}, false
 	}
 	for _, r := range rs {
 		if r.Subresource == "" && r.Group == gvk.Group && r.Version == gvk.Version && r.Kind == gvk.Kind {
 			return r, true
 		}
 	}
-	return translate.Resource{}, false
+	return kyverno.Resource{}, false
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/kyvap/kyvap/engine"
 	"github.com/kyvap/kyvap/policytest/vapsim"
 	"github.com/kyvap/kyvap/translate"
+	"github.com/kyvap/kyvap/vap"
 )
 
 // paths holds both evaluation paths of a suite.
@@ -23,7 +24,7 @@ type paths struct {
 	r *runner
 	// full simulates the plans' VAPs and bindings as the operator deploys
 	// them. The probes tell which rules apply to a request at all: their
-	// VAPs have one validation, the rule's guard (translate.GuardVariable,
+	// VAPs have one validation, the rule's guard (vap.GuardVariable,
 	// the namespace-selection part of matching that only validations can
 	// evaluate) or true, so a VAP that a probe evaluates without a denial
 	// is one whose rule matched. fullProbe probes the deployed VAPs,
@@ -90,8 +91,8 @@ func probes(vaps []admissionregistrationv1.ValidatingAdmissionPolicy) []admissio
 	for i := range vaps {
 		v := vaps[i].DeepCopy()
 		expression := "true"
-		if translate.IsGuarded(&v.Spec) {
-			expression = "variables." + translate.GuardVariable
+		if vap.IsGuarded(&v.Spec) {
+			expression = "variables." + vap.GuardVariable
 		}
 		v.Spec.Validations = []admissionregistrationv1.Validation{{Expression: expression, Message: "the rule does not apply"}}
 		v.Spec.AuditAnnotations = nil

@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kyvap/kyvap/translate"
+	"github.com/kyvap/kyvap/kyverno"
 )
 
 // Value keys of a values file that shape the admission request, as Kyverno's
@@ -135,7 +135,7 @@ func mergeMaps(src, dst map[string]any) {
 // requestBuilder turns request specs into admission requests.
 type requestBuilder struct {
 	suite    *Suite
-	resolver translate.KindResolver
+	resolver kyverno.KindResolver
 }
 
 // admissionRequest builds the request the API server would send for the
@@ -305,7 +305,7 @@ func (s *Suite) Namespaces() []corev1.Namespace { return sortedNamespaces(s.name
 // the suite and a test result's operation (empty: the values' operation,
 // else CREATE). Notes explain approximations (an unknown kind's resource).
 func (s *Suite) AdmissionRequest(policy string, r *Resource, operation string) (req *admissionv1.AdmissionRequest, notes []string, err error) {
-	b := requestBuilder{suite: s, resolver: translate.NewStaticResolver(s.CRDs...)}
+	b := requestBuilder{suite: s, resolver: kyverno.NewStaticResolver(s.CRDs...)}
 	return b.admissionRequest(s.requestFor(policy, r, operation))
 }
 

@@ -60,7 +60,7 @@ type policyState struct {
 type runner struct {
 	suite    *Suite
 	opts     Options
-	resolver translate.KindResolver
+	resolver kyverno.KindResolver
 	builder  requestBuilder
 	policies map[string]*policyState
 	order    []string
@@ -124,7 +124,7 @@ func newRunner(s *Suite, opts Options) *runner {
 	r := &runner{
 		suite:       s,
 		opts:        opts,
-		resolver:    translate.NewStaticResolver(s.CRDs...),
+		resolver:    kyverno.NewStaticResolver(s.CRDs...),
 		policies:    map[string]*policyState{},
 		evaluations: map[string]*evaluation{},
 	}
@@ -300,10 +300,10 @@ func (r *runner) unserved(resource *Resource) string {
 // can be sent the resource (its kind is not served in a built-in API
 // group it names, such as batch/v1beta1 CronJob), or "".
 func (s *Suite) Unserved(resource *Resource) string {
-	return s.unservedBy(translate.NewStaticResolver(s.CRDs...), resource)
+	return s.unservedBy(kyverno.NewStaticResolver(s.CRDs...), resource)
 }
 
-func (s *Suite) unservedBy(resolver translate.KindResolver, resource *Resource) string {
+func (s *Suite) unservedBy(resolver kyverno.KindResolver, resource *Resource) string {
 	gvk := resource.Object.GroupVersionKind()
 	if _, ok := resolveObject(resolver, gvk); ok {
 		return ""

@@ -59,7 +59,7 @@ type resourceKey struct {
 type Reporter struct {
 	Client    client.Client
 	Reader    client.Reader // direct reads of reports
-	Resolvers interface{ Resolver() translate.KindResolver }
+	Resolvers interface{ Resolver() kyverno.KindResolver }
 	Kyverno   interface{ Running() bool }
 	Options   func() translate.Options
 	Scanner   *scan.Scanner

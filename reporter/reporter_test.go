@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/reports"
 	"github.com/kyvap/kyvap/scan"
 	"github.com/kyvap/kyvap/translate"
@@ -41,7 +42,7 @@ spec:
 
 type staticResolvers struct{}
 
-func (staticResolvers) Resolver() translate.KindResolver { return translate.NewStaticResolver() }
+func (staticResolvers) Resolver() kyverno.KindResolver { return kyverno.NewStaticResolver() }
 
 // TestBackgroundOnlyPolicyIsScanned: a policy with spec.admission false is
 // applied by Kyverno in background scans only; kyvap scans it the same

@@ -89,7 +89,7 @@ func (s requirementSet) and(more ...metav1.LabelSelectorRequirement) (requiremen
 		switch r.Operator {
 		case metav1.LabelSelectorOpIn:
 			if st.in == nil {
-				st.in = uniqueSorted(r.Values)
+				st.in = kyverno.UniqueSorted(r.Values)
 			} else {
 				st.in = intersect(st.in, r.Values)
 			}
@@ -97,7 +97,7 @@ func (s requirementSet) and(more ...metav1.LabelSelectorRequirement) (requiremen
 				st.in = []string{}
 			}
 		case metav1.LabelSelectorOpNotIn:
-			st.notIn = uniqueSorted(append(st.notIn, r.Values...))
+			st.notIn = kyverno.UniqueSorted(append(st.notIn, r.Values...))
 		case metav1.LabelSelectorOpExists:
 			st.exists = true
 		case metav1.LabelSelectorOpDoesNotExist:
@@ -143,7 +143,7 @@ func (s requirementSet) selector() *metav1.LabelSelector {
 
 func intersect(a, b []string) []string {
 	var out []string
-	for _, x := range uniqueSorted(a) {
+	for _, x := range kyverno.UniqueSorted(a) {
 		for _, y := range b {
 			if x == y {
 				out = append(out, x)
@@ -208,23 +208,23 @@ func overrideRequirements(o *kyvernov1.ValidationFailureActionOverride) (reqs []
 			if len(names) == 0 {
 				return nil, false, nil
 			}
-			reqs = append(reqs, metav1.LabelSelectorRequirement{Key: namespaceNameLabel, Operator: metav1.LabelSelectorOpIn, Values: uniqueSorted(names)})
+			reqs = append(reqs, metav1.LabelSelectorRequirement{Key: namespaceNameLabel, Operator: metav1.LabelSelectorOpIn, Values: kyverno.UniqueSorted(names)})
 		}
 	}
 	if o.NamespaceSelector != nil {
-		sel, err := parseSelector(o.NamespaceSelector)
+		sel, err := kyverno.ParseSelector(o.NamespaceSelector)
 		if err != nil {
 			return nil, false, model.Refuse(model.ReasonOverrideNotExpressible, "failure action override: %v", err)
 		}
-		keys := make([]string, 0, len(sel.source.MatchLabels))
-		for k := range sel.source.MatchLabels {
+		keys := make([]string, 0, len(sel.Source.MatchLabels))
+		for k := range sel.Source.MatchLabels {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			reqs = append(reqs, metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpIn, Values: []string{sel.source.MatchLabels[k]}})
+			reqs = append(reqs, metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpIn, Values: []string{sel.Source.MatchLabels[k]}})
 		}
-		reqs = append(reqs, sel.source.MatchExpressions...)
+		reqs = append(reqs, sel.Source.MatchExpressions...)
 	}
 	return reqs, true, nil
 }
@@ -237,8 +237,8 @@ func overrideMatchesClusterScoped(o *kyvernov1.ValidationFailureActionOverride) 
 		if o.NamespaceSelector == nil {
 			return true
 		}
-		sel, err := parseSelector(o.NamespaceSelector)
-		return err == nil && sel.matchesEmpty()
+		sel, err := kyverno.ParseSelector(o.NamespaceSelector)
+		return err == nil && sel.MatchesEmpty()
 	}
 	if o.Namespaces == nil {
 		return selectorOK()

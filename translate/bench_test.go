@@ -14,13 +14,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/kyverno"
+	"github.com/kyvap/kyvap/vap"
 )
 
 // BenchmarkTranslate translates every golden case; rule-ns/op and
 // rule-allocs/op are per rule of the inputs.
 func BenchmarkTranslate(b *testing.B) {
 	cases := loadGoldenCases(b)
-	resolver := NewStaticResolver(testCRDs()...)
+	resolver := kyverno.NewStaticResolver(testCRDs()...)
 	rules := 0
 	for _, c := range cases {
 		rules += len(c.input.Policy.Spec.Rules)
@@ -60,7 +62,7 @@ func BenchmarkTranslate(b *testing.B) {
 // golden cases produce, with the same compiler Translate uses: the floor
 // that translation overhead is measured against (per emitted VAP).
 func BenchmarkCELCompileOnly(b *testing.B) {
-	resolver := NewStaticResolver(testCRDs()...)
+	resolver := kyverno.NewStaticResolver(testCRDs()...)
 	var plans []Plan
 	vaps := 0
 	for _, c := range loadGoldenCases(b) {
@@ -74,8 +76,8 @@ func BenchmarkCELCompileOnly(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		for _, p := range plans {
 			for j := range p.ValidatingAdmissionPolicies {
-				vap := &p.ValidatingAdmissionPolicies[j]
-				_, _ = checkVAPExpressions(&vap.Spec, newestCompatibilityVersion, nil)
+				policy := &p.ValidatingAdmissionPolicies[j]
+				_, _ = vap.CheckExpressions(&policy.Spec, vap.NewestCompatibilityVersion, nil)
 			}
 		}
 	}
@@ -86,7 +88,7 @@ func BenchmarkCELCompileOnly(b *testing.B) {
 // compare with BenchmarkCELCompileOnly.
 func BenchmarkTranslatePerVAP(b *testing.B) {
 	cases := loadGoldenCases(b)
-	resolver := NewStaticResolver(testCRDs()...)
+	resolver := kyverno.NewStaticResolver(testCRDs()...)
 	vaps := 0
 	for _, c := range cases {
 		p, _ := Translate(c.input, resolver, c.opts)
@@ -146,7 +148,7 @@ func guardedChainPolicy(expression string) *kyvernov1.ClusterPolicy {
 // at growing sizes, plain and guarded (see guardedChainPolicy): the time
 // per KB shows whether translation is linear in the expression's size.
 func BenchmarkTranslateAndChain(b *testing.B) {
-	resolver := NewStaticResolver(testCRDs()...)
+	resolver := kyverno.NewStaticResolver(testCRDs()...)
 	opts := Options{GenerateValidatingAdmissionPolicy: true}
 	for _, guard := range []bool{false, true} {
 		for _, kb := range []int{6, 24, 94} {
@@ -163,7 +165,7 @@ func BenchmarkTranslateAndChain(b *testing.B) {
 					if len(plan.Rules) != 1 || plan.Rules[0].Verdict != VerdictTranslated {
 						b.Fatalf("%+v", plan.Rules)
 					}
-					if guard && !IsGuarded(&plan.ValidatingAdmissionPolicies[0].Spec) {
+					if guard && !vap.IsGuarded(&plan.ValidatingAdmissionPolicies[0].Spec) {
 						b.Fatal("not guarded")
 					}
 				}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
 )
 
@@ -51,7 +52,7 @@ func ruleTuples(rules []admissionregistrationv1.NamedRuleWithOperations) []strin
 			}
 		}
 	}
-	return uniqueSorted(out)
+	return kyverno.UniqueSorted(out)
 }
 
 func summarize(vap admissionregistrationv1.ValidatingAdmissionPolicy, bindings []admissionregistrationv1.ValidatingAdmissionPolicyBinding) vapSummary {
@@ -109,7 +110,7 @@ var withoutNames = func(tuples []string) []string {
 		}
 		out = append(out, t)
 	}
-	return uniqueSorted(out)
+	return kyverno.UniqueSorted(out)
 }
 
 var parityCases = map[string]parityCase{
@@ -253,7 +254,7 @@ func TestKyvernoConformanceParity(t *testing.T) {
 			var kyvernoBinding admissionregistrationv1.ValidatingAdmissionPolicyBinding
 			readObject(t, filepath.Join(c.dir, "kyverno-vap.yaml"), &kyvernoVAP)
 			readObject(t, filepath.Join(c.dir, "kyverno-binding.yaml"), &kyvernoBinding)
-			plan, err := Translate(c.input, NewStaticResolver(), c.opts)
+			plan, err := Translate(c.input, kyverno.NewStaticResolver(), c.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -342,7 +343,7 @@ func TestKyvernoConformanceSkipGenerate(t *testing.T) {
 			if !ok {
 				t.Fatal("undocumented case")
 			}
-			plan, err := Translate(c.input, NewStaticResolver(), c.opts)
+			plan, err := Translate(c.input, kyverno.NewStaticResolver(), c.opts)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apiserver/pkg/cel/library"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/vap"
 )
 
 // WebhookEvaluationBudget is how long kyvap's webhook works on one request
@@ -81,7 +82,7 @@ func EstimateRuleCost(rule *kyvernov1.Rule) RuleCost {
 		return RuleCost{}
 	}
 	c := rule.Validation.CEL
-	env := costEnvFor(KyvernoCELVersion, c.ParamKind != nil)
+	env := costEnvFor(vap.KyvernoCELVersion, c.ParamKind != nil)
 	if env == nil {
 		return RuleCost{}
 	}
@@ -155,7 +156,7 @@ func costEnvFor(v *version.Version, hasParams bool) *cel.Env {
 	if hasParams {
 		opts = append(opts, cel.Variable(plugincel.ParamsVarName, cel.DynType))
 	}
-	set, err := baseEnvSet(v).Extend(environment.VersionedOptions{
+	set, err := vap.BaseEnvSet(v).Extend(environment.VersionedOptions{
 		IntroducedVersion: version.MajorMinor(1, 0),
 		EnvOptions:        opts,
 		DeclTypes:         []*apiservercel.DeclType{namespaceType, requestType},

@@ -12,13 +12,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/cel-go/cel"
 	"k8s.io/apimachinery/pkg/util/validation"
-	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
-	"k8s.io/apiserver/pkg/cel/environment"
 	"sigs.k8s.io/yaml"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/kyverno"
 )
 
 // FuzzTranslate feeds arbitrary policies (YAML or JSON) to Translate: it
@@ -30,7 +28,7 @@ func FuzzTranslate(f *testing.F) {
 			f.Add(data)
 		}
 	}
-	resolver := NewStaticResolver(testCRDs()...)
+	resolver := kyverno.NewStaticResolver(testCRDs()...)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var policy kyvernov1.ClusterPolicy
 		if err := yaml.Unmarshal(data, &policy); err != nil {
@@ -106,32 +104,4 @@ func assertMeta(t *testing.T, name string, labels map[string]string) {
 			t.Fatalf("invalid label %s=%q: %v", k, v, errs)
 		}
 	}
-}
-
-// FuzzChainCheck: checking an expression as a && / || chain in pieces
-// (celsplit.go) never accepts what compiling the whole expression, as the
-// API server does, refuses.
-func FuzzChainCheck(f *testing.F) {
-	for _, c := range chainCases {
-		f.Add(c)
-	}
-	defer func(threshold, piece int) { chainThreshold, chainPieceSize = threshold, piece }(chainThreshold, chainPieceSize)
-	chainThreshold, chainPieceSize = 0, 1
-	v := newestCompatibilityVersion
-	compiler, err := compilerFor(v, false)
-	if err != nil {
-		f.Fatal(err)
-	}
-	opts := plugincel.OptionalVariableDeclarations{HasParams: true, HasAuthorizer: true}
-	f.Fuzz(func(t *testing.T, expression string) {
-		if len(expression) > 4096 {
-			return
-		}
-		if !compilesAsChain(compiler, expression, opts, environment.NewExpressions, v) {
-			return
-		}
-		if whole := compiler.CompileCELExpression(accessor{expression: expression, returns: []*cel.Type{cel.BoolType}}, opts, environment.NewExpressions); whole.Error != nil {
-			t.Fatalf("%q accepted in pieces, but the API server refuses it: %v", expression, whole.Error)
-		}
-	})
 }

@@ -13,7 +13,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/translate/translatetest"
+	"github.com/kyvap/kyvap/vap"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden plan.yaml files")
@@ -62,7 +64,7 @@ func TestGolden(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			before := c.input.Policy.DeepCopy()
-			plan, err := Translate(c.input, NewStaticResolver(testCRDs()...), c.opts)
+			plan, err := Translate(c.input, kyverno.NewStaticResolver(testCRDs()...), c.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,7 +72,7 @@ func TestGolden(t *testing.T) {
 				t.Fatalf("input mutated (-before +after):\n%s", diff)
 			}
 			got := marshalPlan(t, plan)
-			again, _ := Translate(c.input, NewStaticResolver(testCRDs()...), c.opts)
+			again, _ := Translate(c.input, kyverno.NewStaticResolver(testCRDs()...), c.opts)
 			if !bytes.Equal(got, marshalPlan(t, again)) {
 				t.Fatal("translation is not deterministic")
 			}
@@ -98,10 +100,10 @@ func TestGolden(t *testing.T) {
 func assertCompiles(t testing.TB, plan Plan) {
 	t.Helper()
 	for i := range plan.ValidatingAdmissionPolicies {
-		vap := &plan.ValidatingAdmissionPolicies[i]
-		user, ours := checkVAPExpressions(&vap.Spec, newestCompatibilityVersion, map[string]bool{})
+		policy := &plan.ValidatingAdmissionPolicies[i]
+		user, ours := vap.CheckExpressions(&policy.Spec, vap.NewestCompatibilityVersion, map[string]bool{})
 		if len(user)+len(ours) > 0 {
-			t.Errorf("VAP %s does not compile: %s", vap.Name, problemsMessage(append(user, ours...)))
+			t.Errorf("VAP %s does not compile: %s", policy.Name, vap.ProblemsMessage(append(user, ours...)))
 		}
 	}
 	for _, r := range plan.Rules {

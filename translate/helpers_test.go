@@ -14,10 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/kyverno"
+	"github.com/kyvap/kyvap/vap"
 )
 
 func TestStaticResolver(t *testing.T) {
-	r := NewStaticResolver(testCRDs()...)
+	r := kyverno.NewStaticResolver(testCRDs()...)
 	for kind, want := range map[string]int{"Pod": 1, "Pod/exec": 1, "Event": 2, "HorizontalPodAutoscaler": 2, "Widget": 1, "Gadget": 2, "Nope": 0, "Deployment/*": 3} {
 		got, err := r.Resolve(kind)
 		if err != nil || len(got) != want {
@@ -125,12 +127,12 @@ var (
 
 func TestCompatibilityVersionOfServer(t *testing.T) {
 	for in, want := range map[string]string{"v1.37.1": "1.36", "v1.34.0-rc.1": "1.33", "1.40.2+k3s1": "1.39"} {
-		if got, err := CompatibilityVersionOfServer(in); err != nil || got != want {
+		if got, err := vap.CompatibilityVersionOfServer(in); err != nil || got != want {
 			t.Errorf("CompatibilityVersionOfServer(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"", "v2.0.0", "v1.0.3", "banana"} {
-		if got, err := CompatibilityVersionOfServer(in); err == nil {
+		if got, err := vap.CompatibilityVersionOfServer(in); err == nil {
 			t.Errorf("CompatibilityVersionOfServer(%q) = %q, want an error", in, got)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"regexp"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
 )
 
@@ -38,12 +39,12 @@ func ruleExpressions(rule *kyvernov1.Rule) []string {
 
 // mayMatchNamespaceObjects reports whether one of the kind sets selects
 // Namespace objects themselves.
-func mayMatchNamespaceObjects(kinds []kindSet) bool {
+func mayMatchNamespaceObjects(kinds []kyverno.KindSet) bool {
 	for _, k := range kinds {
-		if k.everything || k.topLevel {
+		if k.Everything || k.TopLevel {
 			return true
 		}
-		for _, r := range k.resources {
+		for _, r := range k.Resources {
 			if r.Group == "" && r.Resource == "namespaces" {
 				return true
 			}
@@ -55,7 +56,7 @@ func mayMatchNamespaceObjects(kinds []kindSet) bool {
 // kyvernoRuntimeDifferences finds what Kyverno's CEL handler gives a rule
 // at run time that a VAP cannot reproduce (pkg/engine/handlers/validation
 // validate_cel.go and pkg/admissionpolicy CollectParams, v1.19.1).
-func kyvernoRuntimeDifferences(resolver KindResolver, rule *kyvernov1.Rule, kinds []kindSet) *model.Refusal {
+func kyvernoRuntimeDifferences(resolver kyverno.KindResolver, rule *kyvernov1.Rule, kinds []kyverno.KindSet) *model.Refusal {
 	if mayMatchNamespaceObjects(kinds) {
 		for _, x := range ruleExpressions(rule) {
 			if readsRequestNamespace.MatchString(x) {

@@ -11,6 +11,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
 )
 
@@ -64,16 +65,16 @@ func WebhookLockOutCondition() admissionregistrationv1.MatchCondition {
 	sort.Strings(groups)
 	terms := make([]string, 0, len(groups)+1)
 	for _, g := range groups {
-		terms = append(terms, fmt.Sprintf("!(request.resource.group == %s && request.resource.resource in %s)", celString(g), celStringList(byGroup[g])))
+		terms = append(terms, fmt.Sprintf("!(request.resource.group == %s && request.resource.resource in %s)", kyverno.CELString(g), kyverno.CELStringList(byGroup[g])))
 	}
-	terms = append(terms, fmt.Sprintf("!(%s in request.userInfo.groups)", celString(WebhookProtectedUserGroup)))
+	terms = append(terms, fmt.Sprintf("!(%s in request.userInfo.groups)", kyverno.CELString(WebhookProtectedUserGroup)))
 	return admissionregistrationv1.MatchCondition{Name: WebhookLockOutConditionName, Expression: strings.Join(terms, " && ")}
 }
 
 // webhookProtectedCovered lists the protected resources ("group/resource",
 // "nodes" for the core group) that the rules' match blocks select: kyvap's
 // webhook never receives them, so a fallback rule is not enforced there.
-func webhookProtectedCovered(resolver KindResolver, rules []kyvernov1.Rule) []string {
+func webhookProtectedCovered(resolver kyverno.KindResolver, rules []kyvernov1.Rule) []string {
 	registered, err := WebhookRules(resolver, rules...)
 	if err != nil {
 		return nil // the webhook configuration reports the resolver's error

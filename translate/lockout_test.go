@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/kyverno"
+	"github.com/kyvap/kyvap/vap"
 )
 
 // TestWebhookExempt checks that a fallback rule says which protected
@@ -34,7 +36,7 @@ func TestWebhookExempt(t *testing.T) {
 				Validation:     &kyvernov1.Validation{CEL: &kyvernov1.CEL{Expressions: []admissionregistrationv1.Validation{{Expression: "true"}}}},
 			}
 			policy := &kyvernov1.ClusterPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: kyvernov1.Spec{Rules: []kyvernov1.Rule{rule}}}
-			plan, err := Translate(Input{Policy: policy}, NewStaticResolver(), Options{}) // generation off: the webhook
+			plan, err := Translate(Input{Policy: policy}, kyverno.NewStaticResolver(), Options{}) // generation off: the webhook
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -58,7 +60,7 @@ func TestWebhookLockOutConditionCompiles(t *testing.T) {
 		MatchConditions: []admissionregistrationv1.MatchCondition{mc},
 		Validations:     []admissionregistrationv1.Validation{{Expression: "true"}},
 	}
-	if user, ours := checkVAPExpressions(spec, newestCompatibilityVersion, map[string]bool{}); len(user)+len(ours) > 0 {
-		t.Fatalf("%s does not compile: %s", mc.Expression, problemsMessage(append(user, ours...)))
+	if user, ours := vap.CheckExpressions(spec, vap.NewestCompatibilityVersion, map[string]bool{}); len(user)+len(ours) > 0 {
+		t.Fatalf("%s does not compile: %s", mc.Expression, vap.ProblemsMessage(append(user, ours...)))
 	}
 }

@@ -12,6 +12,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
 )
 
@@ -26,14 +27,14 @@ func TestLowerClusterPolicy(t *testing.T) {
 	for _, c := range loadGoldenCases(t) {
 		t.Run(c.name, func(t *testing.T) {
 			before := c.input.Policy.DeepCopy()
-			p, plan, err := LowerClusterPolicy(c.input, NewStaticResolver(testCRDs()...), c.opts)
+			p, plan, err := LowerClusterPolicy(c.input, kyverno.NewStaticResolver(testCRDs()...), c.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(before, c.input.Policy); diff != "" {
 				t.Fatalf("input mutated (-before +after):\n%s", diff)
 			}
-			again, _, _ := LowerClusterPolicy(c.input, NewStaticResolver(testCRDs()...), c.opts)
+			again, _, _ := LowerClusterPolicy(c.input, kyverno.NewStaticResolver(testCRDs()...), c.opts)
 			if !bytes.Equal(marshalModel(t, p), marshalModel(t, again)) {
 				t.Fatal("lowering is not deterministic")
 			}
@@ -89,7 +90,7 @@ func TestLowerClusterPolicy(t *testing.T) {
 			opts := c.opts
 			opts.GenerateValidatingAdmissionPolicy, opts.RespectGenerateField = true, false
 			if c.input.Policy.Annotations[AnnotationGenerate] != "false" && c.input.Policy.Spec.AdmissionEnabled() {
-				translated, _ := Translate(c.input, NewStaticResolver(testCRDs()...), opts)
+				translated, _ := Translate(c.input, kyverno.NewStaticResolver(testCRDs()...), opts)
 				if diff := cmp.Diff(translated, plan); diff != "" {
 					t.Errorf("lowering's plan differs from translation's (-translate +lower):\n%s", diff)
 				}

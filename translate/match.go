@@ -41,123 +41,20 @@ var allOperations = []admissionregistrationv1.OperationType{
 	admissionregistrationv1.Delete, admissionregistrationv1.Connect,
 }
 
-// kindSet is what a filter's kinds select.
-type kindSet struct {
-	// everything: no kinds, or "*/*": every resource and subresource.
-	everything bool
-	// topLevel: "*": every resource without subresource, plus
-	// pods/ephemeralcontainers (Kyverno matches Pod rules on it).
-	topLevel bool
-	// resources are the explicitly resolved resources, sorted.
-	resources []Resource
-}
-
 // resolvedFilter is a Kyverno resource filter with its kinds resolved.
 type resolvedFilter struct {
 	filter kyvernov1.ResourceFilter
-	kinds  kindSet
+	kinds  kyverno.KindSet
 	// operations are the filter's operations; empty means all.
 	operations []string
 }
 
-// onlyNamespacedOrNamespace reports whether every selected resource is
-// namespaced or is a Namespace itself (top level), the resources for
-// which a namespace selector on kubernetes.io/metadata.name is exact.
-func (k kindSet) onlyNamespacedOrNamespace() bool {
-	if k.everything || k.topLevel {
-		return false
-	}
-	for _, r := range k.resources {
-		isNamespaceObject := r.Group == "" && r.Resource == "namespaces" && r.Subresource == ""
-		if !r.Namespaced && !isNamespaceObject {
-			return false
-		}
-	}
-	return true
-}
-
-// onlyNamespaced reports whether every selected resource is namespaced.
-func (k kindSet) onlyNamespaced() bool {
-	if k.everything || k.topLevel {
-		return false
-	}
-	for _, r := range k.resources {
-		if !r.Namespaced {
-			return false
-		}
-	}
-	return true
-}
-
-// resolveKinds resolves Kyverno kind spellings. A kind resolving to
-// nothing is a failure: silently dropping it would narrow the rule.
-func resolveKinds(resolver KindResolver, kinds []string) (kindSet, *model.Refusal) {
-	return collectKinds(resolver, kinds, true)
-}
-
-// collectKinds resolves kinds, every served version of each. Strict (for
-// VAPs) refuses a kind that resolves to nothing; lax (for webhook
-// registration) skips unserved kinds, which cannot be requested.
-func collectKinds(resolver KindResolver, kinds []string, strict bool) (kindSet, *model.Refusal) {
-	var set kindSet
-	if len(kinds) == 0 {
-		set.everything = true
-		return set, nil
-	}
-	seen := map[Resource]bool{}
-	for _, kind := range kinds {
-		if kind == "*" {
-			set.topLevel = true
-			continue
-		}
-		if sel, err := kyverno.ParseKindSelector(kind); err == nil && sel == (kyverno.KindSelector{Group: "*", Version: "*", Kind: "*", Subresource: "*"}) {
-			set.everything = true
-			continue
-		}
-		resolved, err := resolver.Resolve(kind)
-		if err != nil {
-			return kindSet{}, model.Refuse(model.ReasonKindResolutionError, "kind %q: %v", kind, err)
-		}
-		if strict {
-			if fl := strictResolution(kind, resolved); fl != nil {
-				return kindSet{}, fl
-			}
-		}
-		for _, r := range resolved {
-			seen[r] = true
-			if r.Group == "" && r.Resource == "pods" && r.Subresource == "" {
-				eph := r
-				eph.Subresource = "ephemeralcontainers"
-				seen[eph] = true
-			}
-		}
-	}
-	for r := range seen {
-		set.resources = append(set.resources, r)
-	}
-	sortResources(set.resources)
-	return set, nil
-}
-
-// strictResolution refuses a kind that resolves to nothing: dropping it
-// would narrow the rule silently. A kind served in several versions
-// (autoscaling v1 and v2 HorizontalPodAutoscaler) resolves to each of them:
-// Kyverno registers its webhook for every served version and evaluates the
-// object in the version it was sent, which the VAP's Exact match policy
-// with one resource rule per version does too.
-func strictResolution(kind string, resolved []Resource) *model.Refusal {
-	if len(resolved) == 0 {
-		return model.Refuse(model.ReasonKindUnresolved, "kind %q matches no served resource", kind)
-	}
-	return nil
-}
-
 // resolveFilter resolves one filter and refuses what needs RBAC look-ups.
-func resolveFilter(resolver KindResolver, f kyvernov1.ResourceFilter) (resolvedFilter, *model.Refusal) {
+func resolveFilter(resolver kyverno.KindResolver, f kyvernov1.ResourceFilter) (resolvedFilter, *model.Refusal) {
 	if len(f.Roles) > 0 || len(f.ClusterRoles) > 0 {
 		return resolvedFilter{}, model.Refuse(model.ReasonRolesOrClusterRoles, "roles/clusterRoles need RBAC look-ups at admission")
 	}
-	kinds, fl := resolveKinds(resolver, f.Resources.Kinds)
+	kinds, fl := kyverno.ResolveKinds(resolver, f.Resources.Kinds)
 	if fl != nil {
 		return resolvedFilter{}, fl
 	}
@@ -165,7 +62,7 @@ func resolveFilter(resolver KindResolver, f kyvernov1.ResourceFilter) (resolvedF
 	for _, op := range f.Resources.Operations {
 		ops = append(ops, string(op))
 	}
-	return resolvedFilter{filter: f, kinds: kinds, operations: uniqueSorted(ops)}, nil
+	return resolvedFilter{filter: f, kinds: kinds, operations: kyverno.UniqueSorted(ops)}, nil
 }
 
 // vapOperations converts a filter's operations; none means all.
@@ -187,7 +84,7 @@ func vapOperations(ops []string) []admissionregistrationv1.OperationType {
 
 // resourceRules renders a kind set and operations as VAP resource rules,
 // one per group/version.
-func resourceRules(kinds kindSet, ops []string) []admissionregistrationv1.NamedRuleWithOperations {
+func resourceRules(kinds kyverno.KindSet, ops []string) []admissionregistrationv1.NamedRuleWithOperations {
 	operations := vapOperations(ops)
 	if len(operations) == 0 {
 		// Only operations a VAP never sees (e.g. a typo): the filter cannot match.
@@ -200,14 +97,14 @@ func resourceRules(kinds kindSet, ops []string) []admissionregistrationv1.NamedR
 		}}
 	}
 	var out []admissionregistrationv1.NamedRuleWithOperations
-	if kinds.everything {
+	if kinds.Everything {
 		return append(out, rule("*", "*", "*/*"))
 	}
-	if kinds.topLevel {
+	if kinds.TopLevel {
 		out = append(out, rule("*", "*", "*"), rule("", "v1", "pods/ephemeralcontainers"))
 	}
 	byGV := map[[2]string][]string{}
-	for _, r := range kinds.resources {
+	for _, r := range kinds.Resources {
 		name := r.Resource
 		if r.Subresource != "" {
 			name += "/" + r.Subresource
@@ -216,7 +113,7 @@ func resourceRules(kinds kindSet, ops []string) []admissionregistrationv1.NamedR
 		byGV[key] = append(byGV[key], name)
 	}
 	for gv, resources := range byGV {
-		out = append(out, rule(gv[0], gv[1], uniqueSorted(resources)...))
+		out = append(out, rule(gv[0], gv[1], kyverno.UniqueSorted(resources)...))
 	}
 	return out
 }
@@ -271,7 +168,7 @@ func MergeRules(rules []admissionregistrationv1.RuleWithOperations) []admissionr
 	out := make([]admissionregistrationv1.RuleWithOperations, 0, len(order))
 	for _, k := range order {
 		r := merged[k]
-		r.Resources = uniqueSorted(r.Resources)
+		r.Resources = kyverno.UniqueSorted(r.Resources)
 		out = append(out, *r)
 	}
 	return out
@@ -280,18 +177,18 @@ func MergeRules(rules []admissionregistrationv1.RuleWithOperations) []admissionr
 // celKinds is the predicate "the request is about one of the kinds".
 // Versions are not compared: Kyverno matches a kind in any version unless
 // spelled with one, and resolution already pinned a single version.
-func celKinds(kinds kindSet) string {
-	if kinds.everything {
+func celKinds(kinds kyverno.KindSet) string {
+	if kinds.Everything {
 		return "true"
 	}
 	var terms []string
-	if kinds.topLevel {
-		terms = append(terms, `(`+celSubResource+` == '' || (request.resource.group == '' && request.resource.resource == 'pods' && `+celSubResource+` == 'ephemeralcontainers'))`)
+	if kinds.TopLevel {
+		terms = append(terms, `(`+kyverno.CELSubResource+` == '' || (request.resource.group == '' && request.resource.resource == 'pods' && `+kyverno.CELSubResource+` == 'ephemeralcontainers'))`)
 	}
 	type key struct{ group, sub string }
 	byKey := map[key][]string{}
 	var keys []key
-	for _, r := range kinds.resources {
+	for _, r := range kinds.Resources {
 		k := key{r.Group, r.Subresource}
 		if _, ok := byKey[k]; !ok {
 			keys = append(keys, k)
@@ -306,9 +203,9 @@ func celKinds(kinds kindSet) string {
 	})
 	for _, k := range keys {
 		terms = append(terms, fmt.Sprintf("(request.resource.group == %s && %s == %s && request.resource.resource in %s)",
-			celString(k.group), celSubResource, celString(k.sub), celStringList(uniqueSorted(byKey[k]))))
+			kyverno.CELString(k.group), kyverno.CELSubResource, kyverno.CELString(k.sub), kyverno.CELStringList(kyverno.UniqueSorted(byKey[k]))))
 	}
-	return celOr(terms)
+	return kyverno.CELOr(terms)
 }
 
 // filterPurpose says which of Kyverno's two matchers a filter belongs to.
@@ -348,7 +245,7 @@ func (p filterParts) all() string {
 			terms = append(terms, t)
 		}
 	}
-	return celAnd(append(terms, p.residual()...))
+	return kyverno.CELAnd(append(terms, p.residual()...))
 }
 
 // celFilterParts renders a resolved filter's attributes as CEL.
@@ -357,47 +254,47 @@ func celFilterParts(f resolvedFilter, purpose filterPurpose) (filterParts, *mode
 	d := f.filter.Resources
 	p.kinds = celKinds(f.kinds)
 	if purpose == forRule && len(f.operations) > 0 {
-		p.operations = celOperations(f.operations)
+		p.operations = kyverno.CELOperations(f.operations)
 	}
 	if d.Name != "" {
-		p.names = celPatternMatch(celResourceName, []string{d.Name})
+		p.names = kyverno.CELPatternMatch(kyverno.CELResourceName, []string{d.Name})
 	}
 	if len(d.Names) > 0 {
-		names := celPatternMatch(celResourceName, d.Names)
+		names := kyverno.CELPatternMatch(kyverno.CELResourceName, d.Names)
 		if p.names != "" {
-			names = celAnd([]string{p.names, names})
+			names = kyverno.CELAnd([]string{p.names, names})
 		}
 		p.names = names
 	}
 	if len(d.Namespaces) > 0 {
-		p.namespaces = celPatternMatch(celResourceNamespace, d.Namespaces)
+		p.namespaces = kyverno.CELPatternMatch(kyverno.CELResourceNamespace, d.Namespaces)
 	}
 	if len(d.Annotations) > 0 {
-		p.annotations = celAnnotations(d.Annotations)
+		p.annotations = kyverno.CELAnnotations(d.Annotations)
 	}
 	if d.Selector != nil {
-		sel, err := parseSelector(d.Selector)
+		sel, err := kyverno.ParseSelector(d.Selector)
 		if err != nil {
 			return filterParts{}, model.Refuse(model.ReasonSelectorNotExpressible, "selector: %v", err)
 		}
-		p.selector = sel.cel(celResourceLabels)
+		p.selector = sel.CEL(kyverno.CELResourceLabels)
 	}
 	if d.NamespaceSelector != nil {
-		sel, err := parseSelector(d.NamespaceSelector)
+		sel, err := kyverno.ParseSelector(d.NamespaceSelector)
 		if err != nil {
 			return filterParts{}, model.Refuse(model.ReasonSelectorNotExpressible, "namespaceSelector: %v", err)
 		}
 		// Cluster-scoped resources have no namespace object; Kyverno checks
 		// the selector against empty labels, a constant.
-		inNamespace := fmt.Sprintf("(namespaceObject == null ? %t : %s)", sel.matchesEmpty(), sel.cel(celNamespaceLabels))
+		inNamespace := fmt.Sprintf("(namespaceObject == null ? %t : %s)", sel.MatchesEmpty(), sel.CEL(kyverno.CELNamespaceLabels))
 		if purpose == forRule {
-			p.namespaceSelector = fmt.Sprintf("(!%s && %s)", celIsNamespaceKind, inNamespace)
+			p.namespaceSelector = fmt.Sprintf("(!%s && %s)", kyverno.CELIsNamespaceKind, inNamespace)
 		} else {
-			p.namespaceSelector = fmt.Sprintf("(%s || %s)", celIsNamespaceKind, inNamespace)
+			p.namespaceSelector = fmt.Sprintf("(%s || %s)", kyverno.CELIsNamespaceKind, inNamespace)
 		}
 	}
 	if len(f.filter.Subjects) > 0 {
-		p.subjects = celSubjects(f.filter.Subjects)
+		p.subjects = kyverno.CELSubjects(f.filter.Subjects)
 	}
 	return p, nil
 }
@@ -429,7 +326,7 @@ type matchTranslation struct {
 	constraints admissionregistrationv1.MatchResources
 	conditions  []admissionregistrationv1.MatchCondition
 	// kinds are the match filters' kinds, for autogen and override checks.
-	kinds []kindSet
+	kinds []kyverno.KindSet
 }
 
 // structuralNamespaces returns the namespace selector that carries a
@@ -444,24 +341,24 @@ func structuralNamespaces(f resolvedFilter) (*metav1.LabelSelector, bool) {
 			return nil, false
 		}
 	}
-	if len(d.Namespaces) > 0 && !f.kinds.onlyNamespacedOrNamespace() {
+	if len(d.Namespaces) > 0 && !f.kinds.OnlyNamespacedOrNamespace() {
 		return nil, false
 	}
 	sel := &metav1.LabelSelector{}
 	if d.NamespaceSelector != nil {
 		// A VAP namespace selector applies to a Namespace's own labels;
 		// Kyverno's never matches a Namespace: exact only for namespaced kinds.
-		if !f.kinds.onlyNamespaced() {
+		if !f.kinds.OnlyNamespaced() {
 			return nil, false
 		}
-		if _, err := parseSelector(d.NamespaceSelector); err != nil {
+		if _, err := kyverno.ParseSelector(d.NamespaceSelector); err != nil {
 			return nil, false
 		}
 		sel = d.NamespaceSelector.DeepCopy()
 	}
 	if len(d.Namespaces) > 0 {
 		sel.MatchExpressions = append(sel.MatchExpressions, metav1.LabelSelectorRequirement{
-			Key: namespaceNameLabel, Operator: metav1.LabelSelectorOpIn, Values: uniqueSorted(d.Namespaces),
+			Key: namespaceNameLabel, Operator: metav1.LabelSelectorOpIn, Values: kyverno.UniqueSorted(d.Namespaces),
 		})
 	}
 	return sel, true
@@ -478,7 +375,7 @@ func withoutNamespaces(f resolvedFilter) resolvedFilter {
 
 // translateMatch turns the rule's match block into matchConstraints and,
 // where resource rules and selectors cannot say it exactly, a match condition.
-func translateMatch(resolver KindResolver, m kyvernov1.MatchResources) (matchTranslation, *model.Refusal) {
+func translateMatch(resolver kyverno.KindResolver, m kyvernov1.MatchResources) (matchTranslation, *model.Refusal) {
 	var out matchTranslation
 	raw, conjunctive := filtersOf(m)
 	var filters []resolvedFilter
@@ -506,7 +403,7 @@ func translateMatch(resolver KindResolver, m kyvernov1.MatchResources) (matchTra
 		// the condition checks all filters entirely.
 		envelope := filters[0]
 		for _, f := range filters {
-			if !f.kinds.everything {
+			if !f.kinds.Everything {
 				envelope = f
 				break
 			}
@@ -520,7 +417,7 @@ func translateMatch(resolver KindResolver, m kyvernov1.MatchResources) (matchTra
 			}
 			terms = append(terms, parts.all())
 		}
-		out.conditions = append(out.conditions, admissionregistrationv1.MatchCondition{Name: conditionMatch, Expression: celAnd(terms)})
+		out.conditions = append(out.conditions, admissionregistrationv1.MatchCondition{Name: conditionMatch, Expression: kyverno.CELAnd(terms)})
 		return out, nil
 	}
 
@@ -562,7 +459,7 @@ func translateMatch(resolver KindResolver, m kyvernov1.MatchResources) (matchTra
 
 // sameNamespaceAttributes reports whether two filters select namespaces alike.
 func sameNamespaceAttributes(a, b resolvedFilter) bool {
-	return reflect.DeepEqual(uniqueSorted(a.filter.Resources.Namespaces), uniqueSorted(b.filter.Resources.Namespaces)) &&
+	return reflect.DeepEqual(kyverno.UniqueSorted(a.filter.Resources.Namespaces), kyverno.UniqueSorted(b.filter.Resources.Namespaces)) &&
 		reflect.DeepEqual(a.filter.Resources.NamespaceSelector, b.filter.Resources.NamespaceSelector)
 }
 
@@ -577,7 +474,7 @@ func disjunctionCondition(parts []filterParts) string {
 		if len(p.residual()) > 0 {
 			anyResidual = true
 		}
-		if celAnd(p.residual()) != celAnd(parts[0].residual()) {
+		if kyverno.CELAnd(p.residual()) != kyverno.CELAnd(parts[0].residual()) {
 			same = false
 		}
 	}
@@ -585,13 +482,13 @@ func disjunctionCondition(parts []filterParts) string {
 	case !anyResidual:
 		return ""
 	case same:
-		return celAnd(parts[0].residual())
+		return kyverno.CELAnd(parts[0].residual())
 	}
 	terms := make([]string, len(parts))
 	for i, p := range parts {
 		terms[i] = p.all()
 	}
-	return celOr(terms)
+	return kyverno.CELOr(terms)
 }
 
 // exclusionKind classifies an exclude filter by its exact VAP form.
@@ -657,13 +554,13 @@ func envelopeOperations(rules []admissionregistrationv1.NamedRuleWithOperations)
 			ops = append(ops, string(op))
 		}
 	}
-	return uniqueSorted(ops)
+	return kyverno.UniqueSorted(ops)
 }
 
 // addExclusions adds exclusion filters (a rule's exclude block or a
 // PolicyException's match) to the translation. conjunctive filters
 // exclude only together; otherwise each excludes on its own.
-func addExclusions(out *matchTranslation, resolver KindResolver, raw []kyvernov1.ResourceFilter, conjunctive bool, purpose filterPurpose, conditionName string) *model.Refusal {
+func addExclusions(out *matchTranslation, resolver kyverno.KindResolver, raw []kyvernov1.ResourceFilter, conjunctive bool, purpose filterPurpose, conditionName string) *model.Refusal {
 	var filters []resolvedFilter
 	for _, f := range raw {
 		if isEmptyFilter(f) {
@@ -691,7 +588,7 @@ func addExclusions(out *matchTranslation, resolver KindResolver, raw []kyvernov1
 			}
 			terms = append(terms, parts.all())
 		}
-		out.conditions = append(out.conditions, admissionregistrationv1.MatchCondition{Name: conditionName, Expression: "!" + celAnd(terms)})
+		out.conditions = append(out.conditions, admissionregistrationv1.MatchCondition{Name: conditionName, Expression: "!" + kyverno.CELAnd(terms)})
 		return nil
 	}
 	covered := envelopeOperations(out.constraints.ResourceRules)
@@ -709,7 +606,7 @@ func addExclusions(out *matchTranslation, resolver KindResolver, raw []kyvernov1
 				out.constraints.NamespaceSelector = &metav1.LabelSelector{}
 			}
 			out.constraints.NamespaceSelector.MatchExpressions = append(out.constraints.NamespaceSelector.MatchExpressions, metav1.LabelSelectorRequirement{
-				Key: namespaceNameLabel, Operator: metav1.LabelSelectorOpNotIn, Values: uniqueSorted(f.filter.Resources.Namespaces),
+				Key: namespaceNameLabel, Operator: metav1.LabelSelectorOpNotIn, Values: kyverno.UniqueSorted(f.filter.Resources.Namespaces),
 			})
 		default:
 			parts, fl := celFilterParts(f, purpose)
@@ -720,7 +617,7 @@ func addExclusions(out *matchTranslation, resolver KindResolver, raw []kyvernov1
 		}
 	}
 	if len(negated) > 0 {
-		out.conditions = append(out.conditions, admissionregistrationv1.MatchCondition{Name: conditionName, Expression: "!" + celOr(negated)})
+		out.conditions = append(out.conditions, admissionregistrationv1.MatchCondition{Name: conditionName, Expression: "!" + kyverno.CELOr(negated)})
 	}
 	return nil
 }
@@ -735,7 +632,7 @@ var ErrExceptionMatchesNothing = errors.New("the exception has no match filters:
 // wildcards): what a policies.kyverno.io PolicyException's matchConditions
 // say. It reads namespaceObject where the match has a namespace selector.
 // JMESPath conditions and podSecurity have no such form.
-func ExceptionCondition(resolver KindResolver, ex *kyvernov2.PolicyException) (string, error) {
+func ExceptionCondition(resolver kyverno.KindResolver, ex *kyvernov2.PolicyException) (string, error) {
 	switch {
 	case ex.Spec.HasConditions():
 		return "", errors.New("it has JMESPath conditions, which have no CEL form")
@@ -743,7 +640,7 @@ func ExceptionCondition(resolver KindResolver, ex *kyvernov2.PolicyException) (s
 		return "", errors.New("it has podSecurity controls, which apply to Kyverno's pod security rules only")
 	}
 	if resolver == nil {
-		resolver = NewStaticResolver()
+		resolver = kyverno.NewStaticResolver()
 	}
 	filters, conjunctive := ex.Spec.Match.Any, false
 	if len(filters) == 0 {
@@ -771,7 +668,7 @@ func ExceptionCondition(resolver KindResolver, ex *kyvernov2.PolicyException) (s
 	case len(terms) == 0:
 		return "", ErrExceptionMatchesNothing
 	case conjunctive:
-		return celAnd(terms), nil
+		return kyverno.CELAnd(terms), nil
 	}
-	return celOr(terms), nil
+	return kyverno.CELOr(terms), nil
 }

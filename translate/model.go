@@ -15,6 +15,7 @@ import (
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/kyverno/cellib"
 	"github.com/kyvap/kyvap/model"
+	"github.com/kyvap/kyvap/vap"
 )
 
 // Labels and annotations that tell which kind of policy generated an
@@ -47,16 +48,16 @@ const (
 // ValidatingPolicy or NamespacedValidatingPolicy, lowered) into VAPs and
 // bindings, one VAP per rule, and says for every rule where it is enforced.
 // Like Translate it is pure and deterministic.
-func TranslatePolicy(p model.Policy, resolver KindResolver, opts Options) Plan {
-	v, err := compatibilityVersion(opts.CompatibilityVersion)
+func TranslatePolicy(p model.Policy, resolver kyverno.KindResolver, opts Options) Plan {
+	v, err := vap.CompatibilityVersion(opts.CompatibilityVersion)
 	plan := Plan{Policy: p.Source.Name}
 	if err != nil {
-		plan.Warnings = append(plan.Warnings, err.Error()+"; using "+newestCompatibilityVersion.String())
-		v = newestCompatibilityVersion
+		plan.Warnings = append(plan.Warnings, err.Error()+"; using "+vap.NewestCompatibilityVersion.String())
+		v = vap.NewestCompatibilityVersion
 	}
 	t := &translation{resolver: resolver, opts: opts, version: v}
 	if t.resolver == nil {
-		t.resolver = NewStaticResolver()
+		t.resolver = kyverno.NewStaticResolver()
 	}
 	for i := range p.Rules {
 		plan.Rules = append(plan.Rules, t.modelRule(&plan, &p.Source, &p.Rules[i]))
@@ -221,21 +222,21 @@ func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule)
 	}
 	failurePolicy := rule.FailurePolicy
 	spec.FailurePolicy = &failurePolicy
-	if changed := joinMessageLines(spec.Validations); len(changed) > 0 {
+	if changed := vap.JoinMessageLines(spec.Validations); len(changed) > 0 {
 		plan.Warnings = append(plan.Warnings, fmt.Sprintf("%s: the message of validations %v has line breaks, which a ValidatingAdmissionPolicy refuses; the VAP's message has the lines joined by spaces", ruleLabel(src, rule), changed))
 	}
 	// Kyverno's global configuration filters every request before any
 	// policy, ValidatingPolicies included; only the filters that can name
 	// a resource the rule matches are kept (the API server evaluates the
 	// condition on every request the VAP matches).
-	global, fl := kyvernoConfigConditions(t.opts.KyvernoConfig, t.resolver, []kindSet{matchedResources(&rule.MatchConstraints)})
+	global, fl := kyverno.ConfigConditions(t.opts.KyvernoConfig, t.resolver, []kyverno.KindSet{matchedResources(&rule.MatchConstraints)})
 	if fl != nil {
 		return t.toWebhook(rule, fl.Reason, fl.Message)
 	}
 	ours := map[string]bool{}
 	var conditions []admissionregistrationv1.MatchCondition
 	for _, mc := range global {
-		ours[mc.Name] = !strings.HasPrefix(mc.Name, conditionKyvernoConfigPrefix)
+		ours[mc.Name] = !strings.HasPrefix(mc.Name, kyverno.ConditionKyvernoConfigPrefix)
 		conditions = append(conditions, mc)
 	}
 	if rule.Namespace != "" {
@@ -250,31 +251,31 @@ func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule)
 		ours[conditionModelExceptions] = true
 	}
 	for _, mc := range rule.MatchConditions {
-		if ours[mc.Name] || (global != nil && strings.HasPrefix(mc.Name, conditionKyvernoConfigPrefix)) {
+		if ours[mc.Name] || (global != nil && strings.HasPrefix(mc.Name, kyverno.ConditionKyvernoConfigPrefix)) {
 			return RuleResult{Rule: rule.ID, Verdict: VerdictInvalid, Reason: model.ReasonVAPFieldInvalid, Message: fmt.Sprintf("matchCondition name %q collides with a name kyvap generates", mc.Name)}
 		}
 		conditions = append(conditions, *mc.DeepCopy())
 	}
 	spec.MatchConditions = conditions
-	if len(spec.MatchConditions) > maxMatchConditions {
-		return t.toWebhook(rule, model.ReasonMatchNotExpressible, fmt.Sprintf("%d match conditions exceed the API server's limit of %d", len(spec.MatchConditions), maxMatchConditions))
+	if len(spec.MatchConditions) > vap.MaxMatchConditions {
+		return t.toWebhook(rule, model.ReasonMatchNotExpressible, fmt.Sprintf("%d match conditions exceed the API server's limit of %d", len(spec.MatchConditions), vap.MaxMatchConditions))
 	}
-	if fl := checkFields(&spec); fl != nil {
+	if fl := vap.CheckFields(&spec); fl != nil {
 		return RuleResult{Rule: rule.ID, Verdict: VerdictInvalid, Reason: fl.Reason, Message: fl.Message}
 	}
-	if RewriteOrValue(&spec, ours) {
+	if kyverno.RewriteOrValueInSpec(&spec, ours) {
 		plan.Warnings = append(plan.Warnings, orValueWarning(ruleLabel(src, rule)))
 	}
 	// Kyverno compiles ValidatingPolicies in the API server's stored
 	// expressions environment (every library), so the cluster's
 	// compatibility version is the only bar.
-	if user, generated := checkVAPExpressions(&spec, t.version, ours); len(generated) > 0 {
-		return t.toWebhook(rule, model.ReasonGeneratedCELError, problemsMessage(generated))
+	if user, generated := vap.CheckExpressions(&spec, t.version, ours); len(generated) > 0 {
+		return t.toWebhook(rule, model.ReasonGeneratedCELError, vap.ProblemsMessage(generated))
 	} else if len(user) > 0 {
-		if newest, _ := checkVAPExpressions(&spec, newestCompatibilityVersion, ours); len(newest) == 0 {
-			return t.toWebhook(rule, model.ReasonCELNotAtCompatibilityVersion, fmt.Sprintf("does not compile at CEL compatibility version %s: %s", t.version, problemsMessage(user)))
+		if newest, _ := vap.CheckExpressions(&spec, vap.NewestCompatibilityVersion, ours); len(newest) == 0 {
+			return t.toWebhook(rule, model.ReasonCELNotAtCompatibilityVersion, fmt.Sprintf("does not compile at CEL compatibility version %s: %s", t.version, vap.ProblemsMessage(user)))
 		}
-		return RuleResult{Rule: rule.ID, Verdict: VerdictInvalid, Reason: model.ReasonCELCompileError, Message: problemsMessage(user)}
+		return RuleResult{Rule: rule.ID, Verdict: VerdictInvalid, Reason: model.ReasonCELCompileError, Message: vap.ProblemsMessage(user)}
 	}
 	// Kyverno's ValidatingPolicy engine gives match conditions (the
 	// policy's and its exceptions') the namespace object; the API server's
@@ -286,16 +287,16 @@ func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule)
 		movable[name] = v
 	}
 	for _, mc := range rule.MatchConditions {
-		if strings.Contains(mc.Expression, namespaceObjectIdent) {
+		if strings.Contains(mc.Expression, vap.NamespaceObjectIdent) {
 			movable[mc.Name] = true
 		}
 	}
-	if fl := guardNamespacePredicates(&spec, movable); fl != nil {
+	if fl := vap.GuardNamespacePredicates(&spec, movable); fl != nil {
 		return RuleResult{Rule: rule.ID, Verdict: VerdictInvalid, Reason: fl.Reason, Message: fl.Message}
 	}
-	if IsGuarded(&spec) {
-		if user, generated := checkVAPExpressions(&spec, t.version, ours); len(user)+len(generated) > 0 {
-			return t.toWebhook(rule, model.ReasonGeneratedCELError, problemsMessage(append(user, generated...)))
+	if vap.IsGuarded(&spec) {
+		if user, generated := vap.CheckExpressions(&spec, t.version, ours); len(user)+len(generated) > 0 {
+			return t.toWebhook(rule, model.ReasonGeneratedCELError, vap.ProblemsMessage(append(user, generated...)))
 		}
 	}
 
@@ -402,37 +403,6 @@ func modelObjectMeta(src *model.Source, rule *model.Rule, name string) metav1.Ob
 	return meta
 }
 
-// RewriteOrValue applies Kyverno's orValue compatibility (see
-// kyverno.RewriteOrValue) to the expressions of a spec that Kyverno compiles
-// with it: variables, validations and their message expressions, audit
-// annotations, and the match conditions not named in skip (kyvap's own). It
-// returns whether anything changed. An expression the rewrite cannot scan
-// is left for the compiler to report.
-func RewriteOrValue(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec, skip map[string]bool) bool {
-	changed := false
-	rewrite := func(e *string) {
-		if out, ok, err := kyverno.RewriteOrValue(*e); err == nil && ok {
-			*e, changed = out, true
-		}
-	}
-	for i := range spec.Variables {
-		rewrite(&spec.Variables[i].Expression)
-	}
-	for i := range spec.MatchConditions {
-		if !skip[spec.MatchConditions[i].Name] {
-			rewrite(&spec.MatchConditions[i].Expression)
-		}
-	}
-	for i := range spec.Validations {
-		rewrite(&spec.Validations[i].Expression)
-		rewrite(&spec.Validations[i].MessageExpression)
-	}
-	for i := range spec.AuditAnnotations {
-		rewrite(&spec.AuditAnnotations[i].ValueExpression)
-	}
-	return changed
-}
-
 // orValueWarning is the plan warning of a rewritten rule.
 func orValueWarning(rule string) string {
 	return rule + ": calls to orValue are rewritten for the API server so that a receiver that is not an optional gives its own value, as Kyverno's compatibility macro does (the API server alone would fail with \"no such overload\")"
@@ -443,7 +413,7 @@ func orValueWarning(rule string) string {
 // a namespaced policy, which it names that are cluster-scoped (a namespaced
 // policy never applies to them, except its own Namespace object). Wildcards
 // are not checked.
-func resourceWarnings(resolver KindResolver, src *model.Source, rule *model.Rule) []string {
+func resourceWarnings(resolver kyverno.KindResolver, src *model.Source, rule *model.Rule) []string {
 	served, err := resolver.Resolve("*")
 	if err != nil || len(served) == 0 {
 		return nil
@@ -489,30 +459,30 @@ func resourceWarnings(resolver KindResolver, src *model.Source, rule *model.Rule
 // constraints receives requests for: request.resource is the rule's
 // resource that matched, also when an equivalent version was requested
 // (matchPolicy Equivalent). A wildcard, or no rules, means anything.
-func matchedResources(m *admissionregistrationv1.MatchResources) kindSet {
+func matchedResources(m *admissionregistrationv1.MatchResources) kyverno.KindSet {
 	if m == nil || len(m.ResourceRules) == 0 {
-		return kindSet{everything: true}
+		return kyverno.KindSet{Everything: true}
 	}
-	var out []Resource
+	var out []kyverno.Resource
 	for _, rule := range m.ResourceRules {
 		for _, group := range rule.APIGroups {
 			for _, version := range rule.APIVersions {
 				for _, resource := range rule.Resources {
 					if group == "*" || version == "*" || strings.Contains(resource, "*") {
-						return kindSet{everything: true}
+						return kyverno.KindSet{Everything: true}
 					}
 					name, sub, _ := strings.Cut(resource, "/")
-					out = append(out, Resource{Group: group, Version: version, Resource: name, Subresource: sub})
+					out = append(out, kyverno.Resource{Group: group, Version: version, Resource: name, Subresource: sub})
 				}
 			}
 		}
 	}
 	if len(out) == 0 {
-		return kindSet{everything: true}
+		return kyverno.KindSet{Everything: true}
 	}
 	sort.Slice(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		return a.Group+"/"+a.Version+"/"+a.Resource+"/"+a.Subresource < b.Group+"/"+b.Version+"/"+b.Resource+"/"+b.Subresource
 	})
-	return kindSet{resources: out}
+	return kyverno.KindSet{Resources: out}
 }

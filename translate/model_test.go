@@ -60,7 +60,7 @@ func loadModelCases(t testing.TB) []modelCase {
 func translateModelCase(c modelCase, opts Options) []Plan {
 	var plans []Plan
 	for _, p := range c.policies {
-		plans = append(plans, TranslatePolicy(p, NewStaticResolver(), opts))
+		plans = append(plans, TranslatePolicy(p, kyverno.NewStaticResolver(), opts))
 	}
 	return plans
 }
@@ -111,7 +111,7 @@ func TestModelKyvernoConfig(t *testing.T) {
 		if c.name != "namespaced" {
 			continue
 		}
-		plan := TranslatePolicy(c.policies[0], NewStaticResolver(), Options{GenerateValidatingAdmissionPolicy: true, KyvernoConfig: &cfg})
+		plan := TranslatePolicy(c.policies[0], kyverno.NewStaticResolver(), Options{GenerateValidatingAdmissionPolicy: true, KyvernoConfig: &cfg})
 		assertCompiles(t, plan)
 		if len(plan.ValidatingAdmissionPolicies) != 1 || len(plan.Bindings) != 1 {
 			t.Fatalf("plan: %+v", plan.Rules)
@@ -120,7 +120,7 @@ func TestModelKyvernoConfig(t *testing.T) {
 		for _, mc := range plan.ValidatingAdmissionPolicies[0].Spec.MatchConditions {
 			names[mc.Name] = true
 		}
-		for _, want := range []string{conditionResourceFilters, conditionExcludedSubjects, conditionNamespace} {
+		for _, want := range []string{kyverno.ConditionResourceFilters, kyverno.ConditionExcludedSubjects, conditionNamespace} {
 			if !names[want] {
 				t.Errorf("match condition %s missing: %v", want, names)
 			}
@@ -198,7 +198,7 @@ spec:
 	verdicts := func(opts Options) []string {
 		var out []string
 		for i := range set.ValidatingPolicies {
-			plan := TranslatePolicy(validatingpolicy.Lower(&set.ValidatingPolicies[i], nil, modelNow), NewStaticResolver(), opts)
+			plan := TranslatePolicy(validatingpolicy.Lower(&set.ValidatingPolicies[i], nil, modelNow), kyverno.NewStaticResolver(), opts)
 			for _, r := range plan.Rules {
 				out = append(out, set.ValidatingPolicies[i].Name+"/"+r.Rule+"="+string(r.Verdict)+":"+string(r.Reason))
 			}
@@ -244,8 +244,8 @@ func FuzzTranslatePolicy(f *testing.F) {
 			policies = append(policies, validatingpolicy.LowerNamespaced(&set.NamespacedValidatingPolicies[i], set.CELExceptions, modelNow))
 		}
 		for _, p := range policies {
-			first := TranslatePolicy(p, NewStaticResolver(), opts)
-			second := TranslatePolicy(p, NewStaticResolver(), opts)
+			first := TranslatePolicy(p, kyverno.NewStaticResolver(), opts)
+			second := TranslatePolicy(p, kyverno.NewStaticResolver(), opts)
 			if !bytes.Equal(marshalJSON(t, first), marshalJSON(t, second)) {
 				t.Fatal("translation is not deterministic")
 			}
@@ -283,7 +283,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := TranslatePolicy(validatingpolicy.LowerNamespaced(&set.NamespacedValidatingPolicies[0], nil, modelNow), NewStaticResolver(), Options{GenerateValidatingAdmissionPolicy: true})
+	plan := TranslatePolicy(validatingpolicy.LowerNamespaced(&set.NamespacedValidatingPolicies[0], nil, modelNow), kyverno.NewStaticResolver(), Options{GenerateValidatingAdmissionPolicy: true})
 	want := []string{
 		"NamespacedValidatingPolicy/team/scoped: matchConstraints name resources the cluster does not serve (/podz): the policy never applies to them",
 		"NamespacedValidatingPolicy/team/scoped: matchConstraints name cluster-scoped resources (/nodes, rbac.authorization.k8s.io/clusterroles): a namespaced policy applies only to requests in its namespace, never to them",
@@ -316,7 +316,7 @@ func TestModelResourceFiltersFollowMatch(t *testing.T) {
 				Validations: []admissionregistrationv1.Validation{{Expression: "true"}},
 			},
 		}
-		plan := TranslatePolicy(validatingpolicy.Lower(vp, nil, modelNow), NewStaticResolver(), Options{GenerateValidatingAdmissionPolicy: true, KyvernoConfig: &cfg})
+		plan := TranslatePolicy(validatingpolicy.Lower(vp, nil, modelNow), kyverno.NewStaticResolver(), Options{GenerateValidatingAdmissionPolicy: true, KyvernoConfig: &cfg})
 		assertCompiles(t, plan)
 		// The policy's own VAP, not its pod controllers' (autogen).
 		for _, vap := range plan.ValidatingAdmissionPolicies {
@@ -324,12 +324,12 @@ func TestModelResourceFiltersFollowMatch(t *testing.T) {
 				continue
 			}
 			for _, mc := range vap.Spec.MatchConditions {
-				if mc.Name == conditionResourceFilters {
+				if mc.Name == kyverno.ConditionResourceFilters {
 					return mc.Expression
 				}
 			}
 		}
-		t.Fatalf("no VAP of the policy's rule with a %s condition: %+v", conditionResourceFilters, plan.Rules)
+		t.Fatalf("no VAP of the policy's rule with a %s condition: %+v", kyverno.ConditionResourceFilters, plan.Rules)
 		return ""
 	}
 	pods := condition("pods")

@@ -20,27 +20,6 @@ import (
 	"github.com/kyvap/kyvap/model"
 )
 
-// Resource is one served API resource a Kyverno kind resolves to.
-type Resource struct {
-	Group   string
-	Version string
-	// Resource is the plural resource name, e.g. "pods".
-	Resource string
-	// Subresource is e.g. "exec" or "ephemeralcontainers"; empty for the resource itself.
-	Subresource string
-	Kind        string
-	Namespaced  bool
-}
-
-// KindResolver maps a Kyverno kind spelling ("Pod", "v1/Pod",
-// "apps/v1/Deployment", "Pod/exec", "*", "Dep*", a CRD kind...) to the
-// resources the cluster serves. The operator backs it with discovery, the CLI
-// with a built-in table of core kinds plus the CRDs the user passes.
-// An unknown kind resolves to no resources and no error.
-type KindResolver interface {
-	Resolve(kind string) ([]Resource, error)
-}
-
 // Options tune a translation.
 type Options struct {
 	// Engine is what kyvap's engine evaluates beyond Kyverno's pure CEL

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,10 +20,8 @@ import (
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
+	"github.com/kyvap/kyvap/vap"
 )
-
-// maxMatchConditions is the API server's limit on matchConditions.
-const maxMatchConditions = 64
 
 // ErrNilPolicy is returned for an Input without a policy.
 var ErrNilPolicy = errors.New("translate: input has no policy")
@@ -33,7 +30,7 @@ var ErrNilPolicy = errors.New("translate: input has no policy")
 // its bindings, and says for every rule where it is enforced. It never
 // mutates its input and is deterministic. The only error is a nil policy;
 // everything else is reported per rule in the Plan.
-func Translate(in Input, resolver KindResolver, opts Options) (Plan, error) {
+func Translate(in Input, resolver kyverno.KindResolver, opts Options) (Plan, error) {
 	t, err := newTranslation(in, resolver, opts)
 	if err != nil {
 		return Plan{}, err
@@ -53,7 +50,7 @@ func Translate(in Input, resolver KindResolver, opts Options) (Plan, error) {
 // AnnotationGenerate opt-out) do not apply: they choose who enforces a
 // rule, not what it means. The Plan says, for every rule, whether it was
 // lowered and why not; the VAPs it lists are those of the lowered rules.
-func LowerClusterPolicy(in Input, resolver KindResolver, opts Options) (model.Policy, Plan, error) {
+func LowerClusterPolicy(in Input, resolver kyverno.KindResolver, opts Options) (model.Policy, Plan, error) {
 	opts.GenerateValidatingAdmissionPolicy, opts.RespectGenerateField = true, false
 	t, err := newTranslation(in, resolver, opts)
 	if err != nil {
@@ -72,7 +69,7 @@ func LowerClusterPolicy(in Input, resolver KindResolver, opts Options) (model.Po
 	return p, plan, nil
 }
 
-func newTranslation(in Input, resolver KindResolver, opts Options) (*translation, error) {
+func newTranslation(in Input, resolver kyverno.KindResolver, opts Options) (*translation, error) {
 	if in.Policy == nil {
 		return nil, ErrNilPolicy
 	}
@@ -102,7 +99,7 @@ type translation struct {
 	// ClusterPolicy.
 	namespace   string
 	exceptions  []kyvernov2.PolicyException
-	resolver    KindResolver
+	resolver    kyverno.KindResolver
 	opts        Options
 	version     *version.Version
 	controllers []string
@@ -118,14 +115,14 @@ type translation struct {
 
 func (t *translation) run() Plan {
 	t.plan.Policy = t.key()
-	v, err := compatibilityVersion(t.opts.CompatibilityVersion)
+	v, err := vap.CompatibilityVersion(t.opts.CompatibilityVersion)
 	if err != nil {
-		t.plan.Warnings = append(t.plan.Warnings, err.Error()+"; using "+newestCompatibilityVersion.String())
-		v = newestCompatibilityVersion
+		t.plan.Warnings = append(t.plan.Warnings, err.Error()+"; using "+vap.NewestCompatibilityVersion.String())
+		v = vap.NewestCompatibilityVersion
 	}
 	t.version = v
 	if t.resolver == nil {
-		t.resolver = NewStaticResolver()
+		t.resolver = kyverno.NewStaticResolver()
 	}
 	t.controllers = autogenControllers(t.policy)
 	t.ruleNames = map[string]bool{}
@@ -302,20 +299,20 @@ func one(r RuleResult) []RuleResult { return []RuleResult{r} }
 // in the fields of a ValidatingAdmissionPolicy and its bindings. A failure
 // says why the rule has no such form.
 func (t *translation) lower(rule *kyvernov1.Rule) (model.Rule, *model.Refusal) {
-	var vap model.Rule
+	var none model.Rule
 	match, fl := translateMatch(t.resolver, rule.MatchResources)
 	if fl != nil {
-		return vap, fl
+		return none, fl
 	}
 	if ex := rule.ExcludeResources; ex != nil {
 		filters, conjunctive := filtersOf(*ex)
 		if fl := addExclusions(&match, t.resolver, filters, conjunctive, forRule, conditionExclude); fl != nil {
-			return vap, fl
+			return none, fl
 		}
 	}
 	for i, ex := range t.exceptionsFor(rule.Name) {
 		if ex.Spec.HasConditions() {
-			return vap, model.Refuse(model.ReasonExceptionNotExpressible, "PolicyException %s/%s has JMESPath conditions", ex.Namespace, ex.Name)
+			return none, model.Refuse(model.ReasonExceptionNotExpressible, "PolicyException %s/%s has JMESPath conditions", ex.Namespace, ex.Name)
 		}
 		var filters []kyvernov1.ResourceFilter
 		conjunctive := false
@@ -328,14 +325,14 @@ func (t *translation) lower(rule *kyvernov1.Rule) (model.Rule, *model.Refusal) {
 			continue // Kyverno: an exception without filters matches nothing
 		}
 		if fl := addExclusions(&match, t.resolver, filters, conjunctive, forException, conditionException+"-"+strconv.Itoa(i)); fl != nil {
-			return vap, model.Refuse(model.ReasonExceptionNotExpressible, "PolicyException %s/%s: %s", ex.Namespace, ex.Name, fl.Message)
+			return none, model.Refuse(model.ReasonExceptionNotExpressible, "PolicyException %s/%s: %s", ex.Namespace, ex.Name, fl.Message)
 		}
 	}
 	if fl := kyvernoRuntimeDifferences(t.resolver, rule, match.kinds); fl != nil {
-		return vap, fl
+		return none, fl
 	}
 	if len(match.constraints.ResourceRules) == 0 {
-		return vap, model.Refuse(model.ReasonMatchNotExpressible, "the match block names only operations a VAP never sees")
+		return none, model.Refuse(model.ReasonMatchNotExpressible, "the match block names only operations a VAP never sees")
 	}
 
 	// Exact: Kyverno matches a request by its own group/version/kind, never
@@ -349,7 +346,7 @@ func (t *translation) lower(rule *kyvernov1.Rule) (model.Rule, *model.Refusal) {
 		Validations:      validationsWithRuleMessage(cel.Expressions, rule.Validation.Message),
 		Variables:        cel.Variables,
 	}
-	if changed := joinMessageLines(spec.Validations); len(changed) > 0 {
+	if changed := vap.JoinMessageLines(spec.Validations); len(changed) > 0 {
 		t.plan.Warnings = append(t.plan.Warnings, fmt.Sprintf("rule %q: the message of validations %v has line breaks, which a ValidatingAdmissionPolicy refuses; the VAP's message has the lines joined by spaces (the verdict is unchanged)", rule.Name, changed))
 	}
 	if len(cel.AuditAnnotations) > 0 {
@@ -364,15 +361,15 @@ func (t *translation) lower(rule *kyvernov1.Rule) (model.Rule, *model.Refusal) {
 		failurePolicy = admissionregistrationv1.Ignore
 	}
 	spec.FailurePolicy = &failurePolicy
-	global, fl := kyvernoConfigConditions(t.opts.KyvernoConfig, t.resolver, match.kinds)
+	global, fl := kyverno.ConfigConditions(t.opts.KyvernoConfig, t.resolver, match.kinds)
 	if fl != nil {
-		return vap, fl
+		return none, fl
 	}
 	generated := map[string]bool{}
 	ours := map[string]bool{}
 	for _, mc := range global {
 		generated[mc.Name] = true
-		ours[mc.Name] = !strings.HasPrefix(mc.Name, conditionKyvernoConfigPrefix)
+		ours[mc.Name] = !strings.HasPrefix(mc.Name, kyverno.ConditionKyvernoConfigPrefix)
 	}
 	confined, scope := t.confinement()
 	if confined != nil {
@@ -385,54 +382,54 @@ func (t *translation) lower(rule *kyvernov1.Rule) (model.Rule, *model.Refusal) {
 	preconditions := make([]admissionregistrationv1.MatchCondition, len(rule.CELPreconditions))
 	for i, mc := range rule.CELPreconditions {
 		if generated[mc.Name] {
-			return vap, model.Refuse(model.ReasonVAPFieldInvalid, "celPrecondition name %q collides with a name kyvap generates", mc.Name)
+			return none, model.Refuse(model.ReasonVAPFieldInvalid, "celPrecondition name %q collides with a name kyvap generates", mc.Name)
 		}
 		preconditions[i] = mc
 		// Kyverno accepts any name (its own tests use "Label should be
 		// red"); a VAP needs a qualified name. The name only labels errors.
 		if len(validation.IsQualifiedName(mc.Name)) > 0 {
-			preconditions[i].Name = qualifiedConditionName(mc.Name, i, generated)
+			preconditions[i].Name = vap.QualifiedConditionName(mc.Name, i, generated)
 			t.plan.Warnings = append(t.plan.Warnings, fmt.Sprintf("rule %q: celPrecondition %q is named %q in the ValidatingAdmissionPolicy (names there must be qualified names)", rule.Name, mc.Name, preconditions[i].Name))
 		}
 		generated[preconditions[i].Name] = true
 	}
 	spec.MatchConditions = append(append(global, match.conditions...), preconditions...)
-	if RewriteOrValue(&spec, generated) {
+	if kyverno.RewriteOrValueInSpec(&spec, generated) {
 		t.plan.Warnings = append(t.plan.Warnings, orValueWarning(fmt.Sprintf("rule %q", rule.Name)))
 	}
-	if len(spec.MatchConditions) > maxMatchConditions {
-		return vap, model.Refuse(model.ReasonMatchNotExpressible, "%d match conditions exceed the API server's limit of %d", len(spec.MatchConditions), maxMatchConditions)
+	if len(spec.MatchConditions) > vap.MaxMatchConditions {
+		return none, model.Refuse(model.ReasonMatchNotExpressible, "%d match conditions exceed the API server's limit of %d", len(spec.MatchConditions), vap.MaxMatchConditions)
 	}
-	if fl := checkFields(&spec); fl != nil {
-		return vap, fl
+	if fl := vap.CheckFields(&spec); fl != nil {
+		return none, fl
 	}
 	if fl := t.checkCEL(&spec, ours); fl != nil {
-		return vap, fl
+		return none, fl
 	}
-	if fl := guardNamespacePredicates(&spec, ours); fl != nil {
-		return vap, fl
+	if fl := vap.GuardNamespacePredicates(&spec, ours); fl != nil {
+		return none, fl
 	}
-	if IsGuarded(&spec) {
+	if vap.IsGuarded(&spec) {
 		// The user's expressions compiled above; anything failing now is
 		// in what kyvap wrapped around them.
-		if user, generatedProblems := checkVAPExpressions(&spec, t.version, ours); len(user)+len(generatedProblems) > 0 {
-			return vap, model.Refuse(model.ReasonGeneratedCELError, "%s", problemsMessage(append(user, generatedProblems...)))
+		if user, generatedProblems := vap.CheckExpressions(&spec, t.version, ours); len(user)+len(generatedProblems) > 0 {
+			return none, model.Refuse(model.ReasonGeneratedCELError, "%s", vap.ProblemsMessage(append(user, generatedProblems...)))
 		}
 	}
 
 	paramRef, fl := paramRefFor(cel)
 	if fl != nil {
-		return vap, fl
+		return none, fl
 	}
 	mayBeClusterScoped := false
 	for _, k := range match.kinds {
-		if !k.onlyNamespaced() {
+		if !k.OnlyNamespaced() {
 			mayBeClusterScoped = true
 		}
 	}
 	pieces, fl := bindingPieces(actionSteps(&t.policy.Spec, rule), mayBeClusterScoped)
 	if fl != nil {
-		return vap, fl
+		return none, fl
 	}
 
 	lowered := model.Rule{
@@ -499,7 +496,7 @@ func confine(scope *admissionregistrationv1.MatchResources, selector *metav1.Lab
 	if out == nil {
 		out = &admissionregistrationv1.MatchResources{}
 	}
-	out.NamespaceSelector = AndLabelSelectors(out.NamespaceSelector, selector)
+	out.NamespaceSelector = vap.AndLabelSelectors(out.NamespaceSelector, selector)
 	return out
 }
 
@@ -514,8 +511,8 @@ func (t *translation) withKyvernoSelectors(scope *admissionregistrationv1.MatchR
 	if out == nil {
 		out = &admissionregistrationv1.MatchResources{}
 	}
-	out.NamespaceSelector = AndLabelSelectors(out.NamespaceSelector, cfg.NamespaceSelector)
-	out.ObjectSelector = AndLabelSelectors(out.ObjectSelector, cfg.ObjectSelector)
+	out.NamespaceSelector = vap.AndLabelSelectors(out.NamespaceSelector, cfg.NamespaceSelector)
+	out.ObjectSelector = vap.AndLabelSelectors(out.ObjectSelector, cfg.ObjectSelector)
 	return out
 }
 
@@ -568,97 +565,6 @@ func (t *translation) confinement() (*admissionregistrationv1.MatchCondition, *m
 		}}}
 }
 
-// checkFields applies the API server's non-CEL validation of the fields
-// kyvap copies from the rule, which Kyverno does not enforce.
-func checkFields(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec) *model.Refusal {
-	for i, v := range spec.Validations {
-		if len(v.Message) > 0 && containsLineBreak(v.Message) {
-			return model.Refuse(model.ReasonVAPFieldInvalid, "validations[%d].message contains a line break", i)
-		}
-		if v.Reason != nil {
-			switch *v.Reason {
-			case metav1.StatusReasonUnauthorized, metav1.StatusReasonForbidden, metav1.StatusReasonInvalid, metav1.StatusReasonRequestEntityTooLarge:
-			default:
-				return model.Refuse(model.ReasonVAPFieldInvalid, "validations[%d].reason %q is not one the API server accepts", i, *v.Reason)
-			}
-		}
-		if v.Expression == "" {
-			return model.Refuse(model.ReasonVAPFieldInvalid, "validations[%d].expression is empty", i)
-		}
-	}
-	seen := map[string]bool{}
-	for i, mc := range spec.MatchConditions {
-		if errs := validation.IsQualifiedName(mc.Name); len(errs) > 0 {
-			return model.Refuse(model.ReasonVAPFieldInvalid, "matchConditions[%d].name %q: %s", i, mc.Name, errs[0])
-		}
-		if seen[mc.Name] {
-			return model.Refuse(model.ReasonVAPFieldInvalid, "matchConditions[%d].name %q is duplicated", i, mc.Name)
-		}
-		seen[mc.Name] = true
-	}
-	vars := map[string]bool{}
-	for i, v := range spec.Variables {
-		if !celIdentifier(v.Name) || vars[v.Name] {
-			return model.Refuse(model.ReasonVAPFieldInvalid, "variables[%d].name %q is not a unique CEL identifier", i, v.Name)
-		}
-		vars[v.Name] = true
-	}
-	keys := map[string]bool{}
-	for i, aa := range spec.AuditAnnotations {
-		if errs := validation.IsQualifiedName("x/" + aa.Key); len(errs) > 0 || aa.Key == "" || keys[aa.Key] || len(aa.Key) > 63 {
-			return model.Refuse(model.ReasonVAPFieldInvalid, "auditAnnotations[%d].key %q is invalid or duplicated", i, aa.Key)
-		}
-		keys[aa.Key] = true
-	}
-	return nil
-}
-
-// joinMessageLines rewrites every validation message that has line breaks
-// (Kyverno accepts them; the API server refuses them in a VAP, and drops a
-// multi-line messageExpression result) into one line: the lines, trimmed,
-// without the empty ones, joined by single spaces. It returns the indexes of
-// the messages it changed.
-func joinMessageLines(validations []admissionregistrationv1.Validation) []int {
-	var changed []int
-	for i := range validations {
-		if !containsLineBreak(validations[i].Message) {
-			continue
-		}
-		var lines []string
-		for _, line := range strings.FieldsFunc(validations[i].Message, func(r rune) bool { return r == '\n' || r == '\r' }) {
-			if line = strings.TrimSpace(line); line != "" {
-				lines = append(lines, line)
-			}
-		}
-		validations[i].Message = strings.Join(lines, " ")
-		changed = append(changed, i)
-	}
-	return changed
-}
-
-func containsLineBreak(s string) bool {
-	for _, r := range s {
-		if r == '\n' || r == '\r' {
-			return true
-		}
-	}
-	return false
-}
-
-// celIdentifier reports a valid CEL identifier ([_a-zA-Z][_a-zA-Z0-9]*).
-func celIdentifier(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, r := range s {
-		if r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (i > 0 && r >= '0' && r <= '9') {
-			continue
-		}
-		return false
-	}
-	return true
-}
-
 // validationsWithRuleMessage copies the validations, giving those without a
 // message the rule's validate.message: Kyverno's engine does the same before
 // evaluating, so the denial carries the same text on both paths.
@@ -676,29 +582,13 @@ func validationsWithRuleMessage(validations []admissionregistrationv1.Validation
 	return out
 }
 
-var notQualifiedChars = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
-
-// qualifiedConditionName turns a celPrecondition name into a qualified name
-// ("Label should be red" → "Label-should-be-red"), or a positional one when
-// nothing usable is left or the result is taken.
-func qualifiedConditionName(name string, i int, taken map[string]bool) string {
-	candidate := strings.Trim(notQualifiedChars.ReplaceAllString(name, "-"), "-_.")
-	if len(candidate) > 63 {
-		candidate = strings.Trim(candidate[:63], "-_.")
-	}
-	if candidate == "" || len(validation.IsQualifiedName(candidate)) > 0 || taken[candidate] {
-		candidate = fmt.Sprintf("celprecondition-%d", i)
-	}
-	return candidate
-}
-
 // matchKinds lists the kinds of a rule's match filters.
 func matchKinds(rule *kyvernov1.Rule) []string {
 	var out []string
 	for _, d := range descriptionsOf(&rule.MatchResources) {
 		out = append(out, d.Kinds...)
 	}
-	return uniqueSorted(out)
+	return kyverno.UniqueSorted(out)
 }
 
 // checkCEL compiles the VAP's expressions for the cluster (t.version) and
@@ -707,29 +597,29 @@ func matchKinds(rule *kyvernov1.Rule) []string {
 // are tried only to name a failure.
 func (t *translation) checkCEL(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec, ours map[string]bool) *model.Refusal {
 	oldest := t.version
-	if KyvernoCELVersion.LessThan(oldest) {
-		oldest = KyvernoCELVersion
+	if vap.KyvernoCELVersion.LessThan(oldest) {
+		oldest = vap.KyvernoCELVersion
 	}
-	user, generated := checkVAPExpressions(spec, oldest, ours)
+	user, generated := vap.CheckExpressions(spec, oldest, ours)
 	switch {
 	case len(user) == 0 && len(generated) == 0:
 		return nil
 	case len(user) == 0:
-		return model.Refuse(model.ReasonGeneratedCELError, "%s", problemsMessage(generated))
+		return model.Refuse(model.ReasonGeneratedCELError, "%s", vap.ProblemsMessage(generated))
 	}
-	if newest, _ := checkVAPExpressions(spec, newestCompatibilityVersion, ours); len(newest) > 0 {
-		return model.Refuse(model.ReasonCELCompileError, "%s", problemsMessage(newest))
+	if newest, _ := vap.CheckExpressions(spec, vap.NewestCompatibilityVersion, ours); len(newest) > 0 {
+		return model.Refuse(model.ReasonCELCompileError, "%s", vap.ProblemsMessage(newest))
 	}
-	if kyverno, _ := checkVAPExpressions(spec, KyvernoCELVersion, ours); len(kyverno) > 0 {
+	if kyverno, _ := vap.CheckExpressions(spec, vap.KyvernoCELVersion, ours); len(kyverno) > 0 {
 		return kyvernoCELFailure(kyverno)
 	}
-	cluster, _ := checkVAPExpressions(spec, t.version, ours)
-	return model.Refuse(model.ReasonCELNotAtCompatibilityVersion, "does not compile at CEL compatibility version %s: %s", t.version, problemsMessage(cluster))
+	cluster, _ := vap.CheckExpressions(spec, t.version, ours)
+	return model.Refuse(model.ReasonCELNotAtCompatibilityVersion, "does not compile at CEL compatibility version %s: %s", t.version, vap.ProblemsMessage(cluster))
 }
 
 // kyvernoCELFailure: the rule compiles for the cluster but not in Kyverno's
 // CEL environment, where every request it matches fails; kyvap's webhook
 // compiles fallback rules in Kyverno's environment and does the same.
-func kyvernoCELFailure(problems []celProblem) *model.Refusal {
-	return model.Refuse(model.ReasonCELNotInKyverno, "does not compile in Kyverno's CEL environment (Kubernetes %s libraries), where every request the rule matches fails: %s", KyvernoCELVersion, problemsMessage(problems))
+func kyvernoCELFailure(problems []vap.Problem) *model.Refusal {
+	return model.Refuse(model.ReasonCELNotInKyverno, "does not compile in Kyverno's CEL environment (Kubernetes %s libraries), where every request the rule matches fails: %s", vap.KyvernoCELVersion, vap.ProblemsMessage(problems))
 }

@@ -9,6 +9,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/kyverno"
 )
 
 // WebhookRules returns admission webhook rules that cover every request the
@@ -17,13 +18,13 @@ import (
 // the webhook only has to be called). Kinds served in several versions are
 // covered in each; kinds the cluster does not serve need no registration.
 // An error is the resolver's.
-func WebhookRules(resolver KindResolver, rules ...kyvernov1.Rule) ([]admissionregistrationv1.RuleWithOperations, error) {
+func WebhookRules(resolver kyverno.KindResolver, rules ...kyvernov1.Rule) ([]admissionregistrationv1.RuleWithOperations, error) {
 	var named []admissionregistrationv1.NamedRuleWithOperations
 	for i := range rules {
 		m := rules[i].MatchResources
 		filters, _ := filtersOf(m)
 		for _, f := range filters {
-			kinds, fl := collectKinds(resolver, f.Resources.Kinds, false)
+			kinds, fl := kyverno.CollectKinds(resolver, f.Resources.Kinds, false)
 			if fl != nil {
 				return nil, fmt.Errorf("rule %q: %s", rules[i].Name, fl.Message)
 			}
@@ -31,7 +32,7 @@ func WebhookRules(resolver KindResolver, rules ...kyvernov1.Rule) ([]admissionre
 			for _, op := range f.Resources.Operations {
 				ops = append(ops, string(op))
 			}
-			named = append(named, resourceRules(kinds, uniqueSorted(ops))...)
+			named = append(named, resourceRules(kinds, kyverno.UniqueSorted(ops))...)
 		}
 	}
 	merged := mergeRules(named)

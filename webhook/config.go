@@ -18,6 +18,7 @@ import (
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
+	"github.com/kyvap/kyvap/vap"
 )
 
 // DefaultTimeoutSeconds is Kyverno's default webhookTimeoutSeconds.
@@ -134,7 +135,7 @@ type ConfigOptions struct {
 // resources and operations of its rules. It returns nil when no rule needs
 // the webhook. Rules the engine cannot evaluate and rules whose kinds cannot
 // be resolved are left out, and each such problem is returned.
-func DesiredConfiguration(rules []translate.FallbackRule, models []engine.ModelPolicy, resolver translate.KindResolver, opts ConfigOptions) (*admissionregistrationv1.ValidatingWebhookConfiguration, []error) {
+func DesiredConfiguration(rules []translate.FallbackRule, models []engine.ModelPolicy, resolver kyverno.KindResolver, opts ConfigOptions) (*admissionregistrationv1.ValidatingWebhookConfiguration, []error) {
 	var problems []error
 	byGroup := map[Group][]admissionregistrationv1.RuleWithOperations{}
 	for _, mp := range models {
@@ -222,9 +223,9 @@ func webhookFor(g Group, rules []admissionregistrationv1.RuleWithOperations, exc
 	objectSelector := &metav1.LabelSelector{}
 	conditions := []admissionregistrationv1.MatchCondition{translate.WebhookLockOutCondition()}
 	if cfg := opts.Kyverno; cfg != nil {
-		namespaceSelector = translate.AndLabelSelectors(namespaceSelector, cfg.NamespaceSelector)
-		objectSelector = translate.AndLabelSelectors(objectSelector, cfg.ObjectSelector)
-		conditions = append(conditions, translate.KyvernoConfigMatchConditions(cfg)...)
+		namespaceSelector = vap.AndLabelSelectors(namespaceSelector, cfg.NamespaceSelector)
+		objectSelector = vap.AndLabelSelectors(objectSelector, cfg.ObjectSelector)
+		conditions = append(conditions, kyverno.KyvernoConfigMatchConditions(cfg)...)
 	}
 	// Every field the API server would default is set, so the stored object
 	// equals the desired one and an unchanged configuration is never written.

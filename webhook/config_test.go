@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/translate"
 )
 
@@ -55,7 +56,7 @@ func TestGroupOf(t *testing.T) {
 }
 
 func TestDesiredConfiguration(t *testing.T) {
-	resolver := translate.NewStaticResolver()
+	resolver := kyverno.NewStaticResolver()
 	ignore := kyvernov1.Ignore
 	rules := []translate.FallbackRule{
 		{Policy: "a", Rule: celRule("pods", []string{"Pod"}, kyvernov1.Create, kyvernov1.Update)},
@@ -122,11 +123,11 @@ func TestDesiredConfigurationLeavesOutUnsupportedRules(t *testing.T) {
 	r := celRule("ctx", []string{"Pod"})
 	r.Context = append(r.Context, apiextensionsJSON(`{"name":"x","variable":{"value":1}}`))
 	policy := &kyvernov1.ClusterPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: kyvernov1.Spec{Rules: []kyvernov1.Rule{r}}}
-	plan, err := translate.Translate(translate.Input{Policy: policy}, translate.NewStaticResolver(), translate.Options{})
+	plan, err := translate.Translate(translate.Input{Policy: policy}, kyverno.NewStaticResolver(), translate.Options{})
 	if err != nil || plan.Rules[0].Fallback == nil {
 		t.Fatalf("Translate: %v, %+v; want a fallback rule", err, plan.Rules)
 	}
-	vwc, problems := DesiredConfiguration([]translate.FallbackRule{*plan.Rules[0].Fallback}, nil, translate.NewStaticResolver(), ConfigOptions{Name: "x", URL: "https://h"})
+	vwc, problems := DesiredConfiguration([]translate.FallbackRule{*plan.Rules[0].Fallback}, nil, kyverno.NewStaticResolver(), ConfigOptions{Name: "x", URL: "https://h"})
 	if vwc != nil || len(problems) != 1 || !strings.Contains(problems[0].Error(), "context entries") {
 		t.Fatalf("got %+v, %v; want no configuration and a context-entries problem", vwc, problems)
 	}
@@ -138,12 +139,12 @@ func TestDesiredConfigurationLeavesOutUnsupportedRules(t *testing.T) {
 func TestDesiredConfigurationForceFailurePolicyIgnore(t *testing.T) {
 	rules := []translate.FallbackRule{{Policy: "a", Rule: celRule("pods", []string{"Pod"}, kyvernov1.Create)}}
 	opts := ConfigOptions{Name: "kyvap-fallback", URL: "https://127.0.0.1:9443", CABundle: []byte("ca")}
-	vwc, _ := DesiredConfiguration(rules, nil, translate.NewStaticResolver(), opts)
+	vwc, _ := DesiredConfiguration(rules, nil, kyverno.NewStaticResolver(), opts)
 	if len(vwc.Webhooks) != 1 || *vwc.Webhooks[0].FailurePolicy != admissionregistrationv1.Fail {
 		t.Fatalf("without the option: %+v, want one webhook with failurePolicy Fail", vwc.Webhooks)
 	}
 	opts.ForceFailurePolicyIgnore = true
-	forced, _ := DesiredConfiguration(rules, nil, translate.NewStaticResolver(), opts)
+	forced, _ := DesiredConfiguration(rules, nil, kyverno.NewStaticResolver(), opts)
 	if len(forced.Webhooks) != 1 || *forced.Webhooks[0].FailurePolicy != admissionregistrationv1.Ignore {
 		t.Fatalf("forced: %+v, want one webhook with failurePolicy Ignore", forced.Webhooks)
 	}
@@ -158,12 +159,12 @@ func TestDesiredConfigurationOwner(t *testing.T) {
 	rules := []translate.FallbackRule{{Policy: "a", Rule: celRule("pods", []string{"Pod"}, kyvernov1.Create)}}
 	owner := &metav1.OwnerReference{APIVersion: "v1", Kind: "Namespace", Name: "kyvap-system", UID: "uid-1"}
 	opts := ConfigOptions{Name: "kyvap-fallback", URL: "https://127.0.0.1:9443", CABundle: []byte("ca"), Owner: owner}
-	vwc, _ := DesiredConfiguration(rules, nil, translate.NewStaticResolver(), opts)
+	vwc, _ := DesiredConfiguration(rules, nil, kyverno.NewStaticResolver(), opts)
 	if len(vwc.OwnerReferences) != 1 || vwc.OwnerReferences[0] != *owner {
 		t.Fatalf("owner references %v, want [%v]", vwc.OwnerReferences, *owner)
 	}
 	opts.Owner = nil
-	if vwc, _ := DesiredConfiguration(rules, nil, translate.NewStaticResolver(), opts); len(vwc.OwnerReferences) != 0 {
+	if vwc, _ := DesiredConfiguration(rules, nil, kyverno.NewStaticResolver(), opts); len(vwc.OwnerReferences) != 0 {
 		t.Fatalf("owner references %v without an owner", vwc.OwnerReferences)
 	}
 }

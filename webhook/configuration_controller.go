@@ -29,12 +29,13 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/engine"
+	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/translate"
 )
 
 // ResolverSource gives the current kind resolver (discovery).
 type ResolverSource interface {
-	Resolver() translate.KindResolver
+	Resolver() kyverno.KindResolver
 }
 
 // ConfigurationReconciler keeps kyvap's ValidatingWebhookConfiguration equal
@@ -89,7 +90,7 @@ func (w *Webhook) Covers(policy, rule string) bool {
 
 // coveredRules are the "policy/rule" pairs of the rules a configuration
 // built by DesiredConfiguration registers.
-func coveredRules(rules []translate.FallbackRule, models []engine.ModelPolicy, resolver translate.KindResolver, caps translate.EngineCapabilities) map[string]bool {
+func coveredRules(rules []translate.FallbackRule, models []engine.ModelPolicy, resolver kyverno.KindResolver, caps translate.EngineCapabilities) map[string]bool {
 	out := map[string]bool{}
 	for _, mp := range models {
 		for i := range mp.Rules {

@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kyvap/kyvap/internal/discovery"
+	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/migrate"
-	"github.com/kyvap/kyvap/translate"
 )
 
 const convertUsage = `Usage:
@@ -190,7 +190,7 @@ func runConvert(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // clusterKinds resolves kinds from the discovery of the kubeconfig's
 // cluster (read only). Groups that do not answer are left out, with a
 // warning.
-func clusterKinds(kubeconfig, context string, stderr io.Writer) (translate.KindResolver, error) {
+func clusterKinds(kubeconfig, context string, stderr io.Writer) (kyverno.KindResolver, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if kubeconfig != "" {
 		rules.ExplicitPath = kubeconfig

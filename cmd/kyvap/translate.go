@@ -17,6 +17,7 @@ import (
 
 	"github.com/kyvap/kyvap/frontend/manifest"
 	"github.com/kyvap/kyvap/frontend/validatingpolicy"
+	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -229,7 +230,7 @@ func readInputs(f translateFlags, stdin io.Reader) (manifest.Set, error) {
 
 // translateAll translates every policy, in input order, with all exceptions.
 func translateAll(set manifest.Set, opts translate.Options) ([]translate.Plan, error) {
-	resolver := translate.NewStaticResolver(set.CRDs...)
+	resolver := kyverno.NewStaticResolver(set.CRDs...)
 	plans := make([]translate.Plan, 0, len(set.Policies))
 	for i := range set.Policies {
 		plan, err := translate.Translate(translate.InputFor(&set.Policies[i], set.Exceptions), resolver, opts)
@@ -277,7 +278,7 @@ func unmatchedExceptions(set manifest.Set) []translate.Plan {
 
 // modelPlan translates a policy of the policy model; its plan is named
 // Kind/name (Kind/namespace/name), so the verdict lines say which kind.
-func modelPlan(p model.Policy, resolver translate.KindResolver, opts translate.Options) translate.Plan {
+func modelPlan(p model.Policy, resolver kyverno.KindResolver, opts translate.Options) translate.Plan {
 	plan := translate.TranslatePolicy(p, resolver, opts)
 	plan.Policy = p.Source.String()
 	return plan

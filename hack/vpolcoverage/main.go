@@ -29,6 +29,7 @@ import (
 
 	"github.com/kyvap/kyvap/frontend/manifest"
 	"github.com/kyvap/kyvap/frontend/validatingpolicy"
+	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -109,7 +110,7 @@ func main() {
 	var vapOnly, byKyvap, admission, rules, vapRules int
 	var lines []string
 	for _, p := range policies {
-		plan := translate.TranslatePolicy(p, translate.NewStaticResolver(), opts)
+		plan := translate.TranslatePolicy(p, kyverno.NewStaticResolver(), opts)
 		all, kyvapAll, atAdmission := true, true, false
 		var reasons []string
 		for i, r := range plan.Rules {

@@ -14,25 +14,25 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientdiscovery "k8s.io/client-go/discovery"
 
-	"github.com/kyvap/kyvap/translate"
+	"github.com/kyvap/kyvap/kyverno"
 )
 
 // Resolver builds a resolver over the resources the API server serves.
 // Groups that fail to answer (an aggregated API down) are left out: their
 // kinds resolve to nothing; partial is then the discovery error, for the
 // caller to report.
-func Resolver(client clientdiscovery.DiscoveryInterface) (resolver translate.KindResolver, partial, err error) {
+func Resolver(client clientdiscovery.DiscoveryInterface) (resolver kyverno.KindResolver, partial, err error) {
 	_, lists, err := client.ServerGroupsAndResources()
 	if err != nil && !clientdiscovery.IsGroupDiscoveryFailedError(err) {
 		return nil, nil, fmt.Errorf("discovering served resources: %w", err)
 	}
-	return translate.NewResolver(Resources(lists)), err, nil
+	return kyverno.NewResolver(Resources(lists)), err, nil
 }
 
 // Resources flattens discovery lists into translate.Resources;
 // "pods/exec" becomes the exec subresource of pods.
-func Resources(lists []*metav1.APIResourceList) []translate.Resource {
-	var out []translate.Resource
+func Resources(lists []*metav1.APIResourceList) []kyverno.Resource {
+	var out []kyverno.Resource
 	for _, list := range lists {
 		gv, err := schema.ParseGroupVersion(list.GroupVersion)
 		if err != nil {
@@ -45,7 +45,7 @@ func Resources(lists []*metav1.APIResourceList) []translate.Resource {
 			}
 		}
 		for _, r := range list.APIResources {
-			res := translate.Resource{Group: gv.Group, Version: gv.Version, Resource: r.Name, Kind: r.Kind, Namespaced: r.Namespaced}
+			res := kyverno.Resource{Group: gv.Group, Version: gv.Version, Resource: r.Name, Kind: r.Kind, Namespaced: r.Namespaced}
 			if parent, sub, ok := strings.Cut(r.Name, "/"); ok {
 				res.Resource, res.Subresource = parent, sub
 				// The parent's kind: Kyverno spells subresources "<ParentKind>/<sub>".

@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kyvap/kyvap/translate"
+	"github.com/kyvap/kyvap/kyverno"
 )
 
 // TestResources: discovery lists become served resources; "pods/exec" is
@@ -24,7 +24,7 @@ func TestResources(t *testing.T) {
 		{GroupVersion: "example.com/v1", APIResources: []metav1.APIResource{{Name: "gizmoz", Kind: "Gizmo"}}},
 		{GroupVersion: "a/b/c", APIResources: []metav1.APIResource{{Name: "broken", Kind: "Broken"}}},
 	}
-	want := []translate.Resource{
+	want := []kyverno.Resource{
 		{Version: "v1", Resource: "pods", Kind: "Pod", Namespaced: true},
 		{Version: "v1", Resource: "pods", Subresource: "exec", Kind: "Pod", Namespaced: true},
 		{Group: "example.com", Version: "v1", Resource: "gizmoz", Kind: "Gizmo"},
@@ -32,7 +32,7 @@ func TestResources(t *testing.T) {
 	if diff := cmp.Diff(want, Resources(lists)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	resolved, err := translate.NewResolver(Resources(lists)).Resolve("Pod/exec")
+	resolved, err := kyverno.NewResolver(Resources(lists)).Resolve("Pod/exec")
 	if err != nil || len(resolved) != 1 || resolved[0].Subresource != "exec" {
 		t.Errorf("Pod/exec resolves to %v, %v", resolved, err)
 	}

@@ -169,7 +169,7 @@ spec:
 	if err := yaml.UnmarshalStrict([]byte(policyYAML), &policy); err != nil {
 		t.Fatal(err)
 	}
-	plan, err := translate.Translate(translate.Input{Policy: &policy}, translate.NewStaticResolver(), translate.Options{GenerateValidatingAdmissionPolicy: true, KyvernoConfig: &cfg})
+	plan, err := translate.Translate(translate.Input{Policy: &policy}, kyverno.NewStaticResolver(), translate.Options{GenerateValidatingAdmissionPolicy: true, KyvernoConfig: &cfg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,7 @@ import (
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/controllers"
 	"github.com/kyvap/kyvap/engine"
+	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/policytest"
 	"github.com/kyvap/kyvap/policytest/vapsim"
 	"github.com/kyvap/kyvap/test/controlplane"
@@ -179,7 +180,7 @@ type predictor struct {
 func newPredictor(t *testing.T, s *policytest.Suite, generate bool) *predictor {
 	t.Helper()
 	p := &predictor{suite: s, generate: generate, engine: engine.New()}
-	resolver := translate.NewStaticResolver(s.CRDs...)
+	resolver := kyverno.NewStaticResolver(s.CRDs...)
 	var vaps []admissionregistrationv1.ValidatingAdmissionPolicy
 	var bindings []admissionregistrationv1.ValidatingAdmissionPolicyBinding
 	for i := range s.Policies {
@@ -493,7 +494,7 @@ func enforcedFailures(t *testing.T, s *policytest.Suite, generate bool) map[stri
 	enforceOnly := map[string]bool{}
 	for i := range s.Policies {
 		p := &s.Policies[i]
-		plan, err := translate.Translate(translate.InputFor(p, s.Exceptions), translate.NewStaticResolver(s.CRDs...), translate.Options{GenerateValidatingAdmissionPolicy: generate})
+		plan, err := translate.Translate(translate.InputFor(p, s.Exceptions), kyverno.NewStaticResolver(s.CRDs...), translate.Options{GenerateValidatingAdmissionPolicy: generate})
 		if err != nil {
 			t.Fatal(err)
 		}

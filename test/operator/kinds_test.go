@@ -22,6 +22,7 @@ import (
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/controllers"
 	"github.com/kyvap/kyvap/internal/discovery"
+	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/migrate"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/test/controlplane"
@@ -113,7 +114,7 @@ func TestConvertResolvesKindsFromTheClustersDiscovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var resolver translate.KindResolver
+	var resolver kyverno.KindResolver
 	err = controlplane.Eventually(context.Background(), time.Minute, func(context.Context) (bool, error) {
 		r, _, err := discovery.Resolver(client)
 		if err != nil {

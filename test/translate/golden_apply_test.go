@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyvap/kyvap/frontend/manifest"
+	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/test/controlplane"
 	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/translate/translatetest"
@@ -146,7 +147,7 @@ func goldenCRDs(t *testing.T) []apiextensionsv1.CustomResourceDefinition {
 
 func translateCase(t *testing.T, c goldenCase) translate.Plan {
 	t.Helper()
-	plan, err := translate.Translate(c.input, translate.NewStaticResolver(goldenCRDs(t)...), c.opts)
+	plan, err := translate.Translate(c.input, kyverno.NewStaticResolver(goldenCRDs(t)...), c.opts)
 	if err != nil {
 		t.Fatalf("case %s: translating: %v", c.name, err)
 	}

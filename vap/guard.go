@@ -1,7 +1,7 @@
 // Copyright 2026 The kyvap Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package translate
+package vap
 
 import (
 	"strings"
@@ -27,18 +27,18 @@ import (
 // false), which gives exactly that.
 const GuardVariable = "kyvap_applies"
 
-// namespaceObjectIdent is the CEL variable the guard exists for.
-const namespaceObjectIdent = "namespaceObject"
+// NamespaceObjectIdent is the CEL variable the guard exists for.
+const NamespaceObjectIdent = "namespaceObject"
 
-// guardNamespacePredicates moves the match conditions kyvap generated that
+// GuardNamespacePredicates moves the match conditions kyvap generated that
 // read namespaceObject, and the rule's celPreconditions with them, into
 // GuardVariable, and guards every validation with it. ours names the
 // conditions kyvap generated. Nothing changes when no generated condition
 // reads the namespace.
-func guardNamespacePredicates(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec, ours map[string]bool) *model.Refusal {
+func GuardNamespacePredicates(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec, ours map[string]bool) *model.Refusal {
 	needed := false
 	for _, mc := range spec.MatchConditions {
-		if ours[mc.Name] && strings.Contains(mc.Expression, namespaceObjectIdent) {
+		if ours[mc.Name] && strings.Contains(mc.Expression, NamespaceObjectIdent) {
 			needed = true
 		}
 	}
@@ -49,9 +49,9 @@ func guardNamespacePredicates(spec *admissionregistrationv1.ValidatingAdmissionP
 	var guard []string
 	for _, mc := range spec.MatchConditions {
 		switch {
-		case ours[mc.Name] && !strings.Contains(mc.Expression, namespaceObjectIdent):
+		case ours[mc.Name] && !strings.Contains(mc.Expression, NamespaceObjectIdent):
 			keep = append(keep, mc)
-		case !ours[mc.Name] && strings.Contains(mc.Expression, namespaceObjectIdent):
+		case !ours[mc.Name] && strings.Contains(mc.Expression, NamespaceObjectIdent):
 			// Kyverno evaluates celPreconditions as match conditions, where
 			// namespaceObject is null; in a variable it would not be.
 			return model.Refuse(model.ReasonMatchNotExpressible, "celPrecondition %q reads namespaceObject, which Kyverno evaluates as null; the rule's namespace selection can only be checked where the API server provides the namespace, so the precondition cannot stay a match condition", mc.Name)
@@ -98,7 +98,7 @@ func IsGuarded(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec) bool
 	return len(spec.Variables) > 0 && spec.Variables[0].Name == GuardVariable
 }
 
-// Unguard undoes guardNamespacePredicates for an engine that evaluates
+// Unguard undoes GuardNamespacePredicates for an engine that evaluates
 // match conditions with namespaceObject (Kyverno's ValidatingPolicy
 // engine): the guard becomes the last match condition, named conditionName,
 // and every validation loses its guard. It reports whether the spec was

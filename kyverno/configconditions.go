@@ -1,7 +1,7 @@
 // Copyright 2026 The kyvap Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package translate
+package kyverno
 
 import (
 	"slices"
@@ -9,20 +9,19 @@ import (
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
+	"github.com/kyvap/kyvap/vap"
 )
 
 // Names of the match conditions that carry Kyverno's global configuration;
 // the conditions of the configuration's own matchConditions keep their
-// names behind conditionKyvernoConfigPrefix.
+// names behind ConditionKyvernoConfigPrefix.
 const (
-	conditionResourceFilters     = "kyverno-resource-filters"
-	conditionExcludedSubjects    = "kyverno-excluded-subjects"
-	conditionKyvernoConfigPrefix = "kyverno-config-"
+	ConditionResourceFilters     = "kyverno-resource-filters"
+	ConditionExcludedSubjects    = "kyverno-excluded-subjects"
+	ConditionKyvernoConfigPrefix = "kyverno-config-"
 )
 
 // CEL fragments for the request fields Kyverno's resource filters read.
@@ -54,24 +53,24 @@ type requestScope struct {
 	resources []Resource
 }
 
-func scopeOf(kinds []kindSet) requestScope {
+func scopeOf(kinds []KindSet) requestScope {
 	var s requestScope
 	for _, k := range kinds {
-		if k.everything || k.topLevel {
+		if k.Everything || k.TopLevel {
 			return requestScope{anything: true}
 		}
-		s.resources = append(s.resources, k.resources...)
+		s.resources = append(s.resources, k.Resources...)
 	}
 	return s
 }
 
-// kyvernoConfigConditions returns the match conditions that make a VAP skip
+// ConfigConditions returns the match conditions that make a VAP skip
 // every request Kyverno's global configuration makes Kyverno skip: its
 // excluded users and groups and its resource filters, then the
 // configuration's own matchConditions. Filters that cannot name a request
 // of the VAP's scope are left out. A configuration that excludes by role
 // cannot be expressed: a VAP does not see the requester's roles.
-func kyvernoConfigConditions(cfg *kyverno.Config, resolver KindResolver, kinds []kindSet) ([]admissionregistrationv1.MatchCondition, *model.Refusal) {
+func ConfigConditions(cfg *Config, resolver KindResolver, kinds []KindSet) ([]admissionregistrationv1.MatchCondition, *model.Refusal) {
 	if cfg == nil {
 		return nil, nil
 	}
@@ -80,14 +79,14 @@ func kyvernoConfigConditions(cfg *kyverno.Config, resolver KindResolver, kinds [
 	}
 	var out []admissionregistrationv1.MatchCondition
 	if !cfg.Exclude.IsEmpty() {
-		out = append(out, admissionregistrationv1.MatchCondition{Name: conditionExcludedSubjects, Expression: excludedSubjectsExpression(cfg)})
+		out = append(out, admissionregistrationv1.MatchCondition{Name: ConditionExcludedSubjects, Expression: excludedSubjectsExpression(cfg)})
 	}
 	filters, fl := resourceFiltersExpression(cfg.ResourceFilters, resolver, scopeOf(kinds))
 	if fl != nil {
 		return nil, fl
 	}
 	if filters != "" {
-		out = append(out, admissionregistrationv1.MatchCondition{Name: conditionResourceFilters, Expression: "!(" + filters + ")"})
+		out = append(out, admissionregistrationv1.MatchCondition{Name: ConditionResourceFilters, Expression: "!(" + filters + ")"})
 	}
 	return append(out, KyvernoConfigMatchConditions(cfg)...), nil
 }
@@ -95,16 +94,16 @@ func kyvernoConfigConditions(cfg *kyverno.Config, resolver KindResolver, kinds [
 // KyvernoConfigMatchConditions are the matchConditions of Kyverno's
 // configuration, which Kyverno puts on its webhooks, named apart from
 // kyvap's and the rules' own conditions.
-func KyvernoConfigMatchConditions(cfg *kyverno.Config) []admissionregistrationv1.MatchCondition {
+func KyvernoConfigMatchConditions(cfg *Config) []admissionregistrationv1.MatchCondition {
 	if cfg == nil {
 		return nil
 	}
 	var out []admissionregistrationv1.MatchCondition
 	taken := map[string]bool{}
 	for i, mc := range cfg.MatchConditions {
-		name := conditionKyvernoConfigPrefix + mc.Name
+		name := ConditionKyvernoConfigPrefix + mc.Name
 		if len(validation.IsQualifiedName(name)) > 0 || taken[name] {
-			name = qualifiedConditionName(conditionKyvernoConfigPrefix, i, taken)
+			name = vap.QualifiedConditionName(ConditionKyvernoConfigPrefix, i, taken)
 		}
 		taken[name] = true
 		out = append(out, admissionregistrationv1.MatchCondition{Name: name, Expression: mc.Expression})
@@ -114,15 +113,15 @@ func KyvernoConfigMatchConditions(cfg *kyverno.Config) []admissionregistrationv1
 
 // excludedSubjectsExpression is true when Kyverno evaluates the request:
 // an inclusion matches, or no exclusion does (config.go IsExcluded).
-func excludedSubjectsExpression(cfg *kyverno.Config) string {
+func excludedSubjectsExpression(cfg *Config) string {
 	excluded := "!(" + subjectsExpression(cfg.Exclude) + ")"
 	if cfg.Include.IsEmpty() {
 		return excluded
 	}
-	return celOr([]string{subjectsExpression(cfg.Include), excluded})
+	return CELOr([]string{subjectsExpression(cfg.Include), excluded})
 }
 
-func subjectsExpression(s kyverno.Subjects) string {
+func subjectsExpression(s Subjects) string {
 	var terms []string
 	if len(s.Usernames) > 0 {
 		terms = append(terms, celWildcardAny(celUsername, s.Usernames))
@@ -130,13 +129,13 @@ func subjectsExpression(s kyverno.Subjects) string {
 	if len(s.Groups) > 0 {
 		terms = append(terms, celRequestGroups+".exists(g, "+celWildcardAny("g", s.Groups)+")")
 	}
-	return celOr(terms)
+	return CELOr(terms)
 }
 
 // resourceFiltersExpression is true when a resource filter names the
 // request (config.go ToFilter, over the request and the objects); empty
 // when no filter can name a request of the scope.
-func resourceFiltersExpression(filters []kyverno.ResourceFilter, resolver KindResolver, scope requestScope) (string, *model.Refusal) {
+func resourceFiltersExpression(filters []ResourceFilter, resolver KindResolver, scope requestScope) (string, *model.Refusal) {
 	// Filters are grouped by their kind predicate, in order of first
 	// appearance, so that each predicate is written once.
 	var order []string
@@ -157,8 +156,8 @@ func resourceFiltersExpression(filters []kyverno.ResourceFilter, resolver KindRe
 		pair := celAll(celWildcard("p[0]", f.Namespace), celWildcard("p[1]", f.Name))
 		// A v1 Namespace is also filtered when its own name matches the
 		// namespace pattern.
-		if scope.canReceiveNamespaces() && kyverno.WildcardMatch(f.Group, "") && kyverno.WildcardMatch(f.Version, "v1") && kyverno.WildcardMatch(f.Kind, "Namespace") {
-			pair = celOr([]string{pair, celAll(celIsNamespaceResource, celWildcard("p[1]", f.Namespace))})
+		if scope.canReceiveNamespaces() && WildcardMatch(f.Group, "") && WildcardMatch(f.Version, "v1") && WildcardMatch(f.Kind, "Namespace") {
+			pair = CELOr([]string{pair, celAll(celIsNamespaceResource, celWildcard("p[1]", f.Namespace))})
 		}
 		if pair == "true" {
 			unconditional[kindTerm] = true
@@ -173,16 +172,16 @@ func resourceFiltersExpression(filters []kyverno.ResourceFilter, resolver KindRe
 			always = append(always, kindTerm)
 			continue
 		}
-		perPair = append(perPair, celAll(kindTerm, celOr(pairs[kindTerm])))
+		perPair = append(perPair, celAll(kindTerm, CELOr(pairs[kindTerm])))
 	}
 	terms := always
 	if len(perPair) > 0 {
-		terms = append(terms, celFilteredPairs+".exists(p, "+celOr(perPair)+")")
+		terms = append(terms, celFilteredPairs+".exists(p, "+CELOr(perPair)+")")
 	}
 	if len(terms) == 0 {
 		return "", nil
 	}
-	return celOr(terms), nil
+	return CELOr(terms), nil
 }
 
 // canReceiveNamespaces reports whether requests on v1 Namespaces are in
@@ -202,8 +201,8 @@ func (s requestScope) canReceiveNamespaces() bool {
 // filterKindTerm returns the predicate on the request's resource and
 // subresource for the filter's kind part, and false when no request of
 // the scope can match it.
-func filterKindTerm(f kyverno.ResourceFilter, resolver KindResolver, scope requestScope) (string, bool, *model.Refusal) {
-	subTerm := celWildcard(celSubResource, f.Subresource)
+func filterKindTerm(f ResourceFilter, resolver KindResolver, scope requestScope) (string, bool, *model.Refusal) {
+	subTerm := celWildcard(CELSubResource, f.Subresource)
 	if f.Group == "*" && f.Version == "*" && f.Kind == "*" {
 		if !scope.anything && !scope.anySubresource(f.Subresource) {
 			return "", false, nil
@@ -223,7 +222,7 @@ func filterKindTerm(f kyverno.ResourceFilter, resolver KindResolver, scope reque
 	}
 	var keys []string
 	for _, r := range resolved {
-		if r.Subresource != "" || !kyverno.WildcardMatch(f.Group, r.Group) || !kyverno.WildcardMatch(f.Version, r.Version) || !kyverno.WildcardMatch(f.Kind, r.Kind) {
+		if r.Subresource != "" || !WildcardMatch(f.Group, r.Group) || !WildcardMatch(f.Version, r.Version) || !WildcardMatch(f.Kind, r.Kind) {
 			continue
 		}
 		if !scope.anything && !scope.hasParent(r, f.Subresource) {
@@ -235,15 +234,15 @@ func filterKindTerm(f kyverno.ResourceFilter, resolver KindResolver, scope reque
 		return "", false, nil
 	}
 	sort.Strings(keys)
-	keys = uniqueSorted(keys)
-	return celAll(celRequestResource+" in "+celStringList(keys), subTerm), true, nil
+	keys = UniqueSorted(keys)
+	return celAll(celRequestResource+" in "+CELStringList(keys), subTerm), true, nil
 }
 
 // anySubresource reports whether some resource of the scope has a
 // subresource matching the pattern.
 func (s requestScope) anySubresource(pattern string) bool {
 	for _, r := range s.resources {
-		if kyverno.WildcardMatch(pattern, r.Subresource) {
+		if WildcardMatch(pattern, r.Subresource) {
 			return true
 		}
 	}
@@ -254,7 +253,7 @@ func (s requestScope) anySubresource(pattern string) bool {
 // subresource of it matching the pattern.
 func (s requestScope) hasParent(r Resource, subresource string) bool {
 	for _, in := range s.resources {
-		if in.Group == r.Group && in.Version == r.Version && in.Resource == r.Resource && kyverno.WildcardMatch(subresource, in.Subresource) {
+		if in.Group == r.Group && in.Version == r.Version && in.Resource == r.Resource && WildcardMatch(subresource, in.Subresource) {
 			return true
 		}
 	}
@@ -267,18 +266,18 @@ func celWildcard(value, pattern string) string {
 	switch {
 	case pattern == "*":
 		return "true"
-	case !kyverno.ContainsWildcard(pattern):
-		return value + " == " + celString(pattern)
+	case !ContainsWildcard(pattern):
+		return value + " == " + CELString(pattern)
 	case pattern == "?*":
 		return value + " != ''"
 	}
-	if body, ok := strings.CutSuffix(pattern, "*"); ok && !kyverno.ContainsWildcard(body) {
-		return value + ".startsWith(" + celString(body) + ")"
+	if body, ok := strings.CutSuffix(pattern, "*"); ok && !ContainsWildcard(body) {
+		return value + ".startsWith(" + CELString(body) + ")"
 	}
-	if body, ok := strings.CutPrefix(pattern, "*"); ok && !kyverno.ContainsWildcard(body) {
-		return value + ".endsWith(" + celString(body) + ")"
+	if body, ok := strings.CutPrefix(pattern, "*"); ok && !ContainsWildcard(body) {
+		return value + ".endsWith(" + CELString(body) + ")"
 	}
-	return value + ".matches(" + celString(wildcardRegex(pattern)) + ")"
+	return value + ".matches(" + CELString(wildcardRegex(pattern)) + ")"
 }
 
 // celAll joins terms with &&, leaving out those that are literally true.
@@ -289,40 +288,14 @@ func celAll(terms ...string) string {
 			kept = append(kept, t)
 		}
 	}
-	return celAnd(kept)
+	return CELAnd(kept)
 }
 
 // celWildcardAny is true when value matches one of the patterns.
 func celWildcardAny(value string, patterns []string) string {
 	terms := make([]string, 0, len(patterns))
-	for _, p := range uniqueSorted(patterns) {
+	for _, p := range UniqueSorted(patterns) {
 		terms = append(terms, celWildcard(value, p))
 	}
-	return celOr(terms)
-}
-
-// AndLabelSelectors returns a selector matching what both select: Kyverno's
-// webhook selector and the binding's own. Labels become expressions so
-// that equal keys with different values do not overwrite each other.
-func AndLabelSelectors(a, b *metav1.LabelSelector) *metav1.LabelSelector {
-	if b == nil {
-		return a
-	}
-	if a == nil || (len(a.MatchLabels) == 0 && len(a.MatchExpressions) == 0) {
-		return b.DeepCopy()
-	}
-	out := a.DeepCopy()
-	keys := make([]string, 0, len(b.MatchLabels))
-	for k := range b.MatchLabels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if v, ok := out.MatchLabels[k]; ok && v == b.MatchLabels[k] {
-			continue
-		}
-		out.MatchExpressions = append(out.MatchExpressions, metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpIn, Values: []string{b.MatchLabels[k]}})
-	}
-	out.MatchExpressions = append(out.MatchExpressions, b.MatchExpressions...)
-	return out
+	return CELOr(terms)
 }

@@ -1,7 +1,7 @@
 // Copyright 2026 The kyvap Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package translate
+package vap
 
 import (
 	"fmt"
@@ -16,8 +16,8 @@ import (
 	baseversion "k8s.io/component-base/version"
 )
 
-// newestCompatibilityVersion is the newest CEL environment this build knows.
-var newestCompatibilityVersion = version.MustParseGeneric(baseversion.DefaultKubeBinaryVersion)
+// NewestCompatibilityVersion is the newest CEL environment this build knows.
+var NewestCompatibilityVersion = version.MustParseGeneric(baseversion.DefaultKubeBinaryVersion)
 
 // KyvernoCELVersion is the CEL environment of the Kyverno release kyvap
 // mirrors (v1.19.1): it is built with k8s.io/apiserver v0.36, whose
@@ -28,16 +28,16 @@ var newestCompatibilityVersion = version.MustParseGeneric(baseversion.DefaultKub
 var KyvernoCELVersion = version.MajorMinor(1, 36)
 
 // compatibilityVersion parses Options.CompatibilityVersion ("1.37").
-func compatibilityVersion(s string) (*version.Version, error) {
+func CompatibilityVersion(s string) (*version.Version, error) {
 	if s == "" {
-		return newestCompatibilityVersion, nil
+		return NewestCompatibilityVersion, nil
 	}
 	v, err := version.ParseMajorMinor(strings.TrimPrefix(s, "v"))
 	if err != nil {
 		return nil, fmt.Errorf("compatibility version %q: %w", s, err)
 	}
-	if v.GreaterThan(newestCompatibilityVersion) {
-		return newestCompatibilityVersion, nil
+	if v.GreaterThan(NewestCompatibilityVersion) {
+		return NewestCompatibilityVersion, nil
 	}
 	return v, nil
 }
@@ -45,7 +45,7 @@ func compatibilityVersion(s string) (*version.Version, error) {
 // envSets caches the base environment per compatibility version.
 var envSets sync.Map // "major.minor" -> *environment.EnvSet
 
-func baseEnvSet(v *version.Version) *environment.EnvSet {
+func BaseEnvSet(v *version.Version) *environment.EnvSet {
 	key := v.String()
 	if e, ok := envSets.Load(key); ok {
 		return e.(*environment.EnvSet)
@@ -63,12 +63,12 @@ var sharedCompilers sync.Map // "major.minor" -> *plugincel.CompositedCompiler
 // fresh one when the VAP has variables (they are stored in the compiler).
 func compilerFor(v *version.Version, hasVariables bool) (*plugincel.CompositedCompiler, error) {
 	if hasVariables {
-		return plugincel.NewCompositedCompiler(baseEnvSet(v))
+		return plugincel.NewCompositedCompiler(BaseEnvSet(v))
 	}
 	if c, ok := sharedCompilers.Load(v.String()); ok {
 		return c.(*plugincel.CompositedCompiler), nil
 	}
-	c, err := plugincel.NewCompositedCompiler(baseEnvSet(v))
+	c, err := plugincel.NewCompositedCompiler(BaseEnvSet(v))
 	if err != nil {
 		return nil, err
 	}
@@ -87,29 +87,29 @@ func (a accessor) GetExpression() string    { return a.expression }
 func (a accessor) ReturnTypes() []*cel.Type { return a.returns }
 func (a accessor) GetName() string          { return a.name }
 
-// celProblem is one expression that does not compile.
-type celProblem struct {
+// Problem is one expression that does not compile.
+type Problem struct {
 	field   string
 	message string
 }
 
-// checkVAPExpressions compiles every expression of a VAP spec the way the
+// CheckExpressions compiles every expression of a VAP spec the way the
 // API server does when the VAP is created (NewExpressions environment at
 // the compatibility version, with the variables of a VAP), and returns the
 // problems of the user expressions and of the generated ones separately.
 // generated names the match conditions kyvap added.
-func checkVAPExpressions(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec, v *version.Version, generated map[string]bool) (user, ours []celProblem) {
+func CheckExpressions(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec, v *version.Version, generated map[string]bool) (user, ours []Problem) {
 	compiler, err := compilerFor(v, len(spec.Variables) > 0)
 	if err != nil {
-		return []celProblem{{field: "spec", message: err.Error()}}, nil
+		return []Problem{{field: "spec", message: err.Error()}}, nil
 	}
 	hasParams := spec.ParamKind != nil
 	withAuthz := plugincel.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: true}
 	withoutAuthz := plugincel.OptionalVariableDeclarations{HasParams: hasParams, HasAuthorizer: false}
 	mode := environment.NewExpressions
-	report := func(list *[]celProblem, field string, res plugincel.CompilationResult) {
+	report := func(list *[]Problem, field string, res plugincel.CompilationResult) {
 		if res.Error != nil {
-			*list = append(*list, celProblem{field: field, message: res.Error.Detail})
+			*list = append(*list, Problem{field: field, message: res.Error.Detail})
 		}
 	}
 	// condition compiles a bool expression; a long && / || chain in
@@ -162,8 +162,8 @@ func checkVAPExpressions(spec *admissionregistrationv1.ValidatingAdmissionPolicy
 	return user, ours
 }
 
-// problemsMessage joins problems into one line.
-func problemsMessage(problems []celProblem) string {
+// ProblemsMessage joins problems into one line.
+func ProblemsMessage(problems []Problem) string {
 	parts := make([]string, len(problems))
 	for i, p := range problems {
 		parts[i] = p.field + ": " + strings.Join(strings.Fields(p.message), " ")

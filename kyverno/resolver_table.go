@@ -1,7 +1,7 @@
 // Copyright 2026 The kyvap Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package translate
+package kyverno
 
 // NewResolver returns a KindResolver over exactly the given served
 // resources (no built-in table): the operator builds them from discovery.

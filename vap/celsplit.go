@@ -1,7 +1,7 @@
 // Copyright 2026 The kyvap Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package translate
+package vap
 
 import (
 	"strings"
@@ -58,7 +58,7 @@ func compilesAsChain(compiler plugincel.Compiler, expression string, opts plugin
 	if !ok || len(operands) < 2 {
 		return false
 	}
-	env, err := baseEnvSet(v).Env(mode)
+	env, err := BaseEnvSet(v).Env(mode)
 	if err != nil {
 		return false
 	}

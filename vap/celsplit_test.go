@@ -1,7 +1,7 @@
 // Copyright 2026 The kyvap Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package translate
+package vap
 
 import (
 	"strings"
@@ -63,8 +63,8 @@ var chainCases = []string{
 func TestChainCheckNeverSucceedsWrongly(t *testing.T) {
 	defer func(threshold, piece int) { chainThreshold, chainPieceSize = threshold, piece }(chainThreshold, chainPieceSize)
 	chainThreshold = 0
-	v := newestCompatibilityVersion
-	compiler, err := plugincel.NewCompositedCompiler(baseEnvSet(v))
+	v := NewestCompatibilityVersion
+	compiler, err := plugincel.NewCompositedCompiler(BaseEnvSet(v))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestChainCheckNeverSucceedsWrongly(t *testing.T) {
 	}
 }
 
-// TestChainCheckMatchesWholeCompile: checkVAPExpressions reports the same
+// TestChainCheckMatchesWholeCompile: CheckExpressions reports the same
 // problems with and without the chain path.
 func TestChainCheckMatchesWholeCompile(t *testing.T) {
 	defer func(threshold, piece int) { chainThreshold, chainPieceSize = threshold, piece }(chainThreshold, chainPieceSize)
@@ -105,11 +105,11 @@ func TestChainCheckMatchesWholeCompile(t *testing.T) {
 			},
 		}
 		chainThreshold = 1 << 30
-		wantUser, wantOurs := checkVAPExpressions(spec, newestCompatibilityVersion, nil)
+		wantUser, wantOurs := CheckExpressions(spec, NewestCompatibilityVersion, nil)
 		chainThreshold, chainPieceSize = 0, 1
-		gotUser, gotOurs := checkVAPExpressions(spec, newestCompatibilityVersion, nil)
-		if problemsMessage(wantUser) != problemsMessage(gotUser) || problemsMessage(wantOurs) != problemsMessage(gotOurs) {
-			t.Errorf("%q:\n whole: %s\npieces: %s", expression, problemsMessage(wantUser), problemsMessage(gotUser))
+		gotUser, gotOurs := CheckExpressions(spec, NewestCompatibilityVersion, nil)
+		if ProblemsMessage(wantUser) != ProblemsMessage(gotUser) || ProblemsMessage(wantOurs) != ProblemsMessage(gotOurs) {
+			t.Errorf("%q:\n whole: %s\npieces: %s", expression, ProblemsMessage(wantUser), ProblemsMessage(gotUser))
 		}
 	}
 }

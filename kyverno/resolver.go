@@ -1,15 +1,34 @@
 // Copyright 2026 The kyvap Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package translate
+package kyverno
 
 import (
 	"sort"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-
-	"github.com/kyvap/kyvap/kyverno"
 )
+
+// Resource is one served API resource a Kyverno kind resolves to.
+type Resource struct {
+	Group   string
+	Version string
+	// Resource is the plural resource name, e.g. "pods".
+	Resource string
+	// Subresource is e.g. "exec" or "ephemeralcontainers"; empty for the resource itself.
+	Subresource string
+	Kind        string
+	Namespaced  bool
+}
+
+// KindResolver maps a Kyverno kind spelling ("Pod", "v1/Pod",
+// "apps/v1/Deployment", "Pod/exec", "*", "Dep*", a CRD kind...) to the
+// resources the cluster serves. The operator backs it with discovery, the CLI
+// with a built-in table of core kinds plus the CRDs the user passes.
+// An unknown kind resolves to no resources and no error.
+type KindResolver interface {
+	Resolve(kind string) ([]Resource, error)
+}
 
 // servedResource is one entry of StaticResolver's table.
 type servedResource struct {
@@ -59,22 +78,22 @@ func NewStaticResolver(crds ...apiextensionsv1.CustomResourceDefinition) *Static
 // of the spelling is a wildcard pattern over group, version, kind and
 // subresource. The result is sorted; unknown kinds resolve to nothing.
 func (r *StaticResolver) Resolve(kind string) ([]Resource, error) {
-	sel, err := kyverno.ParseKindSelector(kind)
+	sel, err := ParseKindSelector(kind)
 	if err != nil {
 		// Selects nothing, as in Kyverno.
 		return nil, nil
 	}
 	var out []Resource
 	for _, s := range r.resources {
-		if !kyverno.WildcardMatch(sel.Group, s.Group) || !kyverno.WildcardMatch(sel.Version, s.Version) || !kyverno.WildcardMatch(sel.Kind, s.Kind) {
+		if !WildcardMatch(sel.Group, s.Group) || !WildcardMatch(sel.Version, s.Version) || !WildcardMatch(sel.Kind, s.Kind) {
 			continue
 		}
 		base := Resource{Group: s.Group, Version: s.Version, Resource: s.Resource, Kind: s.Kind, Namespaced: s.Namespaced}
-		if kyverno.WildcardMatch(sel.Subresource, "") {
+		if WildcardMatch(sel.Subresource, "") {
 			out = append(out, base)
 		}
 		for _, sub := range s.Subresources {
-			if sel.Subresource != "" && kyverno.WildcardMatch(sel.Subresource, sub) {
+			if sel.Subresource != "" && WildcardMatch(sel.Subresource, sub) {
 				withSub := base
 				withSub.Subresource = sub
 				out = append(out, withSub)

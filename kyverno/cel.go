@@ -1,0 +1,232 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package kyverno
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// CEL fragments for what Kyverno's engine looks at. Kyverno evaluates match
+// and exclude against "the resource": the new object, or the old one on
+// DELETE. Every fragment guards against absent fields so that a predicate
+// never errors (an erroring match condition would hit failurePolicy where
+// Kyverno's Go matcher cannot fail).
+const (
+	celResource = `(request.operation == 'DELETE' ? oldObject : object)`
+	// CELResourceName is Kyverno's resource name: metadata.name, or
+	// metadata.generateName when the name is empty.
+	CELResourceName    = `(` + celResource + ` != null && has(` + celResource + `.metadata) && has(` + celResource + `.metadata.name) && ` + celResource + `.metadata.name != '' ? ` + celResource + `.metadata.name : (` + celResource + ` != null && has(` + celResource + `.metadata) && has(` + celResource + `.metadata.generateName) ? ` + celResource + `.metadata.generateName : ''))`
+	CELIsNamespaceKind = `(request.kind.group == '' && request.kind.kind == 'Namespace')`
+	// CELResourceNamespace is Kyverno's resource namespace: the namespace of
+	// the request, or the object's own name for a Namespace.
+	CELResourceNamespace = `(` + CELIsNamespaceKind + ` ? ` + CELResourceName + ` : ` + celRequestNamespace + `)`
+	// The API server leaves empty optional request fields out of `request`
+	// (omitempty): reading them unguarded errors on every request without one.
+	celRequestNamespace = `(has(request.namespace) ? request.namespace : '')`
+	CELSubResource      = `(has(request.subResource) ? request.subResource : '')`
+	CELResourceLabels   = `(` + celResource + ` != null && has(` + celResource + `.metadata) && has(` + celResource + `.metadata.labels) ? ` + celResource + `.metadata.labels : {})`
+	celResourceAnnots   = `(` + celResource + ` != null && has(` + celResource + `.metadata) && has(` + celResource + `.metadata.annotations) ? ` + celResource + `.metadata.annotations : {})`
+	CELNamespaceLabels  = `(has(namespaceObject.metadata) && has(namespaceObject.metadata.labels) ? namespaceObject.metadata.labels : {})`
+	celUsername         = `(has(request.userInfo.username) ? request.userInfo.username : '')`
+)
+
+// CELString quotes s as a CEL string literal.
+func CELString(s string) string { return strconv.Quote(s) }
+
+// CELStringList renders a CEL list of string literals.
+func CELStringList(values []string) string {
+	quoted := make([]string, len(values))
+	for i, v := range values {
+		quoted[i] = CELString(v)
+	}
+	return "[" + strings.Join(quoted, ", ") + "]"
+}
+
+// wildcardRegex turns a Kyverno wildcard pattern into an anchored RE2.
+func wildcardRegex(pattern string) string {
+	quoted := regexp.QuoteMeta(pattern)
+	quoted = strings.ReplaceAll(quoted, `\*`, `.*`)
+	quoted = strings.ReplaceAll(quoted, `\?`, `.`)
+	return `^(?s:` + quoted + `)$`
+}
+
+// CELPatternMatch is a predicate "value matches one of the Kyverno
+// wildcard patterns": exact patterns become a list membership test,
+// wildcard ones an RE2 match.
+func CELPatternMatch(value string, patterns []string) string {
+	var exact, wild []string
+	for _, p := range patterns {
+		if ContainsWildcard(p) {
+			wild = append(wild, p)
+		} else {
+			exact = append(exact, p)
+		}
+	}
+	var terms []string
+	if len(exact) > 0 {
+		terms = append(terms, value+" in "+CELStringList(UniqueSorted(exact)))
+	}
+	for _, p := range UniqueSorted(wild) {
+		terms = append(terms, value+".matches("+CELString(wildcardRegex(p))+")")
+	}
+	return CELOr(terms)
+}
+
+// CELAnd joins terms with &&; no terms is true.
+func CELAnd(terms []string) string {
+	switch len(terms) {
+	case 0:
+		return "true"
+	case 1:
+		return terms[0]
+	}
+	return "(" + strings.Join(terms, " && ") + ")"
+}
+
+// CELOr joins terms with ||; no terms is false.
+func CELOr(terms []string) string {
+	switch len(terms) {
+	case 0:
+		return "false"
+	case 1:
+		return terms[0]
+	}
+	return "(" + strings.Join(terms, " || ") + ")"
+}
+
+// UniqueSorted returns the sorted distinct values.
+func UniqueSorted(values []string) []string {
+	out := append([]string(nil), values...)
+	sort.Strings(out)
+	n := 0
+	for i, v := range out {
+		if i == 0 || v != out[n-1] {
+			out[n] = v
+			n++
+		}
+	}
+	return out[:n]
+}
+
+// ParsedSelector is a label selector checked for what VAPs can carry.
+type ParsedSelector struct {
+	Source   *metav1.LabelSelector
+	selector labels.Selector
+}
+
+// ParseSelector validates a Kyverno label selector. Kyverno substitutes
+// wildcards in selectors against the actual labels; that has no CEL or
+// VAP form, so such selectors are refused.
+func ParseSelector(sel *metav1.LabelSelector) (ParsedSelector, error) {
+	for k, v := range sel.MatchLabels {
+		if ContainsWildcard(k) || ContainsWildcard(v) {
+			return ParsedSelector{}, fmt.Errorf("label selector %q uses Kyverno wildcards", metav1.FormatLabelSelector(sel))
+		}
+	}
+	for _, req := range sel.MatchExpressions {
+		if ContainsWildcard(req.Key) {
+			return ParsedSelector{}, fmt.Errorf("label selector %q uses Kyverno wildcards", metav1.FormatLabelSelector(sel))
+		}
+		for _, v := range req.Values {
+			if ContainsWildcard(v) {
+				return ParsedSelector{}, fmt.Errorf("label selector %q uses Kyverno wildcards", metav1.FormatLabelSelector(sel))
+			}
+		}
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return ParsedSelector{}, fmt.Errorf("invalid label selector: %w", err)
+	}
+	return ParsedSelector{Source: sel, selector: s}, nil
+}
+
+// MatchesEmpty reports whether the selector matches an empty label set,
+// which is what Kyverno checks namespace selectors against for
+// cluster-scoped resources.
+func (p ParsedSelector) MatchesEmpty() bool { return p.selector.Matches(labels.Set{}) }
+
+// CEL renders the selector as a predicate over the label map expression.
+func (p ParsedSelector) CEL(labelMap string) string {
+	var terms []string
+	keys := make([]string, 0, len(p.Source.MatchLabels))
+	for k := range p.Source.MatchLabels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		terms = append(terms, fmt.Sprintf("(%s in %s && %s[%s] == %s)", CELString(k), labelMap, labelMap, CELString(k), CELString(p.Source.MatchLabels[k])))
+	}
+	for _, req := range p.Source.MatchExpressions {
+		key := CELString(req.Key)
+		switch req.Operator {
+		case metav1.LabelSelectorOpIn:
+			terms = append(terms, fmt.Sprintf("(%s in %s && %s[%s] in %s)", key, labelMap, labelMap, key, CELStringList(UniqueSorted(req.Values))))
+		case metav1.LabelSelectorOpNotIn:
+			terms = append(terms, fmt.Sprintf("(!(%s in %s) || !(%s[%s] in %s))", key, labelMap, labelMap, key, CELStringList(UniqueSorted(req.Values))))
+		case metav1.LabelSelectorOpExists:
+			terms = append(terms, fmt.Sprintf("(%s in %s)", key, labelMap))
+		case metav1.LabelSelectorOpDoesNotExist:
+			terms = append(terms, fmt.Sprintf("!(%s in %s)", key, labelMap))
+		}
+	}
+	return CELAnd(terms)
+}
+
+// CELSubjects is Kyverno's subject check: a ServiceAccount by its user
+// name, a User by name, a Group by membership; names are wildcard patterns.
+// Subjects of other kinds never match.
+func CELSubjects(subjects []rbacv1.Subject) string {
+	var userPatterns, groupPatterns []string
+	for _, s := range subjects {
+		switch s.Kind {
+		case rbacv1.ServiceAccountKind:
+			userPatterns = append(userPatterns, "system:serviceaccount:"+s.Namespace+":"+s.Name)
+		case rbacv1.UserKind:
+			userPatterns = append(userPatterns, s.Name)
+		case rbacv1.GroupKind:
+			groupPatterns = append(groupPatterns, s.Name)
+		}
+	}
+	var terms []string
+	if len(userPatterns) > 0 {
+		terms = append(terms, CELPatternMatch(celUsername, userPatterns))
+	}
+	if len(groupPatterns) > 0 {
+		terms = append(terms, "(has(request.userInfo.groups) && request.userInfo.groups.exists(g, "+CELPatternMatch("g", groupPatterns)+"))")
+	}
+	return CELOr(terms)
+}
+
+// CELAnnotations is Kyverno's annotation check: every expected key/value
+// pair (both wildcard patterns) matches some annotation of the resource.
+func CELAnnotations(expected map[string]string) string {
+	keys := make([]string, 0, len(expected))
+	for k := range expected {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var terms []string
+	for _, k := range keys {
+		v := expected[k]
+		if !ContainsWildcard(k) {
+			terms = append(terms, fmt.Sprintf("(%s in %s && %s)", CELString(k), celResourceAnnots, CELPatternMatch(celResourceAnnots+"["+CELString(k)+"]", []string{v})))
+			continue
+		}
+		terms = append(terms, fmt.Sprintf("%s.exists(k, %s && %s)", celResourceAnnots, CELPatternMatch("k", []string{k}), CELPatternMatch(celResourceAnnots+"[k]", []string{v})))
+	}
+	return CELAnd(terms)
+}
+
+// CELOperations is "the request's operation is one of ops".
+func CELOperations(ops []string) string {
+	return "request.operation in " + CELStringList(UniqueSorted(ops))
+}
