@@ -32,6 +32,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -121,12 +122,12 @@ func (r *ClusterPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 }
 
 // gather reads the policy's exceptions: every PolicyException naming it.
-func (r *ClusterPolicyReconciler) gather(ctx context.Context, policy *kyvernov1.ClusterPolicy) (translate.Input, error) {
+func (r *ClusterPolicyReconciler) gather(ctx context.Context, policy *kyvernov1.ClusterPolicy) (clusterpolicy.Input, error) {
 	var exceptions kyvernov2.PolicyExceptionList
 	if err := r.List(ctx, &exceptions, client.MatchingFields{exceptionPolicyIndex: policy.Name}); err != nil {
-		return translate.Input{}, fmt.Errorf("listing PolicyExceptions: %w", err)
+		return clusterpolicy.Input{}, fmt.Errorf("listing PolicyExceptions: %w", err)
 	}
-	return translate.Input{Policy: policy, Exceptions: exceptions.Items}, nil
+	return clusterpolicy.Input{Policy: policy, Exceptions: exceptions.Items}, nil
 }
 
 // apply writes the plan's objects and deletes the ones no longer wanted.
@@ -367,7 +368,7 @@ func exceptionRequests(_ context.Context, obj client.Object) []reconcile.Request
 	return reqs
 }
 
-// isPolicyKey reports whether a policy key (translate.PolicyKey) names a
+// isPolicyKey reports whether a policy key (clusterpolicy.PolicyKey) names a
 // namespaced Policy: namespace/name, where a ClusterPolicy's name has no
 // "/".
 func isPolicyKey(key string) bool { return strings.Contains(key, "/") }

@@ -26,6 +26,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -149,7 +150,7 @@ func (r *FallbackSyncReconciler) Start(ctx context.Context) error {
 			return fmt.Errorf("listing Policies: %w", err)
 		}
 		for _, p := range namespaced.Items {
-			names = append(names, translate.PolicyKey(p.Namespace, p.Name))
+			names = append(names, clusterpolicy.PolicyKey(p.Namespace, p.Name))
 		}
 	}
 	r.loads.expect(names)
@@ -195,7 +196,7 @@ func (r *FallbackSyncReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if r.Effective != nil {
 		opts = r.Effective()
 	}
-	input, resolver, opts := translate.Input{Policy: policy, Exceptions: exceptions.Items}, r.Resolvers.Resolver(), translationOptions(opts, r.Config)
+	input, resolver, opts := clusterpolicy.Input{Policy: policy, Exceptions: exceptions.Items}, r.Resolvers.Resolver(), translationOptions(opts, r.Config)
 	plan, err := r.plans.translate(input, resolver, opts)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -213,7 +214,7 @@ func (r *FallbackSyncReconciler) Reconcile(ctx context.Context, req ctrl.Request
 
 // reconcileNamespaced is Reconcile for a namespaced Policy.
 func (r *FallbackSyncReconciler) reconcileNamespaced(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	key := translate.PolicyKey(req.Namespace, req.Name)
+	key := clusterpolicy.PolicyKey(req.Namespace, req.Name)
 	policy := &kyvernov1.Policy{}
 	if err := r.Get(ctx, req.NamespacedName, policy); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -231,7 +232,7 @@ func (r *FallbackSyncReconciler) reconcileNamespaced(ctx context.Context, req ct
 	if r.Effective != nil {
 		opts = r.Effective()
 	}
-	input, resolver, opts := translate.PolicyInput(policy, exceptions.Items), r.Resolvers.Resolver(), translationOptions(opts, r.Config)
+	input, resolver, opts := clusterpolicy.PolicyInput(policy, exceptions.Items), r.Resolvers.Resolver(), translationOptions(opts, r.Config)
 	plan, err := translate.Translate(input, resolver, opts)
 	if err != nil {
 		return ctrl.Result{}, err

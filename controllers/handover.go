@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
@@ -326,7 +327,7 @@ func bridgedRules(rules, bridge []translate.FallbackRule, plan *translate.Plan, 
 // bridgeFor is handOver's bridge for a ClusterPolicy or Policy: its
 // translation with generation off, as the webhook enforces every rule
 // then (none when Kyverno runs: kyvap's webhook does not serve then).
-func bridgeFor(in translate.Input, resolver kyverno.KindResolver, opts translate.Options, kyverno bool) func() []translate.FallbackRule {
+func bridgeFor(in clusterpolicy.Input, resolver kyverno.KindResolver, opts translate.Options, kyverno bool) func() []translate.FallbackRule {
 	return func() []translate.FallbackRule {
 		opts.GenerateValidatingAdmissionPolicy = false
 		plan, err := translate.Translate(in, resolver, opts)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -39,7 +40,7 @@ type planEntry struct {
 	plan     translate.Plan
 }
 
-func (c *planCache) translate(in translate.Input, resolver kyverno.KindResolver, opts translate.Options) (translate.Plan, error) {
+func (c *planCache) translate(in clusterpolicy.Input, resolver kyverno.KindResolver, opts translate.Options) (translate.Plan, error) {
 	key := planKey(in, opts)
 	name := in.Policy.Name
 	c.mu.Lock()
@@ -86,7 +87,7 @@ func (c *planCache) forget(policy string) {
 
 // planKey identifies the inputs of a translation without the policy's
 // status, which changes on every report and does not affect the plan.
-func planKey(in translate.Input, opts translate.Options) string {
+func planKey(in clusterpolicy.Input, opts translate.Options) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s/%d/%+v", in.Policy.UID, in.Policy.Generation, opts)
 	keys := make([]string, 0, len(in.Policy.Annotations))

@@ -12,6 +12,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -29,31 +30,31 @@ func cachedPolicy() *kyvernov1.ClusterPolicy {
 
 func TestPlanKeyIgnoresStatusOnly(t *testing.T) {
 	opts := translate.Options{GenerateValidatingAdmissionPolicy: true}
-	base := planKey(translate.Input{Policy: cachedPolicy()}, opts)
+	base := planKey(clusterpolicy.Input{Policy: cachedPolicy()}, opts)
 
 	withStatus := cachedPolicy()
 	withStatus.ResourceVersion = "99"
 	withStatus.Status.ValidatingAdmissionPolicy.Generated = true
-	if planKey(translate.Input{Policy: withStatus}, opts) != base {
+	if planKey(clusterpolicy.Input{Policy: withStatus}, opts) != base {
 		t.Error("a status change changes the plan key")
 	}
 
-	changes := map[string]func(*kyvernov1.ClusterPolicy, *translate.Input, *translate.Options){
-		"generation": func(p *kyvernov1.ClusterPolicy, _ *translate.Input, _ *translate.Options) { p.Generation = 2 },
-		"annotation": func(p *kyvernov1.ClusterPolicy, _ *translate.Input, _ *translate.Options) {
+	changes := map[string]func(*kyvernov1.ClusterPolicy, *clusterpolicy.Input, *translate.Options){
+		"generation": func(p *kyvernov1.ClusterPolicy, _ *clusterpolicy.Input, _ *translate.Options) { p.Generation = 2 },
+		"annotation": func(p *kyvernov1.ClusterPolicy, _ *clusterpolicy.Input, _ *translate.Options) {
 			p.Annotations = map[string]string{"a": "b"}
 		},
-		"uid": func(p *kyvernov1.ClusterPolicy, _ *translate.Input, _ *translate.Options) { p.UID = "other" },
-		"options": func(_ *kyvernov1.ClusterPolicy, _ *translate.Input, o *translate.Options) {
+		"uid": func(p *kyvernov1.ClusterPolicy, _ *clusterpolicy.Input, _ *translate.Options) { p.UID = "other" },
+		"options": func(_ *kyvernov1.ClusterPolicy, _ *clusterpolicy.Input, o *translate.Options) {
 			o.GenerateValidatingAdmissionPolicy = false
 		},
-		"exception": func(_ *kyvernov1.ClusterPolicy, in *translate.Input, _ *translate.Options) {
+		"exception": func(_ *kyvernov1.ClusterPolicy, in *clusterpolicy.Input, _ *translate.Options) {
 			in.Exceptions = []kyvernov2.PolicyException{{ObjectMeta: metav1.ObjectMeta{Name: "e", Generation: 1}}}
 		},
 	}
 	for name, change := range changes {
 		p := cachedPolicy()
-		in := translate.Input{Policy: p}
+		in := clusterpolicy.Input{Policy: p}
 		o := opts
 		change(p, &in, &o)
 		if planKey(in, o) == base {
@@ -66,22 +67,22 @@ func TestPlanCacheReusesAndRefreshes(t *testing.T) {
 	var c planCache
 	resolver := kyverno.NewStaticResolver()
 	opts := translate.Options{GenerateValidatingAdmissionPolicy: true}
-	first, err := c.translate(translate.Input{Policy: cachedPolicy()}, resolver, opts)
+	first, err := c.translate(clusterpolicy.Input{Policy: cachedPolicy()}, resolver, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, _ := c.translate(translate.Input{Policy: cachedPolicy()}, resolver, opts)
+	again, _ := c.translate(clusterpolicy.Input{Policy: cachedPolicy()}, resolver, opts)
 	if &first.Rules[0] != &again.Rules[0] {
 		t.Error("an unchanged input was translated again")
 	}
-	other, _ := c.translate(translate.Input{Policy: cachedPolicy()}, kyverno.NewStaticResolver(), opts)
+	other, _ := c.translate(clusterpolicy.Input{Policy: cachedPolicy()}, kyverno.NewStaticResolver(), opts)
 	if &first.Rules[0] == &other.Rules[0] {
 		t.Error("a new resolver (discovery changed) reused the old plan")
 	}
 	changed := cachedPolicy()
 	changed.Generation = 2
 	changed.Spec.Rules[0].Name = "renamed"
-	plan, _ := c.translate(translate.Input{Policy: changed}, kyverno.NewStaticResolver(), opts)
+	plan, _ := c.translate(clusterpolicy.Input{Policy: changed}, kyverno.NewStaticResolver(), opts)
 	if plan.Rules[0].Rule != "renamed" {
 		t.Errorf("a new generation reused the old plan: rule %q", plan.Rules[0].Rule)
 	}
@@ -94,7 +95,7 @@ func TestPlanCacheIsBounded(t *testing.T) {
 	for i := range planCacheSize + 10 {
 		p := cachedPolicy()
 		p.Name = fmt.Sprintf("p-%d", i)
-		if _, err := c.translate(translate.Input{Policy: p}, resolver, opts); err != nil {
+		if _, err := c.translate(clusterpolicy.Input{Policy: p}, resolver, opts); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -26,13 +26,14 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
 )
 
 // NamespacedPolicyReconciler is the ClusterPolicyReconciler of Kyverno's
-// namespaced kyverno.io/v1 Policy: the same translation (translate.PolicyInput
+// namespaced kyverno.io/v1 Policy: the same translation (clusterpolicy.PolicyInput
 // confines every VAP to the policy's namespace), the same fallback rules
 // (keyed namespace/name) and the same status. Its generated objects are
 // cluster-scoped, so they carry labels instead of owner references, and
@@ -55,7 +56,7 @@ type NamespacedPolicyReconciler struct {
 // Reconcile gathers the policy and its exceptions, translates them, hands
 // the fallback rules over, applies the plan and reports.
 func (r *NamespacedPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	key := translate.PolicyKey(req.Namespace, req.Name)
+	key := clusterpolicy.PolicyKey(req.Namespace, req.Name)
 	policy := &kyvernov1.Policy{}
 	if err := r.Get(ctx, req.NamespacedName, policy); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -75,7 +76,7 @@ func (r *NamespacedPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if err := r.List(ctx, &exceptions, client.MatchingFields{exceptionPolicyIndex: key}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing PolicyExceptions: %w", err)
 	}
-	input, resolver, opts := translate.PolicyInput(policy, exceptions.Items), r.Resolvers.Resolver(), translationOptions(r.Options, r.Config)
+	input, resolver, opts := clusterpolicy.PolicyInput(policy, exceptions.Items), r.Resolvers.Resolver(), translationOptions(r.Options, r.Config)
 	plan, err := translate.Translate(input, resolver, opts)
 	if err != nil {
 		return ctrl.Result{}, err

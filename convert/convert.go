@@ -6,7 +6,7 @@
 // (policies.kyverno.io/v1), one per rule.
 //
 // A rule is converted from its lowered form in the policy model
-// (translate.LowerClusterPolicy): the same match constraints, match
+// (clusterpolicy.Lower): the same match constraints, match
 // conditions, variables and validations kyvap's VAPs enforce, which
 // translate proves equal to Kyverno's verdicts. Whatever has no exact
 // ValidatingPolicy form is never approximated: the rule is reported with a
@@ -30,10 +30,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/frontend/validatingpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
-	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/vap"
 )
 
@@ -121,14 +121,15 @@ type Result struct {
 }
 
 // Policy converts a ClusterPolicy, or a namespaced Policy carried as one
-// (TypeMeta kind Policy, see translate.InputFor). PolicyExceptions are not
+// (TypeMeta kind Policy, see clusterpolicy.InputFor). PolicyExceptions are not
 // folded in: they are converted (or refused) on their own.
 func Policy(p *kyvernov1.ClusterPolicy, opts Options) (Result, error) {
-	in := translate.InputFor(p, nil)
-	lowered, plan, err := translate.LowerClusterPolicy(in, opts.Resolver, translate.Options{CompatibilityVersion: opts.CompatibilityVersion, KyvernoConfig: opts.KyvernoConfig})
+	in := clusterpolicy.InputFor(p, nil)
+	lowering, err := clusterpolicy.Lower(in, opts.Resolver, clusterpolicy.Options{CompatibilityVersion: opts.CompatibilityVersion, KyvernoConfig: opts.KyvernoConfig})
 	if err != nil {
 		return Result{}, err
 	}
+	lowered := lowering.Policy
 	if cfg := opts.KyvernoConfig; cfg != nil && (cfg.NamespaceSelector != nil || cfg.ObjectSelector != nil) {
 		// The webhook selectors are binding scope in a VAP; a
 		// ValidatingPolicy has its match constraints only.
@@ -138,10 +139,10 @@ func Policy(p *kyvernov1.ClusterPolicy, opts Options) (Result, error) {
 			m.ObjectSelector = vap.AndLabelSelectors(m.ObjectSelector, cfg.ObjectSelector)
 		}
 	}
-	res := Result{Source: lowered.Source, Warnings: plan.Warnings}
-	for _, rr := range plan.Rules {
-		if len(rr.ValidatingAdmissionPolicies) == 0 {
-			res.Unconverted = append(res.Unconverted, Unconverted{Rule: rr.Rule, Reason: unloweredReason(rr)})
+	res := Result{Source: lowered.Source, Warnings: lowering.Warnings}
+	for _, o := range lowering.Outcomes {
+		if o.Fate != clusterpolicy.Lowered {
+			res.Unconverted = append(res.Unconverted, Unconverted{Rule: o.Name, Reason: unloweredReason(o.Refusal)})
 		}
 	}
 	variants := map[string][]model.Rule{}
@@ -161,14 +162,11 @@ func Policy(p *kyvernov1.ClusterPolicy, opts Options) (Result, error) {
 }
 
 // unloweredReason says why a rule has no lowered form.
-func unloweredReason(rr translate.RuleResult) string {
-	switch {
-	case rr.Reason == model.ReasonEmptyRule:
+func unloweredReason(r *model.Refusal) string {
+	if r.Reason == model.ReasonEmptyRule {
 		return "the rule has no CEL expressions (Kyverno passes every request): nothing to convert"
-	case rr.Reason != "":
-		return fmt.Sprintf("%s: %s", rr.Reason, rr.Message)
 	}
-	return string(rr.Verdict)
+	return fmt.Sprintf("%s: %s", r.Reason, r.Message)
 }
 
 // convertRule converts a rule as written and its pod-controller variants:
@@ -341,7 +339,7 @@ func specOf(src *model.Source, r *model.Rule, bindingActions []admissionregistra
 	// Kyverno skips) is a match condition again.
 	vap.Unguard(&r.MatchConditions, &r.Variables, r.Validations, ConditionApplies)
 	for i := range r.MatchConditions {
-		if r.MatchConditions[i].Name == translate.ConditionPolicyNamespace {
+		if r.MatchConditions[i].Name == vap.ConditionPolicyNamespace {
 			// Kyverno selects a NamespacedValidatingPolicy by the request's
 			// namespace, Namespace objects included; a namespaced Policy
 			// never applies to a Namespace: the condition stays, under a

@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
-	"github.com/kyvap/kyvap/translate"
 )
 
 // ConditionException is the match condition of a converted
@@ -47,7 +47,7 @@ func Exception(ex *kyvernov2.PolicyException, results []Result, opts Options) Ex
 		out.Reason = "background: false makes it apply at admission only, which a policies.kyverno.io PolicyException cannot say"
 		return out
 	}
-	condition, err := translate.ExceptionCondition(opts.Resolver, ex)
+	condition, err := clusterpolicy.ExceptionCondition(opts.Resolver, ex)
 	if err != nil {
 		out.Reason = err.Error()
 		return out
@@ -55,7 +55,7 @@ func Exception(ex *kyvernov2.PolicyException, results []Result, opts Options) Ex
 	var refs []policiesv1.PolicyRef
 	for i := range results {
 		res := &results[i]
-		key := translate.PolicyKey(res.Source.Namespace, res.Source.Name)
+		key := clusterpolicy.PolicyKey(res.Source.Namespace, res.Source.Name)
 		for _, c := range res.Policies {
 			rules := append([]string{c.Rule}, c.Variants...)
 			var named, unnamed []string

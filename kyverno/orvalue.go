@@ -316,3 +316,9 @@ func RewriteOrValueInSpec(spec *admissionregistrationv1.ValidatingAdmissionPolic
 	}
 	return changed
 }
+
+// OrValueWarning is the warning for a rule whose orValue calls were
+// rewritten (RewriteOrValueInSpec).
+func OrValueWarning(rule string) string {
+	return rule + ": calls to orValue are rewritten for the API server so that a receiver that is not an optional gives its own value, as Kyverno's compatibility macro does (the API server alone would fail with \"no such overload\")"
+}

@@ -14,6 +14,7 @@ import (
 
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/engine"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/policytest/vapsim"
 	"github.com/kyvap/kyvap/translate"
 	"github.com/kyvap/kyvap/vap"
@@ -56,11 +57,11 @@ func newPaths(r *runner) *paths {
 		for i := range withoutPreconditions.Spec.Rules {
 			withoutPreconditions.Spec.Rules[i].CELPreconditions = nil
 		}
-		if plan, err := translate.Translate(translate.InputFor(withoutPreconditions, r.suite.Exceptions), r.resolver, opts); err == nil {
+		if plan, err := translate.Translate(clusterpolicy.InputFor(withoutPreconditions, r.suite.Exceptions), r.resolver, opts); err == nil {
 			bare = append(bare, plan.ValidatingAdmissionPolicies...)
 			bareBindings = append(bareBindings, plan.Bindings...)
 		}
-		if plan, err := translate.Translate(translate.InputFor(withoutPreconditions, []kyvernov2.PolicyException{}), r.resolver, opts); err == nil {
+		if plan, err := translate.Translate(clusterpolicy.InputFor(withoutPreconditions, []kyvernov2.PolicyException{}), r.resolver, opts); err == nil {
 			unexcepted = append(unexcepted, plan.ValidatingAdmissionPolicies...)
 			unexceptedBindings = append(unexceptedBindings, plan.Bindings...)
 		}

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
@@ -141,7 +142,7 @@ func (r *runner) translate(report *Report) {
 		st := &policyState{policy: p, rules: map[string]*translate.RuleResult{}, vapRule: map[string]string{}, fallbackNames: map[string]bool{}}
 		r.policies[p.Name] = st
 		r.order = append(r.order, p.Name)
-		in := translate.InputFor(p, r.suite.Exceptions)
+		in := clusterpolicy.InputFor(p, r.suite.Exceptions)
 		st.vap, st.err = translate.Translate(in, r.resolver, translate.Options{GenerateValidatingAdmissionPolicy: true, CompatibilityVersion: r.opts.CompatibilityVersion})
 		deployed := st.vap.Rules // what the operator makes of the policy, as listed
 		if st.err == nil && kyverno.BackgroundOnly(&p.Spec) {
@@ -150,7 +151,7 @@ func (r *runner) translate(report *Report) {
 			// evaluates the rules as at admission (internal/scan).
 			st.backgroundOnly = true
 			r.warnings = append(r.warnings, fmt.Sprintf("ClusterPolicy %q: spec.admission is false, so no VAP is deployed; its results are the verdicts of kyvap's background scan, as Kyverno's CLI gives its scan's", p.Name))
-			in = translate.InputFor(kyverno.AsScanned(p), r.suite.Exceptions)
+			in = clusterpolicy.InputFor(kyverno.AsScanned(p), r.suite.Exceptions)
 			st.vap, st.err = translate.Translate(in, r.resolver, translate.Options{GenerateValidatingAdmissionPolicy: true, CompatibilityVersion: r.opts.CompatibilityVersion})
 		}
 		if st.err == nil {

@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/reports"
@@ -380,7 +381,7 @@ func (r *Reporter) setup() error {
 // scanned like a ClusterPolicy, confined to its namespace and reported as
 // namespace/name, as Kyverno names it in reports.
 func (r *Reporter) reconcilePolicy(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	key := translate.PolicyKey(req.Namespace, req.Name)
+	key := clusterpolicy.PolicyKey(req.Namespace, req.Name)
 	policy := &kyvernov1.ClusterPolicy{}
 	var err error
 	if req.Namespace != "" {
@@ -435,12 +436,12 @@ func (r *Reporter) rulesOf(policy *kyvernov1.ClusterPolicy) ([]translate.Fallbac
 	opts := r.Options()
 	resolver := r.Resolvers.Resolver()
 	scanned := kyverno.AsScanned(policy)
-	plan, err := translate.Translate(translate.InputFor(scanned, nil), resolver, opts)
+	plan, err := translate.Translate(clusterpolicy.InputFor(scanned, nil), resolver, opts)
 	if err != nil {
 		return nil, err
 	}
 	opts.GenerateValidatingAdmissionPolicy = false
-	engineForm, err := translate.Translate(translate.InputFor(scanned, nil), resolver, opts)
+	engineForm, err := translate.Translate(clusterpolicy.InputFor(scanned, nil), resolver, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -453,7 +454,7 @@ func (r *Reporter) watch(ctx context.Context, rules []translate.FallbackRule) ([
 	var all []admissionregistrationv1.RuleWithOperations
 	resolver := r.Resolvers.Resolver()
 	for i := range rules {
-		webhookRules, err := translate.WebhookRules(resolver, append([]kyvernov1.Rule{rules[i].Rule}, rules[i].AdditionalRules...)...)
+		webhookRules, err := clusterpolicy.WebhookRules(resolver, append([]kyvernov1.Rule{rules[i].Rule}, rules[i].AdditionalRules...)...)
 		if err != nil {
 			continue // the status reports unresolvable kinds
 		}

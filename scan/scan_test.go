@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/reports"
 	"github.com/kyvap/kyvap/translate"
@@ -54,10 +55,10 @@ func loadPolicy(t *testing.T) *kyvernov1.ClusterPolicy {
 func plans(t *testing.T, p *kyvernov1.ClusterPolicy) (plan, engineForm translate.Plan) {
 	t.Helper()
 	var err error
-	if plan, err = translate.Translate(translate.Input{Policy: p}, kyverno.NewStaticResolver(), translate.Options{GenerateValidatingAdmissionPolicy: true}); err != nil {
+	if plan, err = translate.Translate(clusterpolicy.Input{Policy: p}, kyverno.NewStaticResolver(), translate.Options{GenerateValidatingAdmissionPolicy: true}); err != nil {
 		t.Fatal(err)
 	}
-	if engineForm, err = translate.Translate(translate.Input{Policy: p}, kyverno.NewStaticResolver(), translate.Options{GenerateValidatingAdmissionPolicy: false}); err != nil {
+	if engineForm, err = translate.Translate(clusterpolicy.Input{Policy: p}, kyverno.NewStaticResolver(), translate.Options{GenerateValidatingAdmissionPolicy: false}); err != nil {
 		t.Fatal(err)
 	}
 	return plan, engineForm
@@ -164,11 +165,11 @@ func BenchmarkScan(b *testing.B) {
 				Validation:     &kyvernov1.Validation{CEL: &kyvernov1.CEL{Expressions: []admissionregistrationv1.Validation{{Expression: expr, Message: "m"}}}},
 			})
 		}
-		plan, err := translate.Translate(translate.Input{Policy: p}, kyverno.NewStaticResolver(), translate.Options{GenerateValidatingAdmissionPolicy: true})
+		plan, err := translate.Translate(clusterpolicy.Input{Policy: p}, kyverno.NewStaticResolver(), translate.Options{GenerateValidatingAdmissionPolicy: true})
 		if err != nil {
 			b.Fatal(err)
 		}
-		engineForm, err := translate.Translate(translate.Input{Policy: p}, kyverno.NewStaticResolver(), translate.Options{})
+		engineForm, err := translate.Translate(clusterpolicy.Input{Policy: p}, kyverno.NewStaticResolver(), translate.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/vap"
 )
@@ -159,7 +160,7 @@ func BenchmarkTranslateAndChain(b *testing.B) {
 				policy = guardedChainPolicy(andChain("object.metadata.name != 'x'", kb*1024))
 			}
 			b.Run(name, func(b *testing.B) {
-				in := Input{Policy: policy}
+				in := clusterpolicy.Input{Policy: policy}
 				for b.Loop() {
 					plan, _ := Translate(in, resolver, opts)
 					if len(plan.Rules) != 1 || plan.Rules[0].Verdict != VerdictTranslated {

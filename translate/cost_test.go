@@ -14,6 +14,7 @@ import (
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 )
 
@@ -144,7 +145,7 @@ func TestTranslateWarnsAboutExpensiveFallbackRules(t *testing.T) {
 	two := int32(2)
 	policy := &kyvernov1.ClusterPolicy{Spec: kyvernov1.Spec{WebhookTimeoutSeconds: &two, Rules: []kyvernov1.Rule{expensive}}}
 	policy.Name = "p"
-	plan, err := Translate(Input{Policy: policy}, kyverno.NewStaticResolver(), Options{GenerateValidatingAdmissionPolicy: false})
+	plan, err := Translate(clusterpolicy.Input{Policy: policy}, kyverno.NewStaticResolver(), Options{GenerateValidatingAdmissionPolicy: false})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
 )
@@ -22,7 +23,7 @@ func TestDuplicateRuleNamesAreInvalid(t *testing.T) {
 			celTestRule("check", "ConfigMap", "false"),
 		}},
 	}
-	plan, err := Translate(Input{Policy: policy}, kyverno.NewStaticResolver(), Options{GenerateValidatingAdmissionPolicy: true})
+	plan, err := Translate(clusterpolicy.Input{Policy: policy}, kyverno.NewStaticResolver(), Options{GenerateValidatingAdmissionPolicy: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,8 +51,8 @@ func (t *translation) newFallbackRule(rules []kyvernov1.Rule, reason model.Reaso
 		additional = rules[1:]
 	}
 	fr := &FallbackRule{
-		Policy: t.key(), Namespace: t.namespace, Rule: rules[0], AdditionalRules: additional, Spec: t.fallbackSpec(),
-		Exceptions: t.exceptionsFor(names...), Reason: reason, Message: message,
+		Policy: t.lowering.Key(), Namespace: t.namespace, Rule: rules[0], AdditionalRules: additional, Spec: t.fallbackSpec(),
+		Exceptions: t.lowering.ExceptionsFor(names...), Reason: reason, Message: message,
 	}
 	fr.NotEnforced = notEnforceable(rules, fr.Exceptions)
 	fr.WebhookExempt = webhookProtectedCovered(t.resolver, rules)

@@ -12,6 +12,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 )
 
@@ -53,7 +54,7 @@ func TestNotEnforced(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			policy := &kyvernov1.ClusterPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: kyvernov1.Spec{Rules: []kyvernov1.Rule{tc.rule}}}
 			// Generation off: every CEL rule goes to the fallback engine.
-			plan, err := Translate(Input{Policy: policy, Exceptions: tc.exceptions}, kyverno.NewStaticResolver(), Options{})
+			plan, err := Translate(clusterpolicy.Input{Policy: policy, Exceptions: tc.exceptions}, kyverno.NewStaticResolver(), Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

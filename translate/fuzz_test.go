@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 )
 
@@ -35,7 +36,7 @@ func FuzzTranslate(f *testing.F) {
 			return
 		}
 		before := policy.DeepCopy()
-		in := Input{Policy: &policy}
+		in := clusterpolicy.Input{Policy: &policy}
 		opts := Options{GenerateValidatingAdmissionPolicy: true}
 		first, err := Translate(in, resolver, opts)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/translate/translatetest"
 	"github.com/kyvap/kyvap/vap"
@@ -25,7 +26,7 @@ var update = flag.Bool("update", false, "rewrite the golden plan.yaml files")
 type goldenCase struct {
 	name  string
 	dir   string
-	input Input
+	input clusterpolicy.Input
 	opts  Options
 }
 
@@ -36,7 +37,7 @@ func loadGoldenCases(t testing.TB) []goldenCase {
 		cases = append(cases, goldenCase{
 			name:  c.Name,
 			dir:   c.Dir,
-			input: InputFor(c.Policy, c.Exceptions),
+			input: clusterpolicy.InputFor(c.Policy, c.Exceptions),
 			opts: Options{
 				GenerateValidatingAdmissionPolicy: c.Options.GenerateVAP(),
 				CompatibilityVersion:              c.Options.CompatibilityVersion,

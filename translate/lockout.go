@@ -11,6 +11,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
 )
@@ -75,7 +76,7 @@ func WebhookLockOutCondition() admissionregistrationv1.MatchCondition {
 // "nodes" for the core group) that the rules' match blocks select: kyvap's
 // webhook never receives them, so a fallback rule is not enforced there.
 func webhookProtectedCovered(resolver kyverno.KindResolver, rules []kyvernov1.Rule) []string {
-	registered, err := WebhookRules(resolver, rules...)
+	registered, err := clusterpolicy.WebhookRules(resolver, rules...)
 	if err != nil {
 		return nil // the webhook configuration reports the resolver's error
 	}

@@ -5,37 +5,42 @@ package translate
 
 import (
 	"bytes"
-	"errors"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
 )
 
-// TestLowerClusterPolicy checks, on every golden case, that the policy
-// model holds exactly what the VAPs say: each lowered rule is one VAP of
-// the plan with the same fields, and one binding per model binding; that
-// every rule the plan translates is lowered; and that lowering ignores only
-// the opt-outs of generation and of admission (a background-only rule is
-// lowered with Admission false).
+// TestLowerClusterPolicy checks, on every golden case, that the
+// ClusterPolicy front-end's model holds exactly what the translator's VAPs
+// say: each lowered rule is one VAP of the plan with the same fields, and
+// one binding per model binding; that every outcome is the plan's rule
+// result, in order, with the same reason; and that lowering ignores the
+// opt-outs of generation and of admission (a background-only rule is
+// lowered with Admission false), which choose who enforces a rule, not
+// what it means.
 func TestLowerClusterPolicy(t *testing.T) {
 	lowered := 0
 	for _, c := range loadGoldenCases(t) {
 		t.Run(c.name, func(t *testing.T) {
 			before := c.input.Policy.DeepCopy()
-			p, plan, err := LowerClusterPolicy(c.input, kyverno.NewStaticResolver(testCRDs()...), c.opts)
+			lowerOpts := clusterpolicy.Options{CompatibilityVersion: c.opts.CompatibilityVersion, KyvernoConfig: c.opts.KyvernoConfig}
+			res, err := clusterpolicy.Lower(c.input, kyverno.NewStaticResolver(testCRDs()...), lowerOpts)
 			if err != nil {
 				t.Fatal(err)
 			}
+			p := res.Policy
 			if diff := cmp.Diff(before, c.input.Policy); diff != "" {
 				t.Fatalf("input mutated (-before +after):\n%s", diff)
 			}
-			again, _, _ := LowerClusterPolicy(c.input, kyverno.NewStaticResolver(testCRDs()...), c.opts)
-			if !bytes.Equal(marshalModel(t, p), marshalModel(t, again)) {
+			again, _ := clusterpolicy.Lower(c.input, kyverno.NewStaticResolver(testCRDs()...), lowerOpts)
+			if !bytes.Equal(marshalModel(t, p), marshalModel(t, again.Policy)) {
 				t.Fatal("lowering is not deterministic")
 			}
 			wantKind := model.KindClusterPolicy
@@ -44,6 +49,18 @@ func TestLowerClusterPolicy(t *testing.T) {
 			}
 			if p.Source.Kind != wantKind || p.Source.Name != c.input.Policy.Name || p.Source.Namespace != c.input.Namespace {
 				t.Fatalf("source = %+v", p.Source)
+			}
+			// The translation of the same policy with every rule's
+			// enforcement left to VAPs: generation on, no opt-out.
+			in := c.input
+			in.Policy = c.input.Policy.DeepCopy()
+			delete(in.Policy.Annotations, AnnotationGenerate)
+			in.Policy.Spec.Admission = nil
+			opts := c.opts
+			opts.GenerateValidatingAdmissionPolicy, opts.RespectGenerateField = true, false
+			plan, err := Translate(in, kyverno.NewStaticResolver(testCRDs()...), opts)
+			if err != nil {
+				t.Fatal(err)
 			}
 			vaps := map[string][]admissionregistrationv1.ValidatingAdmissionPolicy{} // by rule name
 			for _, v := range plan.ValidatingAdmissionPolicies {
@@ -77,8 +94,8 @@ func TestLowerClusterPolicy(t *testing.T) {
 					Variables: r.Variables, FailurePolicy: &r.FailurePolicy, MatchConditions: r.MatchConditions,
 				}
 				var diff string
-				for _, vap := range vaps[r.Name] {
-					if diff = cmp.Diff(vap.Spec, got); diff == "" {
+				for _, v := range vaps[r.Name] {
+					if diff = cmp.Diff(v.Spec, got); diff == "" {
 						break
 					}
 				}
@@ -86,32 +103,30 @@ func TestLowerClusterPolicy(t *testing.T) {
 					t.Errorf("rule %q: model differs from its VAP (-vap +model):\n%s", r.Name, diff)
 				}
 			}
-			// With generation on and no opt-out, lowering is translation.
-			opts := c.opts
-			opts.GenerateValidatingAdmissionPolicy, opts.RespectGenerateField = true, false
-			if c.input.Policy.Annotations[AnnotationGenerate] != "false" && c.input.Policy.Spec.AdmissionEnabled() {
-				translated, _ := Translate(c.input, kyverno.NewStaticResolver(testCRDs()...), opts)
-				if diff := cmp.Diff(translated, plan); diff != "" {
-					t.Errorf("lowering's plan differs from translation's (-translate +lower):\n%s", diff)
+			if len(res.Outcomes) != len(plan.Rules) {
+				t.Fatalf("%d outcomes, %d rule results in the plan", len(res.Outcomes), len(plan.Rules))
+			}
+			verdicts := map[clusterpolicy.Fate]Verdict{
+				clusterpolicy.Lowered: VerdictTranslated, clusterpolicy.Empty: VerdictTranslated, clusterpolicy.NoVAPForm: VerdictFallback,
+				clusterpolicy.Refused: VerdictInvalid, clusterpolicy.NotCEL: VerdictNotHandled,
+			}
+			for i, o := range res.Outcomes {
+				rr := plan.Rules[i]
+				var reason model.Reason
+				if o.Refusal != nil {
+					reason = o.Refusal.Reason
+				}
+				if o.Name != rr.Rule || verdicts[o.Fate] != rr.Verdict || reason != rr.Reason || (o.Fate == clusterpolicy.Lowered) != (len(rr.ValidatingAdmissionPolicies) > 0) {
+					t.Errorf("outcome %d: %s %v %q; the plan says %s %s %q with %d VAPs", i, o.Name, o.Fate, reason, rr.Rule, rr.Verdict, rr.Reason, len(rr.ValidatingAdmissionPolicies))
 				}
 			}
-			for _, rr := range plan.Rules {
-				if rr.Verdict == VerdictTranslated && len(rr.ValidatingAdmissionPolicies) > 0 {
-					if _, ok := vaps[rr.Rule]; !ok {
-						t.Errorf("translated rule %q is not lowered", rr.Rule)
-					}
-				}
+			if len(res.Warnings) > len(plan.Warnings) || !slices.Equal(res.Warnings, plan.Warnings[:len(res.Warnings)]) {
+				t.Errorf("the lowering's warnings are not the plan's first ones:\n%q\n%q", res.Warnings, plan.Warnings)
 			}
 		})
 	}
 	if lowered < 50 {
 		t.Fatalf("only %d rules lowered over the golden cases", lowered)
-	}
-}
-
-func TestLowerClusterPolicyNil(t *testing.T) {
-	if _, _, err := LowerClusterPolicy(Input{}, nil, Options{}); !errors.Is(err, ErrNilPolicy) {
-		t.Fatalf("err = %v, want ErrNilPolicy", err)
 	}
 }
 

@@ -34,13 +34,8 @@ const (
 	AnnotationPolicyNamespace = "kyvap.io/policy-namespace"
 )
 
-// ConditionPolicyNamespace is the match condition that keeps a namespaced
-// policy's VAP to its namespace.
-const ConditionPolicyNamespace = conditionNamespace
-
 // Condition names kyvap adds to policy-model VAPs.
 const (
-	conditionNamespace       = "kyvap-policy-namespace"
 	conditionModelExceptions = "kyvap-exceptions"
 )
 
@@ -243,8 +238,8 @@ func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule)
 		// request.namespace is the Namespace's own name for a Namespace
 		// object, as in Kyverno's webhook, which selects namespaced
 		// policies by the request's namespace.
-		conditions = append(conditions, admissionregistrationv1.MatchCondition{Name: conditionNamespace, Expression: "request.namespace == " + strconv.Quote(rule.Namespace)})
-		ours[conditionNamespace] = true
+		conditions = append(conditions, admissionregistrationv1.MatchCondition{Name: vap.ConditionPolicyNamespace, Expression: "request.namespace == " + strconv.Quote(rule.Namespace)})
+		ours[vap.ConditionPolicyNamespace] = true
 	}
 	if len(exceptionConditions) > 0 {
 		conditions = append(conditions, admissionregistrationv1.MatchCondition{Name: conditionModelExceptions, Expression: "!(" + strings.Join(exceptionConditions, " || ") + ")"})
@@ -264,7 +259,7 @@ func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule)
 		return RuleResult{Rule: rule.ID, Verdict: VerdictInvalid, Reason: fl.Reason, Message: fl.Message}
 	}
 	if kyverno.RewriteOrValueInSpec(&spec, ours) {
-		plan.Warnings = append(plan.Warnings, orValueWarning(ruleLabel(src, rule)))
+		plan.Warnings = append(plan.Warnings, kyverno.OrValueWarning(ruleLabel(src, rule)))
 	}
 	// Kyverno compiles ValidatingPolicies in the API server's stored
 	// expressions environment (every library), so the cluster's
@@ -401,11 +396,6 @@ func modelObjectMeta(src *model.Source, rule *model.Rule, name string) metav1.Ob
 		APIVersion: src.APIVersion, Kind: string(src.Kind), Name: src.Name, UID: src.UID, Controller: &controller,
 	}}
 	return meta
-}
-
-// orValueWarning is the plan warning of a rewritten rule.
-func orValueWarning(rule string) string {
-	return rule + ": calls to orValue are rewritten for the API server so that a receiver that is not an optional gives its own value, as Kyverno's compatibility macro does (the API server alone would fail with \"no such overload\")"
 }
 
 // resourceWarnings says which resources a policy's match constraints name

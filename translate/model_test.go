@@ -21,6 +21,7 @@ import (
 	"github.com/kyvap/kyvap/frontend/validatingpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
+	"github.com/kyvap/kyvap/vap"
 )
 
 // modelNow is the clock of the policy-model golden cases (exceptions expire
@@ -120,7 +121,7 @@ func TestModelKyvernoConfig(t *testing.T) {
 		for _, mc := range plan.ValidatingAdmissionPolicies[0].Spec.MatchConditions {
 			names[mc.Name] = true
 		}
-		for _, want := range []string{kyverno.ConditionResourceFilters, kyverno.ConditionExcludedSubjects, conditionNamespace} {
+		for _, want := range []string{kyverno.ConditionResourceFilters, kyverno.ConditionExcludedSubjects, vap.ConditionPolicyNamespace} {
 			if !names[want] {
 				t.Errorf("match condition %s missing: %v", want, names)
 			}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 )
 
@@ -128,7 +129,7 @@ func TestGeneratedNamesDoNotCollideAcrossPolicies(t *testing.T) {
 	names := map[string]string{}
 	for _, pr := range [][2]string{{"a", "b-c"}, {"a-b", "c"}} {
 		policy := &kyvernov1.ClusterPolicy{ObjectMeta: metav1.ObjectMeta{Name: pr[0]}, Spec: kyvernov1.Spec{Rules: []kyvernov1.Rule{celTestRule(pr[1], "ConfigMap", "true")}}}
-		plan, err := Translate(Input{Policy: policy}, kyverno.NewStaticResolver(), Options{GenerateValidatingAdmissionPolicy: true})
+		plan, err := Translate(clusterpolicy.Input{Policy: policy}, kyverno.NewStaticResolver(), Options{GenerateValidatingAdmissionPolicy: true})
 		if err != nil || len(plan.ValidatingAdmissionPolicies) != 1 {
 			t.Fatalf("%v: %d VAPs, %v", pr, len(plan.ValidatingAdmissionPolicies), err)
 		}

@@ -53,51 +53,6 @@ type Options struct {
 // out of VAP generation (they go to the fallback engine).
 const AnnotationGenerate = "kyvap.io/generate"
 
-// Input is what a translation reads.
-type Input struct {
-	Policy *kyvernov1.ClusterPolicy
-	// Exceptions are the PolicyExceptions that may name the policy's rules;
-	// the ones that do not are ignored.
-	Exceptions []kyvernov2.PolicyException
-	// Namespace, when set, makes Policy a namespaced kyverno.io/v1 Policy
-	// of that namespace (see PolicyInput): every rule is confined to it.
-	Namespace string
-}
-
-// PolicyInput is the Input for a namespaced kyverno.io/v1 Policy: Kyverno
-// evaluates its rules as a ClusterPolicy's, on the resources of its own
-// namespace only (pkg/engine/internal/match.go checkNamespacedPolicy: the
-// resource's namespace must be the policy's, so cluster-scoped resources,
-// Namespaces included, never match).
-func PolicyInput(p *kyvernov1.Policy, exceptions []kyvernov2.PolicyException) Input {
-	return InputFor(p.AsClusterPolicy(), exceptions)
-}
-
-// InputFor is the Input for a policy that is either a ClusterPolicy or a
-// namespaced Policy carried as one (PolicyInput's Policy, TypeMeta kind
-// Policy): the form files and suites hold both in.
-func InputFor(p *kyvernov1.ClusterPolicy, exceptions []kyvernov2.PolicyException) Input {
-	in := Input{Policy: p, Exceptions: exceptions}
-	if p.Kind == "Policy" {
-		in.Namespace = p.Namespace
-		if in.Namespace == "" {
-			in.Namespace = "default" // as Kyverno's checkNamespacedPolicy reads it
-		}
-	}
-	return in
-}
-
-// PolicyKey is how results, exceptions and generated objects name a
-// policy: a ClusterPolicy by its name, a namespaced Policy as
-// namespace/name (Kyverno's cache key, which PolicyExceptions' policyName
-// uses).
-func PolicyKey(namespace, name string) string {
-	if namespace == "" {
-		return name
-	}
-	return namespace + "/" + name
-}
-
 // Verdict says where a rule is enforced.
 type Verdict string
 

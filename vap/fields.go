@@ -151,3 +151,7 @@ func AndLabelSelectors(a, b *metav1.LabelSelector) *metav1.LabelSelector {
 	out.MatchExpressions = append(out.MatchExpressions, b.MatchExpressions...)
 	return out
 }
+
+// ConditionPolicyNamespace is the match condition kyvap adds to keep the
+// VAP of a namespaced policy's rule to the policy's namespace.
+const ConditionPolicyNamespace = "kyvap-policy-namespace"

@@ -15,6 +15,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/engine"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
@@ -155,7 +156,7 @@ func DesiredConfiguration(rules []translate.FallbackRule, models []engine.ModelP
 			problems = append(problems, fmt.Errorf("ClusterPolicy %s rule %s: %s", fr.Policy, fr.Rule.Name, fr.NotEnforced))
 			continue
 		}
-		r, err := translate.WebhookRules(resolver, append([]kyvernov1.Rule{fr.Rule}, fr.AdditionalRules...)...)
+		r, err := clusterpolicy.WebhookRules(resolver, append([]kyvernov1.Rule{fr.Rule}, fr.AdditionalRules...)...)
 		if err != nil {
 			problems = append(problems, fmt.Errorf("ClusterPolicy %s: %w", fr.Policy, err))
 			continue
@@ -245,7 +246,7 @@ func webhookFor(g Group, rules []admissionregistrationv1.RuleWithOperations, exc
 }
 
 // mergeWebhookRules merges rules that differ only in resources
-// (translate.MergeRules), with the explicit scope "*" the API server would
+// (clusterpolicy.MergeRules), with the explicit scope "*" the API server would
 // default them to, so the stored configuration equals the desired one.
 func mergeWebhookRules(rules []admissionregistrationv1.RuleWithOperations) []admissionregistrationv1.RuleWithOperations {
 	all := admissionregistrationv1.AllScopes
@@ -254,7 +255,7 @@ func mergeWebhookRules(rules []admissionregistrationv1.RuleWithOperations) []adm
 		scoped[i] = rules[i]
 		scoped[i].Scope = &all
 	}
-	return translate.MergeRules(scoped)
+	return clusterpolicy.MergeRules(scoped)
 }
 
 // errNoClientConfig is returned when neither a Service nor a URL is set.

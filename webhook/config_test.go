@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -123,7 +124,7 @@ func TestDesiredConfigurationLeavesOutUnsupportedRules(t *testing.T) {
 	r := celRule("ctx", []string{"Pod"})
 	r.Context = append(r.Context, apiextensionsJSON(`{"name":"x","variable":{"value":1}}`))
 	policy := &kyvernov1.ClusterPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: kyvernov1.Spec{Rules: []kyvernov1.Rule{r}}}
-	plan, err := translate.Translate(translate.Input{Policy: policy}, kyverno.NewStaticResolver(), translate.Options{})
+	plan, err := translate.Translate(clusterpolicy.Input{Policy: policy}, kyverno.NewStaticResolver(), translate.Options{})
 	if err != nil || plan.Rules[0].Fallback == nil {
 		t.Fatalf("Translate: %v, %+v; want a fallback rule", err, plan.Rules)
 	}

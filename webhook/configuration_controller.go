@@ -29,6 +29,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/engine"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -105,7 +106,7 @@ func coveredRules(rules []translate.FallbackRule, models []engine.ModelPolicy, r
 		if fr.NotEnforced != "" {
 			continue
 		}
-		if _, err := translate.WebhookRules(resolver, all...); err != nil {
+		if _, err := clusterpolicy.WebhookRules(resolver, all...); err != nil {
 			continue
 		}
 		for _, rule := range all {

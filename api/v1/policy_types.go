@@ -59,7 +59,7 @@ type PolicyList struct {
 
 // AsClusterPolicy is the Policy carried as a ClusterPolicy of TypeMeta
 // kind Policy, keeping its namespace: Kyverno evaluates a Policy's rules
-// as a ClusterPolicy's, on its own namespace only (translate.InputFor
+// as a ClusterPolicy's, on its own namespace only (clusterpolicy.InputFor
 // confines them).
 func (p *Policy) AsClusterPolicy() *ClusterPolicy {
 	return &ClusterPolicy{

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/frontend/manifest"
 	"github.com/kyvap/kyvap/frontend/validatingpolicy"
 	"github.com/kyvap/kyvap/kyverno"
@@ -206,12 +207,12 @@ func readInputs(f translateFlags, stdin io.Reader) (manifest.Set, error) {
 		return nil
 	}
 	for _, p := range set.Policies {
-		in := translate.InputFor(&p, nil)
+		in := clusterpolicy.InputFor(&p, nil)
 		kind := "ClusterPolicy"
 		if in.Namespace != "" {
 			kind = "Policy"
 		}
-		if err := check(kind, translate.PolicyKey(in.Namespace, p.Name)); err != nil {
+		if err := check(kind, clusterpolicy.PolicyKey(in.Namespace, p.Name)); err != nil {
 			return set, err
 		}
 	}
@@ -233,7 +234,7 @@ func translateAll(set manifest.Set, opts translate.Options) ([]translate.Plan, e
 	resolver := kyverno.NewStaticResolver(set.CRDs...)
 	plans := make([]translate.Plan, 0, len(set.Policies))
 	for i := range set.Policies {
-		plan, err := translate.Translate(translate.InputFor(&set.Policies[i], set.Exceptions), resolver, opts)
+		plan, err := translate.Translate(clusterpolicy.InputFor(&set.Policies[i], set.Exceptions), resolver, opts)
 		if err != nil {
 			return nil, fmt.Errorf("translating ClusterPolicy %q: %w", set.Policies[i].Name, err)
 		}

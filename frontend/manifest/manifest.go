@@ -302,7 +302,7 @@ func (s *Set) addObject(raw []byte, accept Accept) error {
 		if err := Decode(raw, &policy, meta); err != nil {
 			return err
 		}
-		// Carried as a ClusterPolicy of kind Policy: translate.InputFor
+		// Carried as a ClusterPolicy of kind Policy: clusterpolicy.InputFor
 		// confines it to its namespace.
 		s.Policies = append(s.Policies, *policy.AsClusterPolicy())
 		return nil

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -169,7 +170,7 @@ spec:
 	if err := yaml.UnmarshalStrict([]byte(policyYAML), &policy); err != nil {
 		t.Fatal(err)
 	}
-	plan, err := translate.Translate(translate.Input{Policy: &policy}, kyverno.NewStaticResolver(), translate.Options{GenerateValidatingAdmissionPolicy: true, KyvernoConfig: &cfg})
+	plan, err := translate.Translate(clusterpolicy.Input{Policy: &policy}, kyverno.NewStaticResolver(), translate.Options{GenerateValidatingAdmissionPolicy: true, KyvernoConfig: &cfg})
 	if err != nil {
 		t.Fatal(err)
 	}

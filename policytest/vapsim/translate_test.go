@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/translate"
 )
@@ -56,7 +57,7 @@ func TestTranslatedPlan(t *testing.T) {
 	if err := yaml.UnmarshalStrict([]byte(kyvernoPolicy), &policy); err != nil {
 		t.Fatal(err)
 	}
-	plan, err := translate.Translate(translate.Input{Policy: &policy}, kyverno.NewStaticResolver(), translate.Options{GenerateValidatingAdmissionPolicy: true})
+	plan, err := translate.Translate(clusterpolicy.Input{Policy: &policy}, kyverno.NewStaticResolver(), translate.Options{GenerateValidatingAdmissionPolicy: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,7 @@ import (
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/controllers"
 	"github.com/kyvap/kyvap/engine"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/policytest"
 	"github.com/kyvap/kyvap/policytest/vapsim"
@@ -184,7 +185,7 @@ func newPredictor(t *testing.T, s *policytest.Suite, generate bool) *predictor {
 	var vaps []admissionregistrationv1.ValidatingAdmissionPolicy
 	var bindings []admissionregistrationv1.ValidatingAdmissionPolicyBinding
 	for i := range s.Policies {
-		plan, err := translate.Translate(translate.InputFor(&s.Policies[i], s.Exceptions), resolver, translate.Options{GenerateValidatingAdmissionPolicy: generate})
+		plan, err := translate.Translate(clusterpolicy.InputFor(&s.Policies[i], s.Exceptions), resolver, translate.Options{GenerateValidatingAdmissionPolicy: generate})
 		if err != nil {
 			t.Fatalf("%s: %v", s.Path, err)
 		}
@@ -494,7 +495,7 @@ func enforcedFailures(t *testing.T, s *policytest.Suite, generate bool) map[stri
 	enforceOnly := map[string]bool{}
 	for i := range s.Policies {
 		p := &s.Policies[i]
-		plan, err := translate.Translate(translate.InputFor(p, s.Exceptions), kyverno.NewStaticResolver(s.CRDs...), translate.Options{GenerateValidatingAdmissionPolicy: generate})
+		plan, err := translate.Translate(clusterpolicy.InputFor(p, s.Exceptions), kyverno.NewStaticResolver(s.CRDs...), translate.Options{GenerateValidatingAdmissionPolicy: generate})
 		if err != nil {
 			t.Fatal(err)
 		}

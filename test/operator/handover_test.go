@@ -23,6 +23,7 @@ import (
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/controllers"
 	"github.com/kyvap/kyvap/engine"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/test/controlplane"
 	"github.com/kyvap/kyvap/translate"
@@ -124,7 +125,7 @@ func TestHandOverNeverLeavesARuleUnenforced(t *testing.T) {
 	forbidden := controlplane.ConfigMap(ns, "forbidden", nil)
 	policy := controlplane.ClusterPolicy("handover", kyvernov1.Enforce,
 		controlplane.CELRule("no-forbidden", "ConfigMap", "object.metadata.name != 'forbidden'", "no forbidden config maps"))
-	plan, err := translate.Translate(translate.Input{Policy: policy}, kyverno.NewStaticResolver(), generateOn)
+	plan, err := translate.Translate(clusterpolicy.Input{Policy: policy}, kyverno.NewStaticResolver(), generateOn)
 	if err != nil || len(plan.ValidatingAdmissionPolicies) != 1 {
 		t.Fatalf("plan: %v %+v", err, plan.Rules)
 	}

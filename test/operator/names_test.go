@@ -20,6 +20,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/controllers"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/test/controlplane"
 	"github.com/kyvap/kyvap/translate"
@@ -126,7 +127,7 @@ func enforcedThroughout(events []vapEvent, vaps, bindings map[string]bool) error
 // objects under that name. It returns the plan's (new) objects.
 func oldObjects(t testing.TB, policy *kyvernov1.ClusterPolicy) (*admissionregistrationv1.ValidatingAdmissionPolicy, *admissionregistrationv1.ValidatingAdmissionPolicyBinding, translate.Plan) {
 	t.Helper()
-	plan, err := translate.Translate(translate.Input{Policy: policy}, kyverno.NewStaticResolver(), generateOn)
+	plan, err := translate.Translate(clusterpolicy.Input{Policy: policy}, kyverno.NewStaticResolver(), generateOn)
 	if err != nil || len(plan.ValidatingAdmissionPolicies) != 1 || len(plan.Bindings) != 1 {
 		t.Fatalf("planning: %v, %d VAPs, %d bindings", err, len(plan.ValidatingAdmissionPolicies), len(plan.Bindings))
 	}

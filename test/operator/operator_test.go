@@ -22,6 +22,7 @@ import (
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/controllers"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/test/controlplane"
@@ -313,7 +314,7 @@ func TestForeignVAPIsNotAdopted(t *testing.T) {
 	cp.StartOperator(t, generateOn)
 	ctx := context.Background()
 	policy := controlplane.ReplicasPolicy("clash", kyvernov1.Enforce)
-	plan, err := translate.Translate(translate.Input{Policy: policy}, kyverno.NewStaticResolver(), generateOn)
+	plan, err := translate.Translate(clusterpolicy.Input{Policy: policy}, kyverno.NewStaticResolver(), generateOn)
 	if err != nil || len(plan.ValidatingAdmissionPolicies) != 1 {
 		t.Fatalf("planning the clash: %v, %d VAPs", err, len(plan.ValidatingAdmissionPolicies))
 	}

@@ -27,6 +27,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/controllers"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/test/controlplane"
@@ -420,7 +421,7 @@ func TestUpgradeFromObjectsAnEarlierReleaseWrote(t *testing.T) {
 	cp.Namespace(t, ns, nil)
 	policy := controlplane.ClusterPolicy("upgrade-actions", kyvernov1.Audit, badNamesRule(ns))
 	cp.Create(t, policy) // no operator runs yet
-	plan, err := translate.Translate(translate.Input{Policy: policy}, kyverno.NewStaticResolver(), generateOn)
+	plan, err := translate.Translate(clusterpolicy.Input{Policy: policy}, kyverno.NewStaticResolver(), generateOn)
 	if err != nil || len(plan.ValidatingAdmissionPolicies) != 1 || len(plan.Bindings) != 1 {
 		t.Fatalf("planning: %v, %d VAPs, %d bindings", err, len(plan.ValidatingAdmissionPolicies), len(plan.Bindings))
 	}

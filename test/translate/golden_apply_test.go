@@ -18,6 +18,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/frontend/manifest"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/test/controlplane"
@@ -107,7 +108,7 @@ func TestAPIServerStoresGoldenPlans(t *testing.T) {
 // goldenCase is one directory of translate/testdata with a policy.yaml.
 type goldenCase struct {
 	name  string
-	input translate.Input
+	input clusterpolicy.Input
 	opts  translate.Options
 }
 
@@ -119,7 +120,7 @@ func loadGoldenCases(t *testing.T) []goldenCase {
 		c.Policy.UID = fakePolicyUID
 		cases = append(cases, goldenCase{
 			name:  c.Name,
-			input: translate.InputFor(c.Policy, c.Exceptions),
+			input: clusterpolicy.InputFor(c.Policy, c.Exceptions),
 			opts: translate.Options{
 				GenerateValidatingAdmissionPolicy: c.Options.GenerateVAP(),
 				CompatibilityVersion:              c.Options.CompatibilityVersion,

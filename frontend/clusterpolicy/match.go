@@ -1,7 +1,7 @@
 // Copyright 2026 The kyvap Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package translate
+package clusterpolicy
 
 import (
 	"cmp"
