@@ -20,7 +20,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/translate"
-	"github.com/kyvap/kyvap/translate/vapdefaults"
+	"github.com/kyvap/kyvap/vap"
 )
 
 // AnnotationAppliedHash records a digest of the object kyvap last applied, so
@@ -166,7 +166,7 @@ func specEqual(desired, existing client.Object) bool {
 			return false
 		}
 		want := d.DeepCopy()
-		vapdefaults.Policy(want)
+		vap.DefaultPolicy(want)
 		return equality.Semantic.DeepEqual(want.Spec, e.Spec)
 	case *admissionregistrationv1.ValidatingAdmissionPolicyBinding:
 		e, ok := existing.(*admissionregistrationv1.ValidatingAdmissionPolicyBinding)
@@ -174,7 +174,7 @@ func specEqual(desired, existing client.Object) bool {
 			return false
 		}
 		want := d.DeepCopy()
-		vapdefaults.Binding(want)
+		vap.DefaultBinding(want)
 		return equality.Semantic.DeepEqual(want.Spec, e.Spec)
 	}
 	return false

@@ -18,7 +18,7 @@ import (
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/translate"
-	"github.com/kyvap/kyvap/translate/vapdefaults"
+	"github.com/kyvap/kyvap/vap"
 )
 
 func generatedVAP() *admissionregistrationv1.ValidatingAdmissionPolicy {
@@ -42,7 +42,7 @@ func generatedVAP() *admissionregistrationv1.ValidatingAdmissionPolicy {
 // other tools may add (labels, annotations).
 func stored(desired *admissionregistrationv1.ValidatingAdmissionPolicy) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	s := desired.DeepCopy()
-	vapdefaults.Policy(s)
+	vap.DefaultPolicy(s)
 	s.Labels["other-tool"] = "x"
 	s.Annotations["other-tool"] = "y"
 	return s

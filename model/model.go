@@ -1,10 +1,10 @@
 // Copyright 2026 The kyvap Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-// Package model is kyvap's one policy model: every input kind (ValidatingPolicy,
-// NamespacedValidatingPolicy, and, as they move over, ClusterPolicy and
-// namespaced Policy) lowers into a Policy made of VAP-shaped rules, and the
-// translator, the CLI and the operator read only that.
+// Package model is kyvap's one policy model, the intermediate form of its
+// compiler: every front-end (frontend/clusterpolicy, frontend/
+// validatingpolicy) lowers its input kind into a Policy made of VAP-shaped
+// rules, and every back-end (translate, engine, convert, scan) reads that.
 //
 // The shape is what the translator proves a rule to be: match constraints,
 // match conditions, variables, validations, audit annotations, a failure
@@ -12,11 +12,12 @@
 // and its binding — plus what Kyverno adds around them: the namespace a
 // namespaced policy is confined to, its CEL PolicyExceptions, its pod
 // controller variants (autogen), whether it runs at admission and in
-// background scans, and the Kyverno CEL libraries it calls. docs/policy-model.md
-// explains the design.
+// background scans, and the Kyverno CEL libraries it calls. What a
+// front-end does not lower it explains with a Reason (reasons.go).
+// docs/policy-model.md explains the design, docs/architecture.md the house.
 //
-// The package is pure: lowering reads plain values and never talks to a
-// cluster, never mutates its input, and is deterministic.
+// The package holds types and their invariants only; it imports no other
+// package of kyvap, so every floor above can use it.
 package model
 
 import (

@@ -1,9 +1,14 @@
 // Copyright 2026 The kyvap Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-// Package translate turns the CEL validate rules of a Kyverno ClusterPolicy
-// into ValidatingAdmissionPolicies and bindings, and says, rule by rule, what
-// it could not translate and why.
+// Package translate is the VAP back-end: it emits the
+// ValidatingAdmissionPolicies and bindings of the rules of the policy model
+// (TranslatePolicy), and says, rule by rule, where each is enforced and why
+// (Plan). For a ClusterPolicy or namespaced Policy (Translate) it drives the
+// ClusterPolicy front-end (frontend/clusterpolicy) itself, because the
+// generation options choose, between the front-end's screening and its
+// lowering, which rules kyvap's webhook enforces from the rule as written
+// (FallbackRule) instead.
 //
 // The package is pure: it takes plain values (the policy, the exceptions that
 // may apply to it, a KindResolver and Options) and returns a Plan. It never

@@ -65,7 +65,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kyvap/kyvap/engine/celeval"
-	"github.com/kyvap/kyvap/translate/vapdefaults"
+	"github.com/kyvap/kyvap/vap"
 )
 
 // Simulator holds compiled policies with their bindings. It is immutable
@@ -114,7 +114,7 @@ func New(vaps []admissionregistrationv1.ValidatingAdmissionPolicy, bindings []ad
 			s.note("duplicate ValidatingAdmissionPolicy %q ignored", p.Name)
 			continue
 		}
-		vapdefaults.Policy(p)
+		vap.DefaultPolicy(p)
 		h := &hook{policy: p}
 		if pk := p.Spec.ParamKind; pk != nil {
 			gv, err := schema.ParseGroupVersion(pk.APIVersion)
@@ -144,7 +144,7 @@ func New(vaps []admissionregistrationv1.ValidatingAdmissionPolicy, bindings []ad
 			s.note("ValidatingAdmissionPolicyBinding %q ignored: ValidatingAdmissionPolicy %q does not exist", b.Name, b.Spec.PolicyName)
 			continue
 		}
-		vapdefaults.Binding(b)
+		vap.DefaultBinding(b)
 		h.bindings = append(h.bindings, b)
 	}
 	for _, h := range byName {

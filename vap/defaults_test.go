@@ -1,7 +1,7 @@
 // Copyright 2026 The kyvap Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-package vapdefaults
+package vap
 
 import (
 	"testing"
@@ -62,7 +62,7 @@ func TestPolicyAndBinding(t *testing.T) {
 		p := &admissionregistrationv1.ValidatingAdmissionPolicy{Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: tt.failurePolicy, MatchConstraints: tt.matchResources.DeepCopy(),
 		}}
-		Policy(p)
+		DefaultPolicy(p)
 		wantPolicy := admissionregistrationv1.ValidatingAdmissionPolicySpec{FailurePolicy: tt.wantFP, MatchConstraints: tt.wantMR}
 		if diff := cmp.Diff(wantPolicy, p.Spec); diff != "" {
 			t.Errorf("%s: Policy (-want +got):\n%s", tt.name, diff)
@@ -70,7 +70,7 @@ func TestPolicyAndBinding(t *testing.T) {
 		b := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
 			PolicyName: "p", MatchResources: tt.matchResources.DeepCopy(),
 		}}
-		Binding(b)
+		DefaultBinding(b)
 		wantBinding := admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "p", MatchResources: tt.wantMR}
 		if diff := cmp.Diff(wantBinding, b.Spec); diff != "" {
 			t.Errorf("%s: Binding (-want +got):\n%s", tt.name, diff)

@@ -1,7 +1,7 @@
 // Copyright 2026 The kyvap Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-// Package vapdefaults applies to ValidatingAdmissionPolicies and their
+// The defaults here apply to ValidatingAdmissionPolicies and their
 // bindings the defaults the API server applies when it stores them
 // (k8s.io/kubernetes pkg/apis/admissionregistration/v1/defaults.go, which is
 // not importable): SetDefaults_ValidatingAdmissionPolicySpec,
@@ -14,19 +14,19 @@
 // defaulted copies, as the admission plugin does (an undefaulted nil
 // selector is a configuration error there). One copy keeps them equal.
 //
-// The package is pure: it depends only on k8s.io/api and
-// k8s.io/apimachinery types.
-package vapdefaults
+// They depend only on k8s.io/api and k8s.io/apimachinery types.
+
+package vap
 
 import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Policy applies the API server's defaults to a ValidatingAdmissionPolicy in
-// place: failurePolicy Fail, and the MatchResources defaults on
+// DefaultPolicy applies the API server's defaults to a
+// ValidatingAdmissionPolicy in place: failurePolicy Fail, and the MatchResources defaults on
 // matchConstraints when it is set.
-func Policy(p *admissionregistrationv1.ValidatingAdmissionPolicy) {
+func DefaultPolicy(p *admissionregistrationv1.ValidatingAdmissionPolicy) {
 	if p.Spec.FailurePolicy == nil {
 		fail := admissionregistrationv1.Fail
 		p.Spec.FailurePolicy = &fail
@@ -34,10 +34,10 @@ func Policy(p *admissionregistrationv1.ValidatingAdmissionPolicy) {
 	matchResources(p.Spec.MatchConstraints)
 }
 
-// Binding applies the API server's defaults to a
+// DefaultBinding applies the API server's defaults to a
 // ValidatingAdmissionPolicyBinding in place: the MatchResources defaults on
 // matchResources when it is set (a binding has no spec-level defaults).
-func Binding(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+func DefaultBinding(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 	matchResources(b.Spec.MatchResources)
 }
 
