@@ -27,7 +27,7 @@ var NewestCompatibilityVersion = version.MustParseGeneric(baseversion.DefaultKub
 // it matches in Kyverno, whatever newer API servers accept.
 var KyvernoCELVersion = version.MajorMinor(1, 36)
 
-// compatibilityVersion parses Options.CompatibilityVersion ("1.37").
+// CompatibilityVersion parses Options.CompatibilityVersion ("1.37").
 func CompatibilityVersion(s string) (*version.Version, error) {
 	if s == "" {
 		return NewestCompatibilityVersion, nil

@@ -30,33 +30,6 @@ func TestBinariesDoNotLinkKyverno(t *testing.T) {
 	}
 }
 
-// TestTranslateIsPure: translate/ (and the Kyverno semantics it shares with
-// the engine, kyverno and translate/vapdefaults) are pure; they import
-// no client, no controller-runtime and no HTTP. (Packages it uses, such as the
-// apiserver's CEL environment, may reach those indirectly; controller-runtime
-// and Kyverno may not be reached at all.)
-func TestTranslateIsPure(t *testing.T) {
-	banned := func(dep string, prefixes ...string) bool {
-		for _, p := range prefixes {
-			if hasPathPrefix(dep, p) {
-				return true
-			}
-		}
-		return false
-	}
-	pure := []string{"./translate/...", "./kyverno/...", "./translate/vapdefaults/...", "./reports/...", "./model/...", "./kyverno/cellib/..."}
-	for _, imp := range goList(t, append([]string{"-e", "-f", `{{join .Imports " "}}`}, pure...)...) {
-		if banned(imp, "sigs.k8s.io/controller-runtime", "k8s.io/client-go", "net/http") {
-			t.Errorf("a pure package imports %s", imp)
-		}
-	}
-	for _, dep := range goList(t, append([]string{"-e", "-deps"}, pure...)...) {
-		if banned(dep, "sigs.k8s.io/controller-runtime", "github.com/kyverno/kyverno") {
-			t.Errorf("a pure package depends on %s", dep)
-		}
-	}
-}
-
 // TestManagerDoesNotLinkTheSimulator: the in-process API-server simulator
 // (policytest/vapsim) and the API server's validating-policy admission plugin
 // serve `kyvap test` only; the operator enforces through the real API
