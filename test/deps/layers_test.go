@@ -5,7 +5,9 @@ package deps
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -185,5 +187,37 @@ func TestFloorOf(t *testing.T) {
 	}
 	if _, ok := floorOf("modelling"); ok {
 		t.Error(`"modelling" must not be placed by the prefix "model"`)
+	}
+}
+
+// TestArchitectureDocNamesEveryPackage: docs/architecture.md, the map of
+// the house, names every package of the module outside hack/ and test/
+// (a package of an internal/ folder inside a room goes with its room), and
+// README's layout table every top-level room.
+func TestArchitectureDocNamesEveryPackage(t *testing.T) {
+	root := controlplane.RepoPath(t)
+	arch, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range modulePackages(t) {
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		if i := strings.Index(rel, "/internal/"); i >= 0 {
+			rel = rel[:i] // kyverno/cellib/internal/user goes with kyverno/cellib
+		}
+		if rel == "" || strings.HasPrefix(rel, "internal/") || strings.HasPrefix(rel, "api/") {
+			rel, _, _ = strings.Cut(rel, "/") // internal/ and api/ are described as one room each
+		}
+		if !strings.Contains(string(arch), "`"+rel+"`") && !strings.Contains(string(arch), "`"+rel+"/`") {
+			t.Errorf("docs/architecture.md does not name %s", rel)
+		}
+		top, _, _ := strings.Cut(rel, "/")
+		if !strings.Contains(string(readme), "`"+top+"/") {
+			t.Errorf("README's layout does not name %s/", top)
+		}
 	}
 }
