@@ -114,6 +114,15 @@ const (
 	ReasonEmptyRule Reason = "EmptyRule"
 )
 
+// Reasons of Kyverno's classic rules (validate.pattern, anyPattern, deny,
+// foreach), compiled by frontend/classic.
+const (
+	// ReasonPatternNotExpressible: a construct of the rule's pattern has
+	// no exact CEL form (yet); the message names it. Kyverno enforces the
+	// rule (NotHandled).
+	ReasonPatternNotExpressible Reason = "PatternNotExpressible"
+)
+
 // Reasons of the policy model's rules.
 const (
 	// ReasonKyvernoLibrary: an expression uses one of Kyverno's CEL

@@ -45,6 +45,8 @@ func CompatibilityVersion(s string) (*version.Version, error) {
 // envSets caches the base environment per compatibility version.
 var envSets sync.Map // "major.minor" -> *environment.EnvSet
 
+// BaseEnvSet is the API server's base CEL environment at compatibility
+// version v (cached: building one is costly).
 func BaseEnvSet(v *version.Version) *environment.EnvSet {
 	key := v.String()
 	if e, ok := envSets.Load(key); ok {

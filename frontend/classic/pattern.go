@@ -1,0 +1,274 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package classic
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/kyvap/kyvap/kyverno"
+	"github.com/kyvap/kyvap/model"
+)
+
+// Bounds on what Pattern compiles: a pattern past them is refused, so that
+// hostile input costs bounded time and gives a bounded expression.
+const (
+	// MaxPatternNodes is the most maps, lists and values a pattern may hold.
+	MaxPatternNodes = 2000
+	// MaxPatternDepth is the deepest a pattern may nest.
+	MaxPatternDepth = 32
+)
+
+// anchorKey is Kyverno's anchor syntax (pkg/engine/anchor/anchor.go):
+// an optional modifier, then the key in parentheses.
+var anchorKey = regexp.MustCompile(`^([+<=X^])?\((.+)\)$`)
+
+// Pattern compiles a validate.pattern, as its JSON, into a CEL predicate
+// over resource (a CEL expression for the resource, such as "object") that
+// holds exactly when Kyverno's pattern validation (pkg/engine/validate
+// MatchPattern) passes. The forms it compiles never skip and never error;
+// any other form is refused with the construct named.
+func Pattern(raw []byte, resource string) (string, *model.Refusal) {
+	var pattern any
+	// As Kyverno reads it (kyvernov1.FromJSON): numbers are float64.
+	if err := json.Unmarshal(raw, &pattern); err != nil {
+		return "", model.Refuse(model.ReasonPatternNotExpressible, "the pattern is not JSON: %v", err)
+	}
+	c := &compiler{}
+	if fl := c.measure(pattern, 1); fl != nil {
+		return "", fl
+	}
+	return c.element(resource, pattern, "/")
+}
+
+// compiler is the state of one Pattern call.
+type compiler struct {
+	nodes int
+	// vars numbers the comprehension variables, so that nested ones never
+	// shadow each other.
+	vars int
+}
+
+// measure refuses a pattern past the bounds.
+func (c *compiler) measure(p any, depth int) *model.Refusal {
+	c.nodes++
+	switch {
+	case c.nodes > MaxPatternNodes:
+		return model.Refuse(model.ReasonPatternNotExpressible, "the pattern has more than %d maps, lists and values", MaxPatternNodes)
+	case depth > MaxPatternDepth:
+		return model.Refuse(model.ReasonPatternNotExpressible, "the pattern nests deeper than %d levels", MaxPatternDepth)
+	}
+	switch typed := p.(type) {
+	case map[string]any:
+		for _, v := range typed {
+			if fl := c.measure(v, depth+1); fl != nil {
+				return fl
+			}
+		}
+	case []any:
+		for _, v := range typed {
+			if fl := c.measure(v, depth+1); fl != nil {
+				return fl
+			}
+		}
+	}
+	return nil
+}
+
+func (c *compiler) variable() string {
+	c.vars++
+	return fmt.Sprintf("e%d", c.vars)
+}
+
+// element is Kyverno's validateResourceElement: x against pattern p at
+// path. x is a CEL expression that never fails to evaluate (it may be
+// null).
+func (c *compiler) element(x string, p any, path string) (string, *model.Refusal) {
+	switch typed := p.(type) {
+	case map[string]any:
+		body, fl := c.mapping(x, typed, path)
+		if fl != nil {
+			return "", fl
+		}
+		return "(type(" + x + ") == map && " + body + ")", nil
+	case []any:
+		body, fl := c.list(x, typed, path)
+		if fl != nil {
+			return "", fl
+		}
+		return "(type(" + x + ") == list && " + body + ")", nil
+	}
+	// A scalar pattern: against a list, every element must match it; a
+	// value that is no list is judged as the one element of one.
+	e := c.variable()
+	check, fl := c.scalar(e, p, path)
+	if fl != nil {
+		return "", fl
+	}
+	return "(type(" + x + ") == list ? " + x + " : [" + x + "]).all(" + e + ", " + check + ")", nil
+}
+
+// mapping is Kyverno's validateMap for the forms compiled: plain keys,
+// equality anchors =(key) and negation anchors X(key). The anchors'
+// evaluation order (anchors first) changes no verdict here: none of them
+// skips.
+func (c *compiler) mapping(m string, p map[string]any, path string) (string, *model.Refusal) {
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	terms := make([]string, 0, len(keys))
+	for _, k := range keys {
+		modifier, key := "", k
+		if match := anchorKey.FindStringSubmatch(k); match != nil {
+			modifier, key = match[1], match[2]
+			if modifier == "" {
+				modifier = "("
+			}
+		}
+		at := path + key + "/"
+		if fl := plainKey(key, at); fl != nil {
+			return "", fl
+		}
+		present, value := presence(m, key), field(m, key)
+		switch modifier {
+		case "":
+			if s, ok := p[k].(string); ok && s == "*" {
+				// Kyverno's defaultHandler: "*" asks for a value that is not
+				// null, whatever its type.
+				terms = append(terms, "("+present+" && "+value+" != null)")
+				continue
+			}
+			check, fl := c.element(value, p[k], at)
+			if fl != nil {
+				return "", fl
+			}
+			// A missing key is validated as null.
+			if onNull(p[k]) {
+				terms = append(terms, "(!("+present+") || "+check+")")
+			} else {
+				terms = append(terms, "("+present+" && "+check+")")
+			}
+		case "=":
+			check, fl := c.element(value, p[k], at)
+			if fl != nil {
+				return "", fl
+			}
+			terms = append(terms, "(!("+present+") || "+check+")")
+		case "X":
+			terms = append(terms, "!("+present+")")
+		default:
+			return "", model.Refuse(model.ReasonPatternNotExpressible, "%s anchor %q at %s", anchorName(modifier), k, path)
+		}
+	}
+	if len(terms) == 0 {
+		return "true", nil
+	}
+	return strings.Join(terms, " && "), nil
+}
+
+// celIdentifier matches the keys CEL can select with a dot.
+var celIdentifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// celReserved are CEL's reserved words, which a dot cannot select.
+var celReserved = map[string]bool{
+	"as": true, "break": true, "const": true, "continue": true, "else": true, "false": true, "for": true, "function": true,
+	"if": true, "import": true, "in": true, "let": true, "loop": true, "namespace": true, "null": true, "package": true,
+	"return": true, "true": true, "var": true, "void": true, "while": true,
+}
+
+// field is the CEL for key of the map m: m.key where CEL allows it (the
+// form a person writes), m["key"] otherwise.
+func field(m, key string) string {
+	if celIdentifier.MatchString(key) && !celReserved[key] {
+		return m + "." + key
+	}
+	return m + "[" + kyverno.CELString(key) + "]"
+}
+
+// presence is the CEL test that the map m has key.
+func presence(m, key string) string {
+	if celIdentifier.MatchString(key) && !celReserved[key] {
+		return "has(" + m + "." + key + ")"
+	}
+	return kyverno.CELString(key) + " in " + m
+}
+
+// plainKey refuses the keys compiled differently by Kyverno: wildcard
+// keys (expanded under labels and annotations) and variables.
+func plainKey(key, at string) *model.Refusal {
+	switch {
+	case strings.ContainsAny(key, "*?"):
+		return model.Refuse(model.ReasonPatternNotExpressible, "a wildcard key at %s", at)
+	case strings.Contains(key, "{{") || strings.Contains(key, "$("):
+		return model.Refuse(model.ReasonPatternNotExpressible, "a variable in the key at %s", at)
+	}
+	return nil
+}
+
+func anchorName(modifier string) string {
+	switch modifier {
+	case "(":
+		return "the conditional"
+	case "<":
+		return "the global"
+	case "^":
+		return "the existence"
+	case "+":
+		return "the add-if-not-present"
+	}
+	return "the " + modifier
+}
+
+// list is Kyverno's validateArray: only the pattern's first element counts,
+// applied to every element of the resource's list.
+func (c *compiler) list(l string, p []any, path string) (string, *model.Refusal) {
+	if len(p) == 0 {
+		return "false", nil // "pattern Array empty"
+	}
+	switch p[0].(type) {
+	case map[string]any:
+		e := c.variable()
+		check, fl := c.element(e, p[0], path+"0/")
+		if fl != nil {
+			return "", fl
+		}
+		return l + ".all(" + e + ", " + check + ")", nil
+	case []any:
+		return "", model.Refuse(model.ReasonPatternNotExpressible, "a list of lists at %s", path)
+	}
+	e := c.variable()
+	check, fl := c.scalar(e, p[0], path+"0/")
+	if fl != nil {
+		return "", fl
+	}
+	return l + ".all(" + e + ", " + check + ")", nil
+}
+
+// scalar is Kyverno's pattern.Validate of a value x against a scalar
+// pattern.
+func (c *compiler) scalar(x string, p any, path string) (string, *model.Refusal) {
+	switch typed := p.(type) {
+	case bool:
+		return fmt.Sprintf("(type(%s) == bool && %s == %t)", x, x, typed), nil
+	case nil:
+		// validateNilPattern: the zero value of every scalar type.
+		return "(" + x + " == null || (type(" + x + ") == bool && !" + x + ") || (type(" + x + ") == int && " + x + " == 0) || (type(" + x + ") == double && " + x + " == 0.0) || (type(" + x + ") == string && " + x + " == ''))", nil
+	case string:
+		return valueString(x, typed, path)
+	case float64:
+		return "", model.Refuse(model.ReasonPatternNotExpressible, "a number at %s", path)
+	}
+	return "", model.Refuse(model.ReasonPatternNotExpressible, "a value of type %T at %s", p, path)
+}
+
+// onNull is Kyverno's verdict for pattern p against a missing or null
+// value, for the forms compiled.
+func onNull(p any) bool {
+	return p == nil // only the null pattern accepts null (strings compiled here are no durations or quantities)
+}

@@ -1,0 +1,112 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package classic
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// TestPatternGolden compiles every testdata/*.yaml pattern and compares the
+// CEL (or the refusal) with testdata/*.cel. test/classic proves the
+// verdicts; this pins the expressions, byte for byte.
+func TestPatternGolden(t *testing.T) {
+	inputs, err := filepath.Glob("testdata/*.yaml")
+	if err != nil || len(inputs) == 0 {
+		t.Fatalf("no golden cases: %v", err)
+	}
+	for _, in := range inputs {
+		t.Run(strings.TrimSuffix(filepath.Base(in), ".yaml"), func(t *testing.T) {
+			data, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, err := yaml.YAMLToJSON(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, fl := Pattern(raw, "object")
+			if fl != nil {
+				got = "refused: " + string(fl.Reason) + ": " + fl.Message
+			}
+			again, _ := Pattern(raw, "object")
+			if fl == nil && again != got {
+				t.Fatal("the compilation is not deterministic")
+			}
+			golden := strings.TrimSuffix(in, ".yaml") + ".cel"
+			if *update {
+				if err := os.WriteFile(golden, []byte(got+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update)", err)
+			}
+			if diff := cmp.Diff(strings.TrimSuffix(string(want), "\n"), got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPatternRefusals: each construct not compiled yet is refused with a
+// reason that names it and where it stands.
+func TestPatternRefusals(t *testing.T) {
+	for pattern, want := range map[string]string{
+		`{"spec": {"(hostNetwork)": true}}`:                 `the conditional anchor "(hostNetwork)" at /spec/`,
+		`{"spec": {"<(name)": "x"}}`:                        `the global anchor`,
+		`{"spec": {"^(containers)": [{"name": "x"}]}}`:      `the existence anchor`,
+		`{"spec": {"+(name)": "x"}}`:                        `the add-if-not-present anchor`,
+		`{"metadata": {"labels": {"app*": "x"}}}`:           `a wildcard key at /metadata/labels/app*/`,
+		`{"metadata": {"name": "{{request.namespace}}-x"}}`: `a variable in "{{request.namespace}}-x" at /metadata/name/`,
+		`{"spec": {"replicas": 3}}`:                         `a number at /spec/replicas/`,
+		`{"spec": {"replicas": ">3"}}`:                      `the operator ">"`,
+		`{"spec": {"replicas": "1-3"}}`:                     `the operator "-"`,
+		`{"spec": {"timeout": "!10s"}}`:                     `a duration comparison ("!10s")`,
+		`{"spec": {"memory": "1Gi"}}`:                       `a quantity comparison ("1Gi")`,
+		`{"spec": {"x": [["a"]]}}`:                          `a list of lists at /spec/x/`,
+		`{"spec": {"x": "1*"}}`:                             `the wildcard "1*" against a floating-point value`,
+		`not json`:                                          `the pattern is not JSON`,
+	} {
+		_, fl := Pattern([]byte(pattern), "object")
+		if fl == nil || !strings.Contains(fl.Message, want) || fl.Reason != "PatternNotExpressible" {
+			t.Errorf("%s: got %+v, want a PatternNotExpressible refusal naming %q", pattern, fl, want)
+		}
+	}
+}
+
+// TestPatternBounds: a hostile pattern is refused at once, whatever its
+// size.
+func TestPatternBounds(t *testing.T) {
+	var wide strings.Builder
+	wide.WriteString(`{"data": {`)
+	for i := range 10000 {
+		if i > 0 {
+			wide.WriteString(",")
+		}
+		wide.WriteString(`"k` + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + `_` + time.Duration(i).String() + `": "v"`)
+	}
+	wide.WriteString(`}}`)
+	deep := strings.Repeat(`{"a": `, 100) + `"v"` + strings.Repeat(`}`, 100)
+	for name, pattern := range map[string]string{"10,000 keys": wide.String(), "100 levels": deep} {
+		start := time.Now()
+		_, fl := Pattern([]byte(pattern), "object")
+		if fl == nil {
+			t.Errorf("%s: compiled", name)
+		}
+		if elapsed := time.Since(start); elapsed > 5*time.Second {
+			t.Errorf("%s: took %s", name, elapsed)
+		}
+	}
+}

@@ -1,0 +1,391 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+// Package classic proves frontend/classic against Kyverno: every pattern of
+// the cases below is compiled to CEL and judged against resources generated
+// around it (each field dropped, nulled, retyped, replaced by values near
+// the pattern's), and the verdicts must be those of Kyverno's own pattern
+// matcher (pkg/engine/validate MatchPattern of v1.19.1, built outside
+// kyvap's module by hack/build-kyverno.sh pattern-oracle).
+package classic
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/cel-go/cel"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/apiserver/pkg/cel/environment"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kyvap/kyvap/frontend/classic"
+	"github.com/kyvap/kyvap/test/controlplane"
+	"github.com/kyvap/kyvap/vap"
+)
+
+// patterns are the cases, each a validate.pattern as a policy writes it.
+var patterns = map[string]string{
+	"privileged-containers": `
+spec:
+  =(ephemeralContainers):
+  - =(securityContext):
+      =(privileged): "false"
+  =(initContainers):
+  - =(securityContext):
+      =(privileged): "false"
+  containers:
+  - =(securityContext):
+      =(privileged): "false"`,
+	"latest-tag": `
+spec:
+  containers:
+  - image: "!*:latest"`,
+	"image-tag-required": `
+spec:
+  containers:
+  - image: "*:*"`,
+	"require-labels": `
+metadata:
+  labels:
+    app.kubernetes.io/name: "?*"
+    team: "*"`,
+	"host-namespaces": `
+spec:
+  =(hostPID): "false"
+  =(hostIPC): "false"
+  =(hostNetwork): "false"`,
+	"no-host-path": `
+spec:
+  =(volumes):
+  - X(hostPath): "null"`,
+	"pull-policy-alternatives": `
+spec:
+  containers:
+  - imagePullPolicy: "IfNotPresent | Never"`,
+	"and-conditions": `
+metadata:
+  name: "prod-* & !*-tmp"`,
+	"booleans": `
+spec:
+  automountServiceAccountToken: false
+  =(enableServiceLinks): true`,
+	"null-pattern": `
+spec:
+  nodeName: null`,
+	"scalar-list": `
+spec:
+  args: "--*"`,
+	"empty-list-pattern": `
+spec:
+  items: []`,
+	"wildcards-only": `
+data:
+  key: "???"`,
+}
+
+func TestPatternsAgreeWithKyverno(t *testing.T) {
+	oracle := buildOracle(t)
+	env := celEnv(t)
+	names := make([]string, 0, len(patterns))
+	for name := range patterns {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	compared, disagreements := 0, 0
+	verdicts := map[string]int{}
+	for _, name := range names {
+		raw, err := yaml.YAMLToJSON([]byte(patterns[name]))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		expression, fl := classic.Pattern(raw, "object")
+		if fl != nil {
+			t.Errorf("%s: refused: %s: %s", name, fl.Reason, fl.Message)
+			continue
+		}
+		program := compile(t, env, expression)
+		var pattern any
+		if err := json.Unmarshal(raw, &pattern); err != nil {
+			t.Fatal(err)
+		}
+		resources := around(pattern)
+		kyverno := ask(t, oracle, raw, resources)
+		for i, resource := range resources {
+			compared++
+			verdicts[kyverno[i]]++
+			got := evaluate(t, program, resource)
+			want := kyverno[i] == "pass"
+			if kyverno[i] != "pass" && kyverno[i] != "fail" || got != want {
+				disagreements++
+				if disagreements <= 20 {
+					t.Errorf("%s: %s: Kyverno says %s, kyvap's CEL %t", name, resource, kyverno[i], got)
+				}
+			}
+		}
+	}
+	t.Logf("%d patterns, %d resources compared (Kyverno: %v), %d disagreements", len(names), compared, verdicts, disagreements)
+	if compared < 500 {
+		t.Errorf("only %d resources compared", compared)
+	}
+}
+
+// buildOracle builds Kyverno's pattern matcher (reused when built).
+func buildOracle(t *testing.T) string {
+	t.Helper()
+	root := controlplane.RepoPath(t)
+	out, err := exec.Command(filepath.Join(root, "hack", "build-kyverno.sh"), "pattern-oracle").Output()
+	if err != nil {
+		t.Fatalf("building Kyverno's pattern matcher: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// ask returns Kyverno's verdict on each resource.
+func ask(t *testing.T, oracle string, pattern []byte, resources [][]byte) []string {
+	t.Helper()
+	raws := make([]json.RawMessage, len(resources))
+	for i, r := range resources {
+		raws[i] = r
+	}
+	in, err := json.Marshal(map[string]any{"pattern": json.RawMessage(pattern), "resources": raws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(oracle)
+	cmd.Stdin = bytes.NewReader(in)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the oracle: %v", err)
+	}
+	lines := strings.Fields(string(out))
+	if len(lines) != len(resources) {
+		t.Fatalf("the oracle answered %d verdicts for %d resources", len(lines), len(resources))
+	}
+	return lines
+}
+
+// celEnv is the API server's base CEL environment with the object.
+func celEnv(t *testing.T) *cel.Env {
+	t.Helper()
+	set, err := vap.BaseEnvSet(vap.NewestCompatibilityVersion).Extend(environment.VersionedOptions{
+		IntroducedVersion: version.MajorMinor(1, 0),
+		EnvOptions:        []cel.EnvOption{cel.Variable("object", cel.DynType)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := set.Env(environment.NewExpressions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+func compile(t *testing.T, env *cel.Env, expression string) cel.Program {
+	t.Helper()
+	ast, issues := env.Compile(expression)
+	if issues != nil && issues.Err() != nil {
+		t.Fatalf("%s does not compile: %v", expression, issues.Err())
+	}
+	program, err := env.Program(ast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return program
+}
+
+// evaluate judges one resource as the API server reads it (integers as
+// int64); an evaluation error is a test failure: the compiled forms never
+// error.
+func evaluate(t *testing.T, program cel.Program, resource []byte) bool {
+	t.Helper()
+	var object map[string]any
+	if err := utiljson.Unmarshal(resource, &object); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := program.Eval(map[string]any{"object": object})
+	if err != nil {
+		t.Errorf("%s: evaluation error: %v", resource, err)
+		return false
+	}
+	b, ok := out.Value().(bool)
+	return ok && b
+}
+
+// around generates resources around a pattern: one that follows it, then
+// each of its fields dropped, nulled and replaced by values of every type,
+// including values near the pattern's own, and each list emptied and
+// grown by an element that does not follow it.
+func around(pattern any) [][]byte {
+	base := witness(pattern)
+	seen := map[string]bool{}
+	var out [][]byte
+	add := func(v any) {
+		data, err := json.Marshal(v)
+		if err != nil {
+			panic(err)
+		}
+		if !seen[string(data)] {
+			seen[string(data)] = true
+			out = append(out, data)
+		}
+	}
+	add(base)
+	for _, variant := range variants(base, pattern) {
+		add(variant)
+	}
+	return out
+}
+
+// palette are the values every field is replaced by.
+var palette = []any{nil, "", "x", "true", "false", true, false, int64(0), int64(1), int64(-3), 1.5, "0", "1.5", map[string]any{}, map[string]any{"k": "v"}, []any{}, []any{"x"}, []any{map[string]any{}}}
+
+// variants returns copies of v with one change each, at every depth.
+func variants(v any, pattern any) []any {
+	var out []any
+	switch typed := v.(type) {
+	case map[string]any:
+		patternMap, _ := pattern.(map[string]any)
+		keys := make([]string, 0, len(typed))
+		for k := range typed {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			sub := patternFor(patternMap, k)
+			without := copyMap(typed)
+			delete(without, k)
+			out = append(out, without)
+			for _, replacement := range append(append([]any{}, palette...), near(sub)...) {
+				changed := copyMap(typed)
+				changed[k] = replacement
+				out = append(out, changed)
+			}
+			for _, deeper := range variants(typed[k], sub) {
+				changed := copyMap(typed)
+				changed[k] = deeper
+				out = append(out, changed)
+			}
+		}
+		// Keys the pattern forbids or leaves optional, present.
+		for pk, pv := range patternMap {
+			if m := anchorOf(pk); m != "" {
+				key := pk[len(m)+1 : len(pk)-1]
+				if _, ok := typed[key]; !ok {
+					changed := copyMap(typed)
+					changed[key] = witness(pv)
+					out = append(out, changed)
+				}
+			}
+		}
+	case []any:
+		var element any
+		if p, ok := pattern.([]any); ok && len(p) > 0 {
+			element = p[0]
+		}
+		out = append(out, []any{})
+		for _, replacement := range append(append([]any{}, palette...), near(element)...) {
+			out = append(out, append(append([]any{}, typed...), replacement))
+		}
+		if len(typed) > 0 {
+			for _, deeper := range variants(typed[0], element) {
+				out = append(out, append([]any{deeper}, typed[1:]...))
+			}
+		}
+	}
+	return out
+}
+
+// witness builds a value that follows the pattern.
+func witness(pattern any) any {
+	switch typed := pattern.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, v := range typed {
+			switch anchorOf(k) {
+			case "X":
+				continue
+			case "=":
+				out[k[2:len(k)-1]] = witness(v)
+			default:
+				if s, ok := v.(string); ok && s == "*" {
+					out[k] = "x"
+					continue
+				}
+				out[k] = witness(v)
+			}
+		}
+		return out
+	case []any:
+		if len(typed) == 0 {
+			return []any{}
+		}
+		return []any{witness(typed[0])}
+	case string:
+		samples := near(typed)
+		if len(samples) > 0 {
+			return samples[0]
+		}
+		return typed
+	}
+	return pattern
+}
+
+// near are strings close to a value-string pattern: each operand with its
+// wildcards filled, and changed at its start and end.
+func near(pattern any) []any {
+	s, ok := pattern.(string)
+	if !ok {
+		return nil
+	}
+	var out []any
+	for _, alternative := range strings.Split(s, "|") {
+		for _, condition := range strings.Split(alternative, "&") {
+			operand := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(condition), "!"))
+			filled := strings.NewReplacer("*", "", "?", "q").Replace(operand)
+			out = append(out, filled, strings.NewReplacer("*", "abc", "?", "z").Replace(operand), "x"+filled, filled+"x", strings.ToUpper(filled))
+		}
+	}
+	out = append(out, s, strings.TrimSpace(s))
+	return out
+}
+
+func patternFor(p map[string]any, key string) any {
+	if p == nil {
+		return nil
+	}
+	if v, ok := p[key]; ok {
+		return v
+	}
+	for _, m := range []string{"=", "X"} {
+		if v, ok := p[m+"("+key+")"]; ok {
+			return v
+		}
+	}
+	return nil
+}
+
+func anchorOf(key string) string {
+	if len(key) > 3 && strings.HasSuffix(key, ")") {
+		for _, m := range []string{"=", "X"} {
+			if strings.HasPrefix(key, m+"(") {
+				return m
+			}
+		}
+	}
+	return ""
+}
+
+func copyMap(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
