@@ -108,7 +108,7 @@ spec:
   - name: pattern
     match: {any: [{resources: {kinds: [ConfigMap]}}]}
     validate:
-      pattern: {metadata: {labels: {team: "?*"}}}
+      pattern: {metadata: {labels: {"tea?": "?*"}}}
 `,
 		"resources.yaml": `apiVersion: v1
 kind: ConfigMap
@@ -157,7 +157,7 @@ spec:
 		{Skip, Skip, StatusPass, ""}, // the red rule's precondition is false for "good"
 		{Fail, Fail, StatusPass, ""},
 		{Fail, Fail, StatusPass, ""}, // autogen-limits: its own VAP
-		{NotApplicable, NotApplicable, StatusSkipped, "NonCELRule"},
+		{NotApplicable, NotApplicable, StatusSkipped, "PatternNotExpressible"},
 		{None, None, StatusFail, `policy "missing" is not among the test's policies`},
 		{NotApplicable, NotApplicable, StatusSkipped, "a ValidatingAdmissionPolicy result"},
 	}

@@ -40,7 +40,7 @@ spec:
         - {expression: "has(object.metadata.labels) && 'team' in object.metadata.labels", message: "a team label is required"}
   - name: not-cel
     match: {any: [{resources: {kinds: [ConfigMap]}}]}
-    validate: {pattern: {metadata: {name: "?*"}}}
+    validate: {pattern: {metadata: {labels: {"tea?": "?*"}}}}
 `
 
 func loadPolicy(t *testing.T) *kyvernov1.ClusterPolicy {

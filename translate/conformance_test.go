@@ -321,7 +321,7 @@ var skipGenerateDecisions = map[string]struct {
 	"cpol-multiple-all-match-resources":                           {VerdictTranslated, ""},
 	"cpol-multiple-rules":                                         {VerdictTranslated, ""},
 	"cpol-multiple-validation-failure-action-overrides":           {VerdictTranslated, ""},
-	"cpol-non-cel-rule":                                           {VerdictNotHandled, model.ReasonNonCELRule},
+	"cpol-non-cel-rule":                                           {VerdictTranslated, ""},
 	"cpol-validation-failure-action-overrides-with-namespace":     {VerdictTranslated, ""},
 	"cpol-with-exception-and-conditions":                          {VerdictFallback, model.ReasonExceptionNotExpressible},
 	"cpol-with-exception-and-namespace-selector":                  {VerdictTranslated, ""},

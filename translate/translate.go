@@ -87,7 +87,7 @@ func (t *translation) rule(i int) []RuleResult {
 		return one(t.fallbackResult(&screened, model.ReasonGenerateOptOut, "validate.cel.generate is not true (Kyverno's opt-in is respected)"))
 	}
 	var results []RuleResult
-	for _, o := range t.lowering.Lower(rule) {
+	for _, o := range t.lowering.Lower(screened) {
 		t.plan.Warnings = append(t.plan.Warnings, o.Warnings...)
 		results = append(results, t.result(&o))
 	}

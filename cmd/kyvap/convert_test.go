@@ -24,7 +24,7 @@ spec:
     validate: {cel: {expressions: [{expression: "object.metadata.name != 'x'"}]}}
   - name: pattern
     match: {any: [{resources: {kinds: [ConfigMap]}}]}
-    validate: {pattern: {metadata: {labels: {team: "?*"}}}}
+    validate: {pattern: {metadata: {labels: {"tea?": "?*"}}}}
 `
 
 func TestConvertPolicies(t *testing.T) {
@@ -50,7 +50,7 @@ func TestConvertPolicies(t *testing.T) {
 			stdout: []string{"kind: ValidatingPolicy", "name: replicas-max-five", "kyvap.io/converted-from: ClusterPolicy/replicas", "- Deny", "object.spec.replicas <= 5"},
 			stderr: []string{"ClusterPolicy/replicas, rule max-five: converted -> replicas-max-five"}},
 		{name: "unconvertible rule", args: []string{"-f", mixed}, code: 1,
-			stdout: []string{"# NOT CONVERTED: ClusterPolicy/mixed, rule pattern: NonCELRule", "name: mixed-cel"},
+			stdout: []string{"# NOT CONVERTED: ClusterPolicy/mixed, rule pattern: PatternNotExpressible", "name: mixed-cel"},
 			stderr: []string{"NOT CONVERTED: ClusterPolicy/mixed, rule pattern"}},
 		{name: "skip unconvertible", args: []string{"-f", mixed, "--skip-unconvertible"}, code: 0,
 			stdout: []string{"name: mixed-cel"}, stderr: []string{"NOT CONVERTED: ClusterPolicy/mixed, rule pattern"}},

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/kyverno"
 )
@@ -48,6 +50,44 @@ var (
 		{"oldObject.metadata", "oldObject.spec.jobTemplate.spec.template.metadata"},
 	}
 )
+
+// podRewrites and cronJobRewrites are Kyverno's byte replacements on the
+// JSON of a rule that is not CEL (a pattern rule's).
+var (
+	podRewrites = [][2]string{
+		{"request.object.spec", "request.object.spec.template.spec"},
+		{"request.oldObject.spec", "request.oldObject.spec.template.spec"},
+		{"request.object.metadata", "request.object.spec.template.metadata"},
+		{"request.oldObject.metadata", "request.oldObject.spec.template.metadata"},
+	}
+	cronJobRewrites = [][2]string{
+		{"request.object.spec", "request.object.spec.jobTemplate.spec.template.spec"},
+		{"request.oldObject.spec", "request.oldObject.spec.jobTemplate.spec.template.spec"},
+		{"request.object.metadata", "request.object.spec.jobTemplate.spec.template.metadata"},
+		{"request.oldObject.metadata", "request.oldObject.spec.jobTemplate.spec.template.metadata"},
+	}
+)
+
+// nestPattern is generateRule's rewrite of a pattern rule for controllers
+// whose pod template is at spec.<key>: the pattern nested there, and only
+// the message, failure actions and allowExistingViolations kept.
+func nestPattern(rule *kyvernov1.Rule, key string) *kyvernov1.Rule {
+	var pattern any
+	if json.Unmarshal(rule.Validation.RawPattern.Raw, &pattern) != nil {
+		return nil
+	}
+	nested, err := json.Marshal(map[string]any{"spec": map[string]any{key: pattern}})
+	if err != nil {
+		return nil
+	}
+	out := rule.DeepCopy()
+	v := rule.Validation
+	out.Validation = &kyvernov1.Validation{
+		Message: v.Message, FailureAction: v.FailureAction, FailureActionOverrides: v.FailureActionOverrides,
+		AllowExistingViolations: v.AllowExistingViolations, RawPattern: &apiextensionsv1.JSON{Raw: nested},
+	}
+	return out
+}
 
 // kindName is the kind part of a Kyverno kind spelling without group,
 // version or subresource, as Kyverno compares it in pkg/utils/kube/kind.go
@@ -260,6 +300,9 @@ func controllersRule(rule *kyvernov1.Rule, controllers []string) *kyvernov1.Rule
 
 // rewriteCEL applies Kyverno's byte replacements to the rule's JSON.
 func rewriteCEL(rule *kyvernov1.Rule, rewrites [][2]string) *kyvernov1.Rule {
+	if rule == nil {
+		return nil
+	}
 	data, err := json.Marshal(rule)
 	if err != nil {
 		return nil
@@ -289,16 +332,30 @@ func autogenRules(rule *kyvernov1.Rule, controllers []string) []kyvernov1.Rule {
 		}
 		withoutCronJob = append(withoutCronJob, c)
 	}
+	pattern := isPatternRule(rule)
+	pod, cronJob := podCELRewrites, cronJobCELRewrites
+	if pattern {
+		pod, cronJob = podRewrites, cronJobRewrites
+	}
 	var out []kyvernov1.Rule
 	if gen := controllersRule(rule, withoutCronJob); gen != nil {
-		if r := rewriteCEL(gen, podCELRewrites); r != nil {
+		if pattern {
+			gen = nestPattern(gen, "template")
+		}
+		if r := rewriteCEL(gen, pod); r != nil {
 			out = append(out, *r)
 		}
 	}
 	if hasCronJob {
 		if base := controllersRule(rule, controllers); base != nil {
+			if pattern {
+				base = nestPattern(base, "template")
+			}
 			gen := retarget(base, kyverno.AutogenCronJobRuleName(rule.Name), []string{"CronJob"}, func([]string) bool { return true })
-			if r := rewriteCEL(gen, cronJobCELRewrites); r != nil {
+			if pattern {
+				gen = nestPattern(gen, "jobTemplate")
+			}
+			if r := rewriteCEL(gen, cronJob); r != nil {
 				out = append(out, *r)
 			}
 		}

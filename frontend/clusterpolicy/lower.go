@@ -158,7 +158,7 @@ func Lower(in Input, resolver kyverno.KindResolver, opts Options) (Result, error
 		screened := l.Screen(i)
 		outcomes := []Outcome{screened}
 		if screened.Fate == Lowered {
-			outcomes = l.Lower(screened.Rule)
+			outcomes = l.Lower(screened)
 		}
 		for _, o := range outcomes {
 			out.Warnings = append(out.Warnings, o.Warnings...)
@@ -290,6 +290,14 @@ func (l *Lowering) Screen(i int) Outcome {
 		}
 		rule = narrowed
 	}
+	variants := autogenRules(rule, l.controllers)
+	if isPatternRule(rule) {
+		compiled, compiledVariants, fl := l.compilePattern(rule, variants)
+		if fl != nil {
+			return Outcome{Name: rule.Name, Fate: NotCEL, Refusal: fl, Rule: rule.DeepCopy(), Warnings: warnings}
+		}
+		rule, variants = compiled, compiledVariants
+	}
 	switch {
 	case !rule.HasValidateCEL():
 		return Outcome{Name: rule.Name, Fate: NotCEL, Refusal: &model.Refusal{Reason: model.ReasonNonCELRule, Message: "not a validate.cel rule; Kyverno enforces it"}, Rule: rule.DeepCopy(), Warnings: warnings}
@@ -300,14 +308,43 @@ func (l *Lowering) Screen(i int) Outcome {
 		o.Rule, o.Warnings = rule.DeepCopy(), warnings
 		return o
 	}
-	return Outcome{Name: rule.Name, Fate: Lowered, Rule: rule.DeepCopy(), Variants: autogenRules(rule, l.controllers), Warnings: warnings}
+	return Outcome{Name: rule.Name, Fate: Lowered, Rule: rule.DeepCopy(), Variants: variants, Warnings: warnings}
 }
 
-// Lower lowers a rule that Screen let through (Outcome.Rule): its outcome,
+// compilePattern is a validate.pattern rule, and its pod-controller
+// variants as Kyverno generates them (the pattern nested in the template),
+// compiled to validate.cel rules (patternAsCEL); a refusal names the
+// construct, and the variant it is in.
+func (l *Lowering) compilePattern(rule *kyvernov1.Rule, variants []kyvernov1.Rule) (*kyvernov1.Rule, []kyvernov1.Rule, *model.Refusal) {
+	if strings.HasPrefix(rule.Name, "autogen-") && hasAutogenVariants(l.policy, l.controllers) {
+		return nil, nil, model.Refuse(model.ReasonPatternNotExpressible, "a pattern rule named autogen-* in a policy Kyverno generates pod-controller variants for")
+	}
+	action := l.policy.Spec.ValidationFailureAction
+	if rule.Validation.FailureAction != nil {
+		action = *rule.Validation.FailureAction
+	}
+	compiled, fl := patternAsCEL(rule, action)
+	if fl != nil {
+		return nil, nil, fl
+	}
+	var out []kyvernov1.Rule
+	for i := range variants {
+		variant, fl := patternAsCEL(&variants[i], action)
+		if fl != nil {
+			return nil, nil, &model.Refusal{Reason: fl.Reason, Message: "pod-controller variant " + variants[i].Name + ": " + fl.Message}
+		}
+		out = append(out, *variant)
+	}
+	return compiled, out, nil
+}
+
+// Lower lowers a rule that Screen let through (its Outcome, with the rule
+// and its variants as Kyverno evaluates them): the rule's outcome,
 // followed, when it was lowered, by one per pod-controller variant.
-func (l *Lowering) Lower(rule *kyvernov1.Rule) []Outcome {
+func (l *Lowering) Lower(screened Outcome) []Outcome {
+	rule := screened.Rule
 	noForm := func(reason model.Reason, message string) []Outcome {
-		return []Outcome{{Name: rule.Name, Fate: NoVAPForm, Refusal: &model.Refusal{Reason: reason, Message: message}, Rule: rule.DeepCopy(), Variants: autogenRules(rule, l.controllers)}}
+		return []Outcome{{Name: rule.Name, Fate: NoVAPForm, Refusal: &model.Refusal{Reason: reason, Message: message}, Rule: rule.DeepCopy(), Variants: screened.Variants}}
 	}
 	switch {
 	case l.policy.Spec.ApplyRules != nil && *l.policy.Spec.ApplyRules == "One":
@@ -321,13 +358,13 @@ func (l *Lowering) Lower(rule *kyvernov1.Rule) []Outcome {
 	}
 	first := l.outcome(rule, rule.Name)
 	if first.Fate == NoVAPForm {
-		first.Variants = autogenRules(rule, l.controllers)
+		first.Variants = screened.Variants
 	}
 	outcomes := []Outcome{first}
 	if first.Fate != Lowered {
 		return outcomes
 	}
-	for _, variant := range autogenRules(rule, l.controllers) {
+	for _, variant := range screened.Variants {
 		outcomes = append(outcomes, l.outcome(&variant, rule.Name))
 	}
 	return outcomes
