@@ -39,10 +39,12 @@ if [ "$component" = pattern-oracle ]; then
       awk '/^replace \(/{f=1;next} f&&/^\)/{f=0} f{print "replace " $0} /^replace [^(]/{print}' "$dir/go.mod"
     } > go.mod
   fi
-  cp "$root/hack/kyverno-pattern-oracle/main.go" main.go
+  # The source carries "//go:build ignore" so that kyvap's own go mod tidy
+  # never reads it; here it is built without the constraint.
+  sed '1{/^\/\/go:build ignore$/d}' "$root/hack/kyverno-pattern-oracle/main.go" > main.go
   echo "build-kyverno: building Kyverno's pattern matcher $ver..." >&2
-  GOFLAGS=-mod=mod go mod tidy -tags kyvernooracle >/dev/null 2>&1 || true
-  GOFLAGS=-mod=mod go build -tags kyvernooracle -o "$exe.tmp" .
+  GOFLAGS=-mod=mod go mod tidy >/dev/null 2>&1 || true
+  GOFLAGS=-mod=mod go build -o "$exe.tmp" .
   mv "$exe.tmp" "$exe"
   echo "$exe"
   exit 0

@@ -1,4 +1,4 @@
-//go:build kyvernooracle
+//go:build ignore
 
 // Copyright 2026 The kyvap Authors.
 // SPDX-License-Identifier: Apache-2.0
@@ -7,7 +7,7 @@
 // matcher (pkg/engine/validate MatchPattern, v1.19.1) what a
 // validate.pattern makes of resources: the oracle of test/classic's
 // differential run. It is built by hack/build-kyverno.sh pattern-oracle in
-// a scratch module outside kyvap's (the build tag keeps it out of kyvap's
+// a scratch module outside kyvap's (the ignore build tag keeps it out of kyvap's
 // own), and never linked into kyvap.
 //
 // Input (stdin), one JSON document: {"pattern": ..., "resources": [...]}.
