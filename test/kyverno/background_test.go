@@ -264,7 +264,7 @@ func TestReportsNeverDuplicateKyvernos(t *testing.T) {
 	pattern := kyvernov1.Rule{
 		Name:           "pattern-team",
 		MatchResources: kyvernov1.MatchResources{Any: kyvernov1.ResourceFilters{{Resources: kyvernov1.ResourceDescription{Kinds: []string{"ConfigMap"}, Namespaces: []string{ns}}}}},
-		Validation:     &kyvernov1.Validation{Message: "a team label is required", RawPattern: &apiextensionsv1.JSON{Raw: []byte(`{"metadata":{"labels":{"team":"?*"}}}`)}},
+		Validation:     &kyvernov1.Validation{Message: "a team label is required", RawPattern: &apiextensionsv1.JSON{Raw: []byte(`{"metadata":{"labels":{"tea?":"?*"}}}`)}},
 	}
 	mixed := controlplane.ClusterPolicy("dup-mixed", kyvernov1.Audit, celRule("cel-team"), pattern)
 	mixed.Spec.Background = nil

@@ -133,12 +133,26 @@ func TestWithKyverno(t *testing.T) {
 		t.Fatalf("a fully translated policy is not generated: %+v", got.Status.ValidatingAdmissionPolicy)
 	}
 
-	// A mixed policy: its CEL rule is a VAP, its pattern rule only Kyverno
-	// enforces, so it is not generated and Kyverno enforces all of it.
+	// A classic pattern policy, compiled to CEL: a VAP, marked generated,
+	// so Kyverno skips it (it registers no secrets) and the API server
+	// denies.
+	classicRule := kyvernov1.Rule{
+		Name:           "team-label",
+		MatchResources: kyvernov1.MatchResources{Any: kyvernov1.ResourceFilters{{Resources: kyvernov1.ResourceDescription{Kinds: []string{"Secret"}, Namespaces: []string{"with-kyverno"}}}}},
+		Validation:     &kyvernov1.Validation{Message: "a team label is required", RawPattern: &apiextensionsv1.JSON{Raw: []byte(`{"metadata":{"labels":{"team":"?*"}}}`)}},
+	}
+	classic := cp.CreatePolicy(t, controlplane.ClusterPolicy("kyverno-classic", kyvernov1.Enforce, classicRule), controllers.ReasonAllRulesTranslated)
+	if !classic.Status.ValidatingAdmissionPolicy.Generated {
+		t.Fatalf("a compiled pattern policy is not generated: %+v", classic.Status.ValidatingAdmissionPolicy)
+	}
+
+	// A mixed policy: its CEL rule is a VAP, its pattern rule (a wildcard
+	// key, which the classic compiler refuses) only Kyverno enforces, so it
+	// is not generated and Kyverno enforces all of it.
 	pattern := kyvernov1.Rule{
 		Name:           "team-label",
 		MatchResources: kyvernov1.MatchResources{Any: kyvernov1.ResourceFilters{{Resources: kyvernov1.ResourceDescription{Kinds: []string{"ConfigMap"}, Namespaces: []string{"with-kyverno"}}}}},
-		Validation:     &kyvernov1.Validation{Message: "a team label is required", RawPattern: &apiextensionsv1.JSON{Raw: []byte(`{"metadata":{"labels":{"team":"?*"}}}`)}},
+		Validation:     &kyvernov1.Validation{Message: "a team label is required", RawPattern: &apiextensionsv1.JSON{Raw: []byte(`{"metadata":{"labels":{"tea?":"?*"}}}`)}},
 	}
 	cel := controlplane.CELRule("no-forbidden-configmap", "ConfigMap", "object.metadata.name != 'forbidden'", "no forbidden config maps")
 	mixed := controlplane.ClusterPolicy("kyverno-mixed", kyvernov1.Enforce, cel, pattern)
@@ -159,7 +173,9 @@ func TestWithKyverno(t *testing.T) {
 	if s, err := kyvernoRegisters(ctx, "secrets"); err != nil || s {
 		t.Errorf("Kyverno registers secrets for a policy kyvap marked generated (%v)", err)
 	}
-	cp.WaitForDenial(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "with-kyverno", Name: "forbidden"}}, "ValidatingAdmissionPolicy 'kyvap-kyverno-full.no-forbidden-secret'")
+	forbiddenSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "with-kyverno", Name: "forbidden", Labels: map[string]string{"team": "shop"}}}
+	cp.WaitForDenial(t, forbiddenSecret, "ValidatingAdmissionPolicy 'kyvap-kyverno-full.no-forbidden-secret'")
+	cp.WaitForDenial(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "with-kyverno", Name: "no-team"}}, "ValidatingAdmissionPolicy 'kyvap-kyverno-classic.team-label'")
 	// The pattern rule: Kyverno's webhook denies.
 	waitForKyvernoDenial(t, controlplane.ConfigMap("with-kyverno", "no-team", nil), "a team label is required")
 	// The CEL rule: the VAP denies first (the API server runs VAPs before webhooks).

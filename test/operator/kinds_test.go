@@ -84,20 +84,21 @@ func TestCRDInstalledLaterReachesEveryComponent(t *testing.T) {
 
 // TestMixedPolicyIsNotMarkedGenerated: a running Kyverno skips a policy
 // marked generated entirely, so a policy whose CEL rule is a VAP but which
-// also has a pattern rule (enforced by Kyverno only) must stay generated:
-// false, with the pattern rule reported as left to Kyverno.
+// also has a pattern rule the classic compiler refuses (a wildcard key;
+// enforced by Kyverno only) must stay generated: false, with the pattern
+// rule reported as left to Kyverno.
 func TestMixedPolicyIsNotMarkedGenerated(t *testing.T) {
 	cp.StartOperator(t, generateOn)
 	pattern := kyvernov1.Rule{
 		Name:           "team-pattern",
 		MatchResources: kyvernov1.MatchResources{Any: kyvernov1.ResourceFilters{{Resources: kyvernov1.ResourceDescription{Kinds: []string{"ConfigMap"}}}}},
-		Validation:     &kyvernov1.Validation{Message: "team label", RawPattern: &apiextensionsv1.JSON{Raw: []byte(`{"metadata":{"labels":{"team":"?*"}}}`)}},
+		Validation:     &kyvernov1.Validation{Message: "team label", RawPattern: &apiextensionsv1.JSON{Raw: []byte(`{"metadata":{"labels":{"tea?":"?*"}}}`)}},
 	}
 	policy := controlplane.ClusterPolicy("mixed-cel-pattern", kyvernov1.Enforce,
 		controlplane.CELRule("no-forbidden", "ConfigMap", "object.metadata.name != 'forbidden'", "not forbidden"), pattern)
 	got := cp.CreatePolicy(t, policy, controllers.ReasonAllRulesTranslated)
 	vap := got.Status.ValidatingAdmissionPolicy
-	if vap.Generated || !strings.Contains(vap.Message, `rule "team-pattern": left to Kyverno (NonCELRule`) {
+	if vap.Generated || !strings.Contains(vap.Message, `rule "team-pattern": left to Kyverno (PatternNotExpressible`) {
 		t.Errorf("Kyverno status = %+v, want generated false and the pattern rule left to Kyverno", vap)
 	}
 }
