@@ -495,11 +495,18 @@ func (r *runner) compare(st *policyState, res *TestResult, base Row, ev *evaluat
 		row := base
 		row.VAP, row.Engine = PathResult{Result: None}, PathResult{Result: None}
 		row.Status, row.Reason = StatusPass, "excluded: no rule matched the resource (Kyverno's CLI counts this as a pass)"
-		if res.Result == "pass" || res.Result == "fail" {
+		switch {
+		case res.Result == "fail" || (res.Result == "pass" && r.opts.Strict):
 			// Kyverno's CLI would count an excluded resource as a pass
-			// whatever the expectation; a test expecting the rule to pass or
-			// fail expects it to match, so kyvap reports the difference.
+			// whatever the expectation; a test expecting the rule to fail
+			// expects it to match, so kyvap reports the difference (and,
+			// with --strict, for an expected pass too).
 			row.Status, row.Reason = StatusFail, fmt.Sprintf("no rule matched the resource on either path, while the test expects %s (Kyverno's CLI would show it as an excluded pass)", res.Result)
+		case res.Result == "pass":
+			// Nothing denies the resource, as the test expects: Kyverno's
+			// CLI passes the row as excluded (a result naming a resource
+			// the resources do not hold, say), and so does kyvap.
+			row.Reason = "excluded: no rule matched the resource, and Kyverno's CLI counts the expected pass as met (--strict fails it)"
 		}
 		return []Row{row}
 	}
