@@ -25,8 +25,9 @@ type Options struct {
 	// version ("1.37"); empty means the newest this build knows.
 	CompatibilityVersion string
 	// Strict fails the results that name a rule their policy does not
-	// have; by default they pass, as Kyverno's CLI counts their resources
-	// as excluded.
+	// have, and those expecting pass for a resource no ClusterPolicy rule
+	// matches; by default they pass, as Kyverno's CLI counts such
+	// resources as excluded.
 	Strict bool
 }
 
