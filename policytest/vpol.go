@@ -699,8 +699,10 @@ func (r *runner) vpolRows(ctx context.Context, i int, states []*vpolState) []Row
 			switch {
 			case plain:
 				row.Status, row.Reason = StatusFail, "no result: the policy does not match the resource, and Kyverno's CLI reports such a resource as not found (a failure) when every compiled variant of the policy has plain matchConstraints"
-			case res.Result == "pass" || res.Result == "fail":
+			case res.Result == "fail" || (res.Result == "pass" && r.opts.Strict):
 				row.Status, row.Reason = StatusFail, fmt.Sprintf("the policy does not match the resource, while the test expects %s (Kyverno's CLI would show it as an excluded pass)", res.Result)
+			case res.Result == "pass":
+				row.Status, row.Reason = StatusPass, "excluded: the policy does not match the resource, and Kyverno's CLI counts the expected pass as met (--strict fails it)"
 			default:
 				row.Status, row.Reason = StatusPass, "excluded: the policy does not match the resource (Kyverno's CLI counts this as a pass)"
 			}

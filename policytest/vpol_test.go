@@ -28,6 +28,7 @@ results:
 - {policy: v1-pol, isValidatingPolicy: true, kind: ConfigMap, resources: [cm], result: skip}
 - {policy: selective, isValidatingPolicy: true, kind: ConfigMap, resources: [cm], result: skip}
 - {policy: selective, isValidatingPolicy: true, kind: ConfigMap, resources: [cm], result: fail}
+- {policy: selective, isValidatingPolicy: true, kind: ConfigMap, resources: [cm], result: pass}
 - {policy: v1-pol, isValidatingPolicy: true, kind: Pod, resources: [bad], result: warn}
 - {policy: missing, isValidatingPolicy: true, kind: Pod, resources: [bad], result: fail}
 - {policy: envoy, isValidatingPolicy: true, kind: Pod, resources: [bad], result: fail}
@@ -184,6 +185,9 @@ func TestValidatingPolicies(t *testing.T) {
 		// An object selector: Kyverno reports an empty response, excluded.
 		{"selective skip v1/ConfigMap/default/cm", "none", StatusPass, "excluded"},
 		{"selective fail v1/ConfigMap/default/cm", "none", StatusFail, "excluded pass"},
+		// An expected pass: Kyverno's CLI counts the excluded resource as a
+		// pass (--strict fails it).
+		{"selective pass v1/ConfigMap/default/cm", "none", StatusPass, "expected pass as met"},
 		{"v1-pol warn v1/Pod/default/bad", "fail", StatusFail, "never reports warn"},
 		{"missing fail ", "none", StatusFail, "not among the test's policies"},
 		{"envoy fail ", "n/a", StatusSkipped, "Envoy"},
