@@ -12,6 +12,7 @@ package classic
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -90,23 +91,50 @@ data:
 }
 
 func TestPatternsAgreeWithKyverno(t *testing.T) {
+	cases := map[string][]byte{}
+	for name, p := range patterns {
+		raw, err := yaml.YAMLToJSON([]byte(p))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		cases[name] = raw
+	}
+	compare(t, cases, true, 500)
+}
+
+// TestKyvernoCorpusPatternsAgreeWithKyverno runs the comparison on every
+// validate.pattern of the ClusterPolicies and Policies in Kyverno's own
+// tests (test/ of its module) that the compiler takes.
+func TestKyvernoCorpusPatternsAgreeWithKyverno(t *testing.T) {
+	cases, refused := corpusPatterns(t, kyvernoModule(t))
+	if len(cases) < 50 {
+		t.Fatalf("only %d patterns of Kyverno's tests compile (%d refused)", len(cases), refused)
+	}
+	t.Logf("%d distinct patterns of Kyverno's tests compiled, %d refused", len(cases), refused)
+	compare(t, cases, false, 3000)
+}
+
+// compare compiles each pattern, judges the resources generated around it
+// with the CEL and with Kyverno's matcher, and fails on any disagreement
+// (or on a refusal, when mustCompile).
+func compare(t *testing.T, cases map[string][]byte, mustCompile bool, atLeast int) {
+	t.Helper()
 	oracle := buildOracle(t)
 	env := celEnv(t)
-	names := make([]string, 0, len(patterns))
-	for name := range patterns {
+	names := make([]string, 0, len(cases))
+	for name := range cases {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	compared, disagreements := 0, 0
 	verdicts := map[string]int{}
 	for _, name := range names {
-		raw, err := yaml.YAMLToJSON([]byte(patterns[name]))
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
+		raw := cases[name]
 		expression, fl := classic.Pattern(raw, "object")
 		if fl != nil {
-			t.Errorf("%s: refused: %s: %s", name, fl.Reason, fl.Message)
+			if mustCompile {
+				t.Errorf("%s: refused: %s: %s", name, fl.Reason, fl.Message)
+			}
 			continue
 		}
 		program := compile(t, env, expression)
@@ -130,9 +158,75 @@ func TestPatternsAgreeWithKyverno(t *testing.T) {
 		}
 	}
 	t.Logf("%d patterns, %d resources compared (Kyverno: %v), %d disagreements", len(names), compared, verdicts, disagreements)
-	if compared < 500 {
+	if compared < atLeast {
 		t.Errorf("only %d resources compared", compared)
 	}
+}
+
+// kyvernoModule is the directory of Kyverno's module (the one the oracle
+// is built from).
+func kyvernoModule(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "mod", "download", "-json", "github.com/kyverno/kyverno@v1.19.1").Output()
+	if err != nil {
+		t.Fatalf("go mod download github.com/kyverno/kyverno: %v", err)
+	}
+	var m struct{ Dir string }
+	if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
+		t.Fatalf("go mod download: %v (%s)", err, out)
+	}
+	return m.Dir
+}
+
+// corpusPatterns reads the distinct validate.pattern of every kyverno.io
+// policy under dir/test that the compiler takes, by file and rule, and
+// counts those it refuses.
+func corpusPatterns(t *testing.T, dir string) (map[string][]byte, int) {
+	t.Helper()
+	cases, seen, refused := map[string][]byte{}, map[string]bool{}, 0
+	err := filepath.WalkDir(filepath.Join(dir, "test"), func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || (filepath.Ext(path) != ".yaml" && filepath.Ext(path) != ".yml") {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, doc := range strings.Split(string(data), "\n---") {
+			var p struct {
+				Kind string
+				Spec struct {
+					Rules []struct {
+						Name     string
+						Validate struct {
+							Pattern json.RawMessage
+						}
+					}
+				}
+			}
+			if yaml.Unmarshal([]byte(doc), &p) != nil || (p.Kind != "ClusterPolicy" && p.Kind != "Policy") {
+				continue
+			}
+			for _, r := range p.Spec.Rules {
+				raw := r.Validate.Pattern
+				if len(raw) == 0 || string(raw) == "null" || seen[string(raw)] {
+					continue
+				}
+				seen[string(raw)] = true
+				if _, fl := classic.Pattern(raw, "object"); fl != nil {
+					refused++
+					continue
+				}
+				rel, _ := filepath.Rel(dir, path)
+				cases[rel+"#"+r.Name] = raw
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cases, refused
 }
 
 // buildOracle builds Kyverno's pattern matcher (reused when built).
