@@ -109,7 +109,10 @@ func (c *compiler) element(x string, p any, path string) (string, *model.Refusal
 	if fl != nil {
 		return "", fl
 	}
-	return "(type(" + x + ") == list ? " + x + " : [" + x + "]).all(" + e + ", " + check + ")", nil
+	// dyn(): the API server type-checks the expression against the
+	// kind's schema, where the branches must agree (a bool field and a
+	// list of it); at run time the value is judged as it is.
+	return "(type(" + x + ") == list ? dyn(" + x + ") : [dyn(" + x + ")]).all(" + e + ", " + check + ")", nil
 }
 
 // mapping is Kyverno's validateMap for the forms compiled: plain keys,
@@ -141,7 +144,7 @@ func (c *compiler) mapping(m string, p map[string]any, path string) (string, *mo
 			if s, ok := p[k].(string); ok && s == "*" {
 				// Kyverno's defaultHandler: "*" asks for a value that is not
 				// null, whatever its type.
-				terms = append(terms, "("+present+" && "+value+" != null)")
+				terms = append(terms, "("+present+" && dyn("+value+") != null)")
 				continue
 			}
 			check, fl := c.element(value, p[k], at)
@@ -238,7 +241,7 @@ func (c *compiler) list(l string, p []any, path string) (string, *model.Refusal)
 		if fl != nil {
 			return "", fl
 		}
-		return l + ".all(" + e + ", " + check + ")", nil
+		return "dyn(" + l + ").all(" + e + ", " + check + ")", nil
 	case []any:
 		return "", model.Refuse(model.ReasonPatternNotExpressible, "a list of lists at %s", path)
 	}
@@ -247,7 +250,7 @@ func (c *compiler) list(l string, p []any, path string) (string, *model.Refusal)
 	if fl != nil {
 		return "", fl
 	}
-	return l + ".all(" + e + ", " + check + ")", nil
+	return "dyn(" + l + ").all(" + e + ", " + check + ")", nil
 }
 
 // scalar is Kyverno's pattern.Validate of a value x against a scalar

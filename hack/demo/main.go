@@ -40,6 +40,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -737,6 +738,14 @@ func (d *demo) showAdmission(ctx context.Context) error {
 		// Kyverno's autogen applies the Pod rule to the pod template of
 		// controllers: that variant is a ValidatingAdmissionPolicy too.
 		{what: "a Deployment whose pods lack the team label", object: withoutTeam(deployment(devNamespace, "no-team", 1)), want: denied, message: "ValidatingAdmissionPolicy 'kyvap-require-team-label.autogen-team-label'"},
+		// A classic validate.pattern rule (=() anchors), compiled to CEL:
+		// the API server denies, for the Pod and for a Deployment's init
+		// container (the rule's pod-controller variant).
+		{what: "a privileged Pod", object: &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: devNamespace, Name: "privileged", Labels: map[string]string{"team": "shop"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27", SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}}},
+		}, want: denied, message: "ValidatingAdmissionPolicy 'kyvap-disallow-privileged-containers.privileged-containers'"},
+		{what: "a Deployment with a privileged init container", object: withPrivilegedInit(deployment(devNamespace, "privileged-init", 1)), want: denied, message: "ValidatingAdmissionPolicy 'kyvap-disallow-privileged-containers.autogen-privileged-containers'"},
 		{what: "3 replicas, team=shop, nginx:1.27", object: deployment(prodNamespace, "web", 3), want: admitted, create: true},
 	}
 	w := d.table()
@@ -855,6 +864,12 @@ func withoutTeam(dep *appsv1.Deployment) *appsv1.Deployment {
 
 // deployment is a Deployment that every sample policy accepts, except for
 // the number of replicas.
+// withPrivilegedInit gives the Deployment's pods a privileged init container.
+func withPrivilegedInit(dep *appsv1.Deployment) *appsv1.Deployment {
+	dep.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox:1.36", SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}}
+	return dep
+}
+
 func deployment(namespace, name string, replicas int32) *appsv1.Deployment {
 	labels := map[string]string{"app": name, "team": "shop"}
 	return &appsv1.Deployment{

@@ -12,6 +12,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -455,6 +456,60 @@ func TestTypeCheckingWarningsReachTheStatus(t *testing.T) {
 			t.Logf("VAP %s status: %+v", v.Name, v.Status)
 		}
 		t.Fatalf("the VAP's type-checking warning never reached the policy's status: %v", err)
+	}
+}
+
+// TestCompiledPatternsTypeCheck: the API server's type checker (the
+// validatingadmissionpolicy-status controller) accepts the expressions a
+// classic pattern compiles to, for the Pod rule and its pod-controller
+// variants, against each kind's schema. A policy with a known type error
+// (Deployments have no spec.replicaz) shows first that the checker reads
+// the schemas; the pattern policy is created after it.
+func TestCompiledPatternsTypeCheck(t *testing.T) {
+	cp.StartOperator(t, generateOn)
+	ctx := context.Background()
+	// The checker reads each group-version's schema when it needs it: one
+	// known type error per kind the pattern's VAPs match.
+	typo := "!has(object.spec.replicaz) || object.spec.replicaz <= 5"
+	sentinel := controlplane.ClusterPolicy("typecheck-sentinel", kyvernov1.Enforce,
+		controlplane.CELRule("pods", "Pod", typo, controlplane.ReplicasMessage),
+		controlplane.CELRule("deployments", "Deployment", typo, controlplane.ReplicasMessage),
+		controlplane.CELRule("cronjobs", "CronJob", typo, controlplane.ReplicasMessage))
+	sentinel.Annotations = map[string]string{kyvernov1.AutogenControllersAnnotation: "none"}
+	cp.Create(t, sentinel)
+	for _, rule := range []string{"pods", "deployments", "cronjobs"} {
+		err := controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+			vap := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+			if err := cp.Client.Get(ctx, client.ObjectKey{Name: "kyvap-typecheck-sentinel." + rule}, vap); err != nil {
+				return false, err
+			}
+			return vap.Status.TypeChecking != nil && len(vap.Status.TypeChecking.ExpressionWarnings) > 0, fmt.Errorf("no type-checking warning yet: %+v", vap.Status)
+		})
+		if err != nil {
+			t.Fatalf("the type checker never read the schema for %s: %v", rule, err)
+		}
+	}
+	pattern := kyvernov1.Rule{
+		Name:           "privileged",
+		MatchResources: kyvernov1.MatchResources{Any: kyvernov1.ResourceFilters{{Resources: kyvernov1.ResourceDescription{Kinds: []string{"Pod"}}}}},
+		Validation: &kyvernov1.Validation{Message: "privileged mode is disallowed", RawPattern: &apiextensionsv1.JSON{Raw: []byte(
+			`{"spec":{"=(initContainers)":[{"=(securityContext)":{"=(privileged)":"false"}}],"containers":[{"=(securityContext)":{"=(privileged)":"false"}, "image": "!*:latest"}]}}`)}},
+	}
+	cp.CreatePolicy(t, controlplane.ClusterPolicy("typecheck-pattern", kyvernov1.Enforce, pattern), controllers.ReasonAllRulesTranslated)
+	for _, rule := range []string{"privileged", "autogen-privileged", "autogen-cronjob-privileged"} {
+		vap := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+		err := controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+			if err := cp.Client.Get(ctx, client.ObjectKey{Name: "kyvap-typecheck-pattern." + rule}, vap); err != nil {
+				return false, err
+			}
+			return vap.Status.TypeChecking != nil && vap.Status.ObservedGeneration == vap.Generation, fmt.Errorf("not type-checked yet: %+v", vap.Status)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range vap.Status.TypeChecking.ExpressionWarnings {
+			t.Errorf("%s: type checking: %s: %s", vap.Name, w.FieldRef, w.Warning)
+		}
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -45,6 +46,8 @@ var expected = map[string]struct {
 	"require-team-label":      {reason: controllers.ReasonAllRulesTranslated, generated: true},
 	"disallow-latest-tag":     {reason: controllers.ReasonAllRulesTranslated, generated: true},
 	"restrict-host-network":   {reason: controllers.ReasonFallback, message: string(model.ReasonRolesOrClusterRoles)},
+	// A classic validate.pattern rule, compiled to CEL.
+	"disallow-privileged-containers": {reason: controllers.ReasonAllRulesTranslated, generated: true},
 }
 
 var cp *controlplane.ControlPlane
@@ -105,6 +108,15 @@ func TestSamples(t *testing.T) {
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}},
 	}
 	cp.WaitForDenial(t, unlabelled, "'team' is required")
+	// disallow-privileged-containers: the compiled pattern, for a Pod and,
+	// through the pod-controller variant, for a Deployment's init container.
+	privileged := unlabelled.DeepCopy()
+	privileged.Name, privileged.Labels = "privileged", map[string]string{"team": "shop"}
+	privileged.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+	cp.WaitForDenial(t, privileged, "ValidatingAdmissionPolicy 'kyvap-disallow-privileged-containers.privileged-containers'")
+	privilegedInit := deployment("samples-prod", "privileged-init", 1, "nginx:1.27")
+	privilegedInit.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox:1.36", SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}}
+	cp.WaitForDenial(t, privilegedInit, "ValidatingAdmissionPolicy 'kyvap-disallow-privileged-containers.autogen-privileged-containers'")
 	// Compliant with every sample: admitted without a warning.
 	if warnings := cp.MustAdmit(t, deployment("samples-prod", "web", 3, "nginx:1.27")); len(warnings) > 0 {
 		t.Errorf("a compliant Deployment was admitted with warnings %q", warnings)
