@@ -160,6 +160,20 @@ func TestParamsAreInForceThroughTheHandOver(t *testing.T) {
 		good: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ok"}},
 		bad:  &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "much-too-long"}},
 	}
+	// Policies of earlier tests are deleted when they end, and their VAPs
+	// go a moment later (garbage collection): start from a namespace where
+	// nothing refuses the objects used here.
+	err := controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		for _, obj := range []client.Object{probe.good, probe.bad, controlplane.ConfigMap(ns, "limits", nil)} {
+			if _, err := cp.DryRunCreate(ctx, obj); err != nil {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("an earlier test's policy still refuses the probes: %v", err)
+	}
 	probeCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); probe.run(probeCtx) }()
@@ -179,7 +193,7 @@ func TestParamsAreInForceThroughTheHandOver(t *testing.T) {
 	edit(t, policy, func(o client.Object) { o.SetAnnotations(nil) })
 	waitReady(t, policy)
 	waitForDenier(t, probe.bad, "vap")
-	err := controlplane.Eventually(ctx, time.Minute, func(context.Context) (bool, error) {
+	err = controlplane.Eventually(ctx, time.Minute, func(context.Context) (bool, error) {
 		for _, fr := range op.Engine.Rules() {
 			if fr.Policy == policy.Name {
 				return false, fmt.Errorf("the engine still holds %s", fr.Rule.Name)
