@@ -91,6 +91,10 @@ test: envtest-assets kyverno-assets $(KUSTOMIZE) ## Run unit and envtest suites 
 conformance: ## Run the Kyverno CLI test corpus through the generated VAPs and the fallback engine (kyvap test).
 	go run ./cmd/kyvap test test/conformance
 
+.PHONY: differential
+differential: ## Compare compiled classic patterns with Kyverno's own pattern matcher on generated resources, with the counts (test/classic; make test runs it too).
+	go test -count=1 -v -run 'Agree' ./test/classic
+
 ##@ Benchmarks
 
 BENCH_REPORT ?= $(LOCALBIN)/bench-report.txt
