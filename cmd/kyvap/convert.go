@@ -22,7 +22,8 @@ const convertUsage = `Usage:
   kyvap convert -f FILE|DIR|- [-f ...] [-o DIR] [flags]
 
 Converts Kyverno ClusterPolicies and namespaced Policies (kyverno.io/v1 or
-v2beta1: validate.cel rules, and validate.pattern rules compiled to CEL) into
+v2beta1: validate.cel rules, and validate.pattern and anyPattern rules compiled
+to CEL) into
 ValidatingPolicies and
 NamespacedValidatingPolicies (policies.kyverno.io/v1), one per rule, named
 <policy>-<rule>. Each carries what Kyverno's engine does with the rule: match
@@ -54,7 +55,7 @@ kind is said on stderr and in the converted test's header, with its source;
 a kind none of them knows is refused (KindUnresolved).
 
 Refused, with the reason, never approximated: rules that are neither
-validate.cel nor a pattern the classic compiler takes (anyPattern, deny,
+validate.cel nor a pattern or anyPattern the classic compiler takes (deny,
 foreach; PatternNotExpressible names the construct), context entries,
 JMESPath preconditions, roles and
 clusterRoles, paramKind, validationFailureActionOverrides, spec.applyRules One,

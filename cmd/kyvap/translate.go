@@ -26,7 +26,7 @@ import (
 const translateUsage = `Usage:
   kyvap translate -f FILE [-f FILE ...] [--crd FILE ...] [flags]
 
-Translates the CEL rules of Kyverno ClusterPolicies (and their validate.pattern rules,
+Translates the CEL rules of Kyverno ClusterPolicies (and their pattern and anyPattern rules,
 compiled to CEL), ValidatingPolicies and
 NamespacedValidatingPolicies into ValidatingAdmissionPolicies and bindings, as the
 operator would, without a cluster.

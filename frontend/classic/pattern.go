@@ -45,7 +45,39 @@ func Pattern(raw []byte, resource string) (string, *model.Refusal) {
 	return c.element(resource, pattern, "/")
 }
 
-// compiler is the state of one Pattern call.
+// AnyPattern compiles a validate.anyPattern, as its JSON, into a CEL
+// predicate over resource that holds exactly when Kyverno's anyPattern
+// validation passes (validate_resource.go validatePatterns): when one of
+// the patterns passes, or when there is none. The patterns are compiled
+// as Pattern compiles one; since none of them can skip or error, the rule
+// fails exactly when every pattern fails.
+func AnyPattern(raw []byte, resource string) (string, *model.Refusal) {
+	var patterns []any
+	if err := json.Unmarshal(raw, &patterns); err != nil {
+		return "", model.Refuse(model.ReasonPatternNotExpressible, "anyPattern is not a list of patterns: %v", err)
+	}
+	if len(patterns) == 0 {
+		return "true", nil // Kyverno passes a rule with no pattern to try
+	}
+	c := &compiler{}
+	if fl := c.measure(patterns, 0); fl != nil {
+		return "", fl
+	}
+	alternatives := make([]string, len(patterns))
+	for i, p := range patterns {
+		check, fl := c.element(resource, p, fmt.Sprintf("anyPattern[%d]/", i))
+		if fl != nil {
+			return "", fl
+		}
+		alternatives[i] = check
+	}
+	if len(alternatives) == 1 {
+		return alternatives[0], nil
+	}
+	return "(" + strings.Join(alternatives, " || ") + ")", nil
+}
+
+// compiler is the state of one Pattern or AnyPattern call.
 type compiler struct {
 	nodes int
 	// vars numbers the comprehension variables, so that nested ones never

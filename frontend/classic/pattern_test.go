@@ -110,3 +110,30 @@ func TestPatternBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestAnyPattern: the disjunction of the patterns, true for none, and a
+// refusal naming the pattern that holds a refused construct.
+func TestAnyPattern(t *testing.T) {
+	for raw, want := range map[string]string{
+		`[]`:                      "true",
+		`[{"spec": {"x": true}}]`: `(type(object) == map && (has(object.spec) && (type(object.spec) == map && (has(object.spec.x) && (type(object.spec.x) == list ? dyn(object.spec.x) : [dyn(object.spec.x)]).all(e1, (type(e1) == bool && e1 == true))))))`,
+	} {
+		got, fl := AnyPattern([]byte(raw), "object")
+		if fl != nil || got != want {
+			t.Errorf("AnyPattern(%s) = %q, %v; want %q", raw, got, fl, want)
+		}
+	}
+	two, fl := AnyPattern([]byte(`[{"a": true}, {"b": false}]`), "object")
+	if fl != nil || !strings.HasPrefix(two, "((type(object) == map") || !strings.Contains(two, ") || (type(object) == map") {
+		t.Errorf("two patterns: %q, %v; want their disjunction", two, fl)
+	}
+	for raw, want := range map[string]string{
+		`{"spec": {}}`:                "anyPattern is not a list",
+		`[{"a": true}, {"(b)": "x"}]`: `the conditional anchor "(b)" at anyPattern[1]/`,
+		`[{"spec": {"replicas": 2}}]`: "a number at anyPattern[0]/spec/replicas/",
+	} {
+		if _, fl := AnyPattern([]byte(raw), "object"); fl == nil || !strings.Contains(fl.Message, want) {
+			t.Errorf("AnyPattern(%s): %+v, want a refusal naming %q", raw, fl, want)
+		}
+	}
+}

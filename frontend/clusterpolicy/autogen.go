@@ -68,24 +68,46 @@ var (
 	}
 )
 
-// nestPattern is generateRule's rewrite of a pattern rule for controllers
-// whose pod template is at spec.<key>: the pattern nested there, and only
-// the message, failure actions and allowExistingViolations kept.
+// nestPattern is generateRule's rewrite of a pattern (or anyPattern) rule
+// for controllers whose pod template is at spec.<key>: the pattern (each
+// pattern) nested there, and only the message, failure actions and
+// allowExistingViolations kept.
 func nestPattern(rule *kyvernov1.Rule, key string) *kyvernov1.Rule {
-	var pattern any
-	if json.Unmarshal(rule.Validation.RawPattern.Raw, &pattern) != nil {
+	if rule == nil {
 		return nil
 	}
-	nested, err := json.Marshal(map[string]any{"spec": map[string]any{key: pattern}})
+	nest := func(pattern any) any { return map[string]any{"spec": map[string]any{key: pattern}} }
+	v := rule.Validation
+	out := rule.DeepCopy()
+	out.Validation = &kyvernov1.Validation{
+		Message: v.Message, FailureAction: v.FailureAction, FailureActionOverrides: v.FailureActionOverrides,
+		AllowExistingViolations: v.AllowExistingViolations,
+	}
+	if v.RawAnyPattern != nil {
+		// generateRule nests each of them.
+		var patterns []any
+		if json.Unmarshal(v.RawAnyPattern.Raw, &patterns) != nil {
+			return nil
+		}
+		for i := range patterns {
+			patterns[i] = nest(patterns[i])
+		}
+		raw, err := json.Marshal(patterns)
+		if err != nil {
+			return nil
+		}
+		out.Validation.RawAnyPattern = &apiextensionsv1.JSON{Raw: raw}
+		return out
+	}
+	var pattern any
+	if json.Unmarshal(v.RawPattern.Raw, &pattern) != nil {
+		return nil
+	}
+	raw, err := json.Marshal(nest(pattern))
 	if err != nil {
 		return nil
 	}
-	out := rule.DeepCopy()
-	v := rule.Validation
-	out.Validation = &kyvernov1.Validation{
-		Message: v.Message, FailureAction: v.FailureAction, FailureActionOverrides: v.FailureActionOverrides,
-		AllowExistingViolations: v.AllowExistingViolations, RawPattern: &apiextensionsv1.JSON{Raw: nested},
-	}
+	out.Validation.RawPattern = &apiextensionsv1.JSON{Raw: raw}
 	return out
 }
 

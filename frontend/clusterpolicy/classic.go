@@ -24,17 +24,27 @@ const (
 )
 
 // isPatternRule reports a classic rule whose whole validation is a
-// validate.pattern.
+// validate.pattern or a validate.anyPattern (Kyverno reads the pattern
+// when both are set: such a rule is left to it).
 func isPatternRule(r *kyvernov1.Rule) bool {
 	v := r.Validation
-	return v != nil && v.RawPattern != nil && v.CEL == nil && v.RawAnyPattern == nil && v.Deny == nil &&
+	return v != nil && (v.RawPattern != nil) != (v.RawAnyPattern != nil) && v.CEL == nil && v.Deny == nil &&
 		v.PodSecurity == nil && len(v.ForEachValidation) == 0 && v.Manifests == nil && v.Assert == nil
 }
 
-// patternAsCEL is a validate.pattern rule written as the validate.cel rule
+// compileClassic compiles the rule's pattern or anyPattern on resource.
+func compileClassic(v *kyvernov1.Validation, resource string) (string, *model.Refusal) {
+	if v.RawAnyPattern != nil {
+		return classic.AnyPattern(v.RawAnyPattern.Raw, resource)
+	}
+	return classic.Pattern(v.RawPattern.Raw, resource)
+}
+
+// patternAsCEL is a validate.pattern (or anyPattern) rule written as the
+// validate.cel rule
 // that gives Kyverno's verdicts (frontend/classic compiles the pattern):
-// the same match, exclusions, preconditions and actions, the pattern as
-// one expression, and as CEL preconditions what Kyverno's validate handler
+// the same match, exclusions, preconditions and actions, the pattern (or
+// the disjunction of the anyPattern) as one expression, and as CEL preconditions what Kyverno's validate handler
 // does around a pattern (no DELETE; allowExistingViolations on UPDATE).
 // action is the rule's failure action (its own, or the policy's). A
 // construct without an exact form is refused, naming it.
@@ -43,7 +53,7 @@ func patternAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction) (
 	if strings.Contains(v.Message, "{{") || strings.Contains(v.Message, "$(") {
 		return nil, model.Refuse(model.ReasonPatternNotExpressible, "a variable in the message %q", v.Message)
 	}
-	onObject, fl := classic.Pattern(v.RawPattern.Raw, "object")
+	onObject, fl := compileClassic(v, "object")
 	if fl != nil {
 		return nil, fl
 	}
@@ -64,7 +74,7 @@ func patternAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction) (
 		if why := oldObjectMatchUnknown(r); why != "" {
 			return nil, model.Refuse(model.ReasonPatternNotExpressible, "allowExistingViolations (on unless set to false) with %s: whether Kyverno judges the old object depends on it", why)
 		}
-		onOld, fl := classic.Pattern(v.RawPattern.Raw, "oldObject")
+		onOld, fl := compileClassic(v, "oldObject")
 		if fl != nil {
 			return nil, fl
 		}

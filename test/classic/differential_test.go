@@ -12,6 +12,7 @@ package classic
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -178,9 +179,9 @@ func kyvernoModule(t *testing.T) string {
 	return m.Dir
 }
 
-// corpusPatterns reads the distinct validate.pattern of every kyverno.io
-// policy under dir/test that the compiler takes, by file and rule, and
-// counts those it refuses.
+// corpusPatterns reads the distinct validate.pattern and anyPattern
+// patterns of every kyverno.io policy under dir/test that the compiler
+// takes, by file and rule, and counts those it refuses.
 func corpusPatterns(t *testing.T, dir string) (map[string][]byte, int) {
 	t.Helper()
 	cases, seen, refused := map[string][]byte{}, map[string]bool{}, 0
@@ -199,7 +200,8 @@ func corpusPatterns(t *testing.T, dir string) (map[string][]byte, int) {
 					Rules []struct {
 						Name     string
 						Validate struct {
-							Pattern json.RawMessage
+							Pattern    json.RawMessage
+							AnyPattern []json.RawMessage `json:"anyPattern"`
 						}
 					}
 				}
@@ -208,17 +210,20 @@ func corpusPatterns(t *testing.T, dir string) (map[string][]byte, int) {
 				continue
 			}
 			for _, r := range p.Spec.Rules {
-				raw := r.Validate.Pattern
-				if len(raw) == 0 || string(raw) == "null" || seen[string(raw)] {
-					continue
+				// A pattern, and each pattern of an anyPattern (compiled
+				// alike: the anyPattern is their disjunction).
+				for i, raw := range append([]json.RawMessage{r.Validate.Pattern}, r.Validate.AnyPattern...) {
+					if len(raw) == 0 || string(raw) == "null" || seen[string(raw)] {
+						continue
+					}
+					seen[string(raw)] = true
+					if _, fl := classic.Pattern(raw, "object"); fl != nil {
+						refused++
+						continue
+					}
+					rel, _ := filepath.Rel(dir, path)
+					cases[fmt.Sprintf("%s#%s/%d", rel, r.Name, i)] = raw
 				}
-				seen[string(raw)] = true
-				if _, fl := classic.Pattern(raw, "object"); fl != nil {
-					refused++
-					continue
-				}
-				rel, _ := filepath.Rel(dir, path)
-				cases[rel+"#"+r.Name] = raw
 			}
 		}
 		return nil
