@@ -121,6 +121,11 @@ const (
 	// no exact CEL form (yet); the message names it. Kyverno enforces the
 	// rule (NotHandled).
 	ReasonPatternNotExpressible Reason = "PatternNotExpressible"
+	// ReasonJMESPathNotExpressible: a condition of the rule (deny or
+	// preconditions) uses a JMESPath form, an operator or an operand
+	// without an exact CEL form (yet); the message names it. Kyverno
+	// enforces the rule (NotHandled).
+	ReasonJMESPathNotExpressible Reason = "JMESPathNotExpressible"
 )
 
 // Reasons of the policy model's rules.

@@ -14,6 +14,12 @@
 // Output (stdout): one line per resource, in order: pass, fail, skip or
 // error, as Kyverno's validate handler reports a pattern rule
 // (pkg/engine/handlers/validation/validate_resource.go validatePatterns).
+//
+// Or, for conditions (a deny's or preconditions), {"conditions": ...,
+// "requests": [{"operation", "object", "oldObject"}...]}: one line per
+// request, true, false or error, as Kyverno's variables.EvaluateConditions
+// judges them in the JSON context of an admission request (its webhook's
+// context: the request as JSON, numbers as float64).
 package main
 
 import (
@@ -23,13 +29,28 @@ import (
 	"os"
 
 	"github.com/go-logr/logr"
+	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
+	"github.com/kyverno/kyverno/pkg/config"
+	enginecontext "github.com/kyverno/kyverno/pkg/engine/context"
+	"github.com/kyverno/kyverno/pkg/engine/jmespath"
 	"github.com/kyverno/kyverno/pkg/engine/validate"
+	"github.com/kyverno/kyverno/pkg/engine/variables"
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
 type input struct {
-	Pattern   json.RawMessage   `json:"pattern"`
-	Resources []json.RawMessage `json:"resources"`
+	Pattern    json.RawMessage   `json:"pattern"`
+	Resources  []json.RawMessage `json:"resources"`
+	Conditions json.RawMessage   `json:"conditions"`
+	Requests   []request         `json:"requests"`
+}
+
+type request struct {
+	Operation string          `json:"operation"`
+	Object    json.RawMessage `json:"object"`
+	OldObject json.RawMessage `json:"oldObject"`
 }
 
 func main() {
@@ -40,6 +61,10 @@ func main() {
 	var in input
 	if err := json.Unmarshal(data, &in); err != nil {
 		fail(err)
+	}
+	if in.Conditions != nil {
+		conditions(in)
+		return
 	}
 	// As Kyverno reads a pattern (kyvernov1.FromJSON): plain JSON, numbers
 	// as float64.
@@ -54,6 +79,35 @@ func main() {
 			fail(err)
 		}
 		fmt.Println(verdict(validate.MatchPattern(logr.Discard(), resource, pattern)))
+	}
+}
+
+// conditions judges the requests as Kyverno's deny handler does
+// (internal.CheckDenyPreconditions): the conditions as the policy's JSON
+// reads them, evaluated in an admission request's context.
+func conditions(in input) {
+	var wrapper kyvernov1.ConditionsWrapper
+	if err := json.Unmarshal(in.Conditions, &wrapper); err != nil {
+		fail(err)
+	}
+	jp := jmespath.New(config.NewDefaultConfiguration(false))
+	for _, r := range in.Requests {
+		ctx := enginecontext.NewContext(jp)
+		req := admissionv1.AdmissionRequest{
+			Operation: admissionv1.Operation(r.Operation),
+			Object:    runtime.RawExtension{Raw: r.Object},
+			OldObject: runtime.RawExtension{Raw: r.OldObject},
+		}
+		if err := ctx.AddRequest(req); err != nil {
+			fail(err)
+		}
+		ok, _, err := variables.EvaluateConditions(logr.Discard(), ctx, wrapper.Conditions)
+		switch {
+		case err != nil:
+			fmt.Println("error")
+		default:
+			fmt.Println(ok)
+		}
 	}
 }
 

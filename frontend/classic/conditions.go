@@ -1,0 +1,429 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package classic
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/kyvap/kyvap/kyverno"
+	"github.com/kyvap/kyvap/model"
+)
+
+// MaxConditions bounds the conditions of one block compiled.
+const MaxConditions = 64
+
+// Predicate is a compiled condition block.
+type Predicate struct {
+	// Holds is a CEL predicate that holds exactly where Kyverno's
+	// evaluation of the conditions is true, and fails to evaluate exactly
+	// where Kyverno's fails (a variable reads a key that is missing).
+	Holds string
+	// Fails is a CEL predicate, which never fails to evaluate, that holds
+	// exactly where Kyverno's evaluation fails: "false" when it never does.
+	Fails string
+}
+
+// condition is one of Kyverno's conditions (kyvernov1.Condition).
+type condition struct {
+	Key      any    `json:"key"`
+	Operator string `json:"operator"`
+	Value    any    `json:"value"`
+}
+
+// anyAll is Kyverno's AnyAllConditions.
+type anyAll struct {
+	Any *[]condition `json:"any"`
+	All *[]condition `json:"all"`
+}
+
+// Conditions compiles Kyverno conditions, as their JSON (a deny's
+// conditions or a rule's preconditions: {any, all}, or the older list),
+// into a Predicate that gives Kyverno v1.19.1's verdicts
+// (pkg/engine/variables/evaluate.go): the any block first, then the all
+// block, each condition in order, stopping at the first that decides and
+// failing at the first variable that fails. A condition compiles when its
+// key is one variable of the forms frontend/classic compiles and its
+// value has no variable; any other condition is refused, named.
+func Conditions(raw []byte, scope Scope) (Predicate, *model.Refusal) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return Predicate{Holds: "true", Fails: "false"}, nil // no conditions hold (utils.TransformConditions)
+	}
+	b := &binder{}
+	p, fl := conditionBlock(raw, scope, b)
+	if fl != nil {
+		return Predicate{}, fl
+	}
+	return Predicate{Holds: b.wrap(p.Holds), Fails: b.wrap(p.Fails)}, nil
+}
+
+func conditionBlock(raw []byte, scope Scope, b *binder) (Predicate, *model.Refusal) {
+	var list []condition
+	if err := json.Unmarshal(raw, &list); err == nil {
+		return all(list, scope, b, "conditions")
+	}
+	var block anyAll
+	if err := json.Unmarshal(raw, &block); err != nil {
+		return Predicate{}, model.Refuse(model.ReasonJMESPathNotExpressible, "the conditions are neither a list nor {any, all}: %v", err)
+	}
+	var anyOf, allOf *Predicate
+	if block.Any != nil {
+		p, fl := anyConditions(*block.Any, scope, b)
+		if fl != nil {
+			return Predicate{}, fl
+		}
+		anyOf = &p
+	}
+	if block.All != nil {
+		p, fl := all(*block.All, scope, b, "all")
+		if fl != nil {
+			return Predicate{}, fl
+		}
+		allOf = &p
+	}
+	switch {
+	case anyOf == nil && allOf == nil:
+		return Predicate{Holds: "true", Fails: "false"}, nil
+	case allOf == nil:
+		return *anyOf, nil
+	case anyOf == nil:
+		return *allOf, nil
+	}
+	// Kyverno evaluates the all block even when the any block is false:
+	// its failures count. A conditional keeps them (&& would absorb them).
+	return Predicate{
+		Holds: "(" + anyOf.Holds + " ? " + allOf.Holds + " : (" + allOf.Holds + " ? false : false))",
+		Fails: or(anyOf.Fails, allOf.Fails),
+	}, nil
+}
+
+func anyConditions(conditions []condition, scope Scope, b *binder) (Predicate, *model.Refusal) {
+	compiled, fl := compileEach(conditions, scope, b, "any")
+	if fl != nil {
+		return Predicate{}, fl
+	}
+	holds, fails := "false", "false"
+	for i := len(compiled) - 1; i >= 0; i-- {
+		c := compiled[i]
+		if i == len(compiled)-1 {
+			holds, fails = c.Holds, c.Fails
+			continue
+		}
+		holds = "(" + c.Holds + " ? true : " + holds + ")"
+		fails = or(c.Fails, and("!"+c.Holds, fails))
+	}
+	return Predicate{Holds: holds, Fails: fails}, nil
+}
+
+func all(conditions []condition, scope Scope, b *binder, block string) (Predicate, *model.Refusal) {
+	compiled, fl := compileEach(conditions, scope, b, block)
+	if fl != nil {
+		return Predicate{}, fl
+	}
+	holds, fails := "true", "false"
+	for i := len(compiled) - 1; i >= 0; i-- {
+		c := compiled[i]
+		if i == len(compiled)-1 {
+			holds, fails = c.Holds, c.Fails
+			continue
+		}
+		holds = "(" + c.Holds + " ? " + holds + " : false)"
+		fails = or(c.Fails, and(c.Holds, fails))
+	}
+	return Predicate{Holds: holds, Fails: fails}, nil
+}
+
+func compileEach(conditions []condition, scope Scope, b *binder, block string) ([]Predicate, *model.Refusal) {
+	if len(conditions) > MaxConditions {
+		return nil, model.Refuse(model.ReasonJMESPathNotExpressible, "more than %d conditions in %s", MaxConditions, block)
+	}
+	out := make([]Predicate, len(conditions))
+	for i, c := range conditions {
+		p, fl := compileCondition(c, scope, b, fmt.Sprintf("%s[%d]", block, i))
+		if fl != nil {
+			return nil, fl
+		}
+		out[i] = p
+	}
+	return out, nil
+}
+
+// or and and join never-failing predicates, dropping the constant ones.
+func or(a, b string) string {
+	switch {
+	case a == "false":
+		return b
+	case b == "false":
+		return a
+	}
+	return "(" + a + " || " + b + ")"
+}
+
+func and(a, b string) string {
+	if a == "false" || b == "false" {
+		return "false"
+	}
+	return "(" + a + " && " + b + ")"
+}
+
+// compileCondition is Kyverno's variables.Evaluate of one condition.
+func compileCondition(c condition, scope Scope, b *binder, at string) (Predicate, *model.Refusal) {
+	key, fl := operand(c.Key, scope, b, at+".key")
+	if fl != nil {
+		return Predicate{}, fl
+	}
+	val, fl := operand(c.Value, scope, b, at+".value")
+	if fl != nil {
+		return Predicate{}, fl
+	}
+	if key.isLiteral {
+		return Predicate{}, model.Refuse(model.ReasonJMESPathNotExpressible, "a key without a variable (%s) at %s", celLiteral(key.literal), at)
+	}
+	if !val.isLiteral {
+		return Predicate{}, model.Refuse(model.ReasonJMESPathNotExpressible, "a variable in the value at %s", at)
+	}
+	// The key is bound once; binding it fails where it fails.
+	k := b.fresh("k")
+	holds, fl := compileOperator(strings.ToLower(c.Operator), k, val.literal, at)
+	if fl != nil {
+		return Predicate{}, fl
+	}
+	holds = "[" + key.cel + "].all(" + k + ", " + holds + ")"
+	fails := key.fails
+	if fails == "" {
+		fails = "false"
+	}
+	return Predicate{Holds: holds, Fails: fails}, nil
+}
+
+// compileOperator is Kyverno's operator handler (pkg/engine/variables/
+// operator) applied to a key known at run time, bound to the variable
+// key, and a literal value.
+func compileOperator(op string, key string, v any, at string) (string, *model.Refusal) {
+	k := "dyn(" + key + ")"
+	switch op {
+	case "equal", "equals", "notequal", "notequals":
+		eq, fl := equals(k, v, at)
+		if fl != nil {
+			return "", fl
+		}
+		if op == "equal" || op == "equals" {
+			return "(type(" + k + ") == null_type ? false : " + eq + ")", nil
+		}
+		// NotEqualHandler is the negation of EqualHandler for every key
+		// JSON has but null, which both judge false.
+		return "(type(" + k + ") == null_type ? false : !" + eq + ")", nil
+	case "anyin", "allin", "anynotin", "allnotin":
+		return membership(op, k, v, at)
+	case "in", "notin":
+		return "", model.Refuse(model.ReasonJMESPathNotExpressible, "the deprecated operator %s at %s", op, at)
+	}
+	return "", model.Refuse(model.ReasonJMESPathNotExpressible, "the operator %q at %s", op, at)
+}
+
+// isDuration is Kyverno's test of a duration operand (operator.go
+// parseDuration).
+func isDuration(s string) bool {
+	_, err := time.ParseDuration(s)
+	return err == nil && s != "0"
+}
+
+// equals is EqualHandler.Evaluate of the key k (dyn, not null) and the
+// literal v, by the key's type.
+func equals(k string, v any, at string) (string, *model.Refusal) {
+	onString, onNumber, onBool := "false", "false", "false"
+	switch typed := v.(type) {
+	case string:
+		if isDuration(typed) {
+			return "", model.Refuse(model.ReasonJMESPathNotExpressible, "the duration %q compared at %s", typed, at)
+		}
+		// validateValueWithStringPattern: a quantity key is compared as a
+		// quantity, any other string as a wildcard match of the value.
+		if _, err := resource.ParseQuantity(typed); err == nil {
+			onString = "(isQuantity(" + k + ") && quantity(" + k + ").compareTo(quantity(" + kyverno.CELString(typed) + ")) == 0)"
+		} else if kyverno.ContainsWildcard(typed) {
+			onString = "(!isQuantity(" + k + ") && " + kyverno.CELPatternMatch(k, []string{typed}) + ")"
+		} else {
+			onString = k + " == " + kyverno.CELString(typed)
+		}
+		// validateValueWithFloatPattern: a number key against the value
+		// read as a float.
+		if f, err := strconv.ParseFloat(typed, 64); err == nil {
+			onNumber = "double(" + k + ") == " + celDouble(f)
+		}
+	case bool:
+		onBool = k + " == " + strconv.FormatBool(typed)
+	case nil:
+	case float64:
+		return "", model.Refuse(model.ReasonJMESPathNotExpressible, "a number compared with Equals at %s (a string key would be read as a duration)", at)
+	default:
+		return "", model.Refuse(model.ReasonJMESPathNotExpressible, "a map or a list compared with Equals at %s", at)
+	}
+	return "(type(" + k + ") == string ? " + onString + " : " + isNumber(k) + " ? " + onNumber + " : type(" + k + ") == bool ? " + onBool + " : false)", nil
+}
+
+// membership is the AnyIn, AllIn, AnyNotIn and AllNotIn handlers of the
+// key k and the literal v: a scalar key is compared as its string form,
+// a list key element by element; a wildcard on either side matches.
+func membership(op, k string, v any, at string) (string, *model.Refusal) {
+	negated := op == "anynotin" || op == "allnotin"
+	every := op == "allin" || op == "allnotin"
+	// The scalar key (anyKeyExistsInArray, allKeyExistsInArray: the
+	// same) and the list key (anySetExistsInArray, allSetExistsInArray).
+	var onScalar, onList string
+	values, arrayOK, fl := membershipValues(v, at)
+	if fl != nil {
+		return "", fl
+	}
+	s := "s"
+	elements := k + ".map(e, " + stringForm("e") + ")"
+	switch typed := v.(type) {
+	case []any:
+		found := matchesAny(s, values)
+		onScalar = found
+		if negated {
+			onScalar = "!" + found
+		}
+		onList = setCheck(elements, values, negated, every)
+	case string:
+		// A wildcard match of the value first, then the value read as a
+		// JSON array of strings (false when it is JSON but not that), or
+		// as itself.
+		direct := kyverno.CELPatternMatch(s, []string{typed})
+		switch {
+		case !arrayOK:
+			onScalar = direct
+			if negated {
+				onScalar = "false"
+			}
+		case negated:
+			onScalar = "!(" + direct + " || " + matchesExactly(s, values) + ")"
+		default:
+			onScalar = "(" + direct + " || " + matchesExactly(s, values) + ")"
+		}
+		single := "(size(" + elements + ") == 1 && " + elements + "[0] == " + kyverno.CELString(typed) + ")"
+		rest := "false"
+		if arrayOK {
+			rest = setCheck(elements, values, negated, every)
+		}
+		if negated {
+			onList = "(!" + single + " && " + rest + ")"
+		} else {
+			onList = "(" + single + " || " + rest + ")"
+		}
+	case float64, bool:
+		// Invalid for a scalar key; a list key is compared with the
+		// value's string form by AnyIn and AnyNotIn only.
+		onScalar, onList = "false", "false"
+		if !every {
+			onList = setCheck(elements, values, negated, every)
+		}
+	default:
+		onScalar, onList = "false", "false"
+	}
+	scalar := "[" + stringForm(k) + "].all(s, " + onScalar + ")"
+	return "(" + isNumber(k) + " || type(" + k + ") == string || type(" + k + ") == bool ? " + scalar + " : type(" + k + ") == list ? " + onList + " : false)", nil
+}
+
+// membershipValues are the string forms of the literal's values, as
+// Kyverno formats them (fmt.Sprint); for a string literal, the JSON
+// array it holds (arrayOK false when it is JSON but no array of strings)
+// or the string itself.
+func membershipValues(v any, at string) (values []string, arrayOK bool, fl *model.Refusal) {
+	switch typed := v.(type) {
+	case []any:
+		for _, item := range typed {
+			values = append(values, fmt.Sprint(item))
+		}
+	case string:
+		if inRange.MatchString(typed) || notInRange.MatchString(typed) {
+			return nil, false, model.Refuse(model.ReasonJMESPathNotExpressible, "the range %q at %s", typed, at)
+		}
+		if json.Valid([]byte(typed)) {
+			var arr []string
+			if err := json.Unmarshal([]byte(typed), &arr); err != nil {
+				return nil, false, nil
+			}
+			return arr, true, nil
+		}
+		return []string{typed}, true, nil
+	case float64, bool:
+		values = []string{fmt.Sprint(typed)}
+	}
+	// A map or a list element of a list key has a Go string form
+	// (map[...], [...]) that only such values could match.
+	for _, value := range values {
+		wild := strings.IndexAny(value, "*?")
+		for _, form := range []string{"map[", "["} {
+			if strings.HasPrefix(value, form) || wild >= 0 && strings.HasPrefix(form, value[:wild]) {
+				return nil, false, model.Refuse(model.ReasonJMESPathNotExpressible, "the value %q at %s, which could match the Go form of a map or a list", value, at)
+			}
+		}
+	}
+	return values, true, nil
+}
+
+// stringForm is Kyverno's fmt.Sprint of a JSON value x, for the values a
+// comparison can match: a number as a float64 (%v is %g, as CEL's string
+// of a double), a bool, null as "<nil>"; a map or a list as a form that
+// starts as Go's does, which membershipValues has checked no value can
+// match.
+func stringForm(x string) string {
+	return "(type(" + x + ") == string ? string(" + x + ") : type(" + x + ") == int || type(" + x + ") == uint ? string(double(" + x + ")) : type(" + x + ") == double || type(" + x + ") == bool ? string(" + x + ") : type(" + x + ") == null_type ? '<nil>' : type(" + x + ") == map ? 'map[]' : '[]')"
+}
+
+// isNumber is "x is a number".
+func isNumber(x string) string {
+	return "(type(" + x + ") == int || type(" + x + ") == uint || type(" + x + ") == double)"
+}
+
+// matchesAny is "the runtime string s matches one of the values, or one
+// of the values matches s as a wildcard pattern".
+func matchesAny(s string, values []string) string {
+	if len(values) == 0 {
+		return "false"
+	}
+	return "(" + kyverno.CELPatternMatch(s, values) + " || " + runtimePatternMatches(s, values) + ")"
+}
+
+// matchesExactly is "s is one of the values".
+func matchesExactly(s string, values []string) string {
+	if len(values) == 0 {
+		return "false"
+	}
+	return s + " in " + kyverno.CELStringList(values)
+}
+
+// runtimePatternMatches is "the runtime string s, read as a Kyverno
+// wildcard pattern, matches one of the values": s quoted as an RE2
+// expression with * and ? made wildcards (as kyverno's wildcardRegex does
+// at compile time).
+func runtimePatternMatches(s string, values []string) string {
+	quoted := s
+	for _, meta := range []string{`\`, `.`, `+`, `(`, `)`, `|`, `[`, `]`, `{`, `}`, `^`, `$`} {
+		quoted += ".replace(" + kyverno.CELString(meta) + ", " + kyverno.CELString(`\`+meta) + ")"
+	}
+	quoted += `.replace('*', '.*').replace('?', '.')`
+	return "((" + s + ".contains('*') || " + s + ".contains('?')) && " + kyverno.CELStringList(values) + ".exists(v, v.matches('^(?s:' + " + quoted + " + ')$')))"
+}
+
+// setCheck is isAnyIn, isAllIn, isAnyNotIn or isAllNotIn of the string
+// forms of a list key's elements and the values.
+func setCheck(elements string, values []string, negated, every bool) string {
+	match := matchesAny("s", values)
+	switch {
+	case !negated && !every:
+		return elements + ".exists(s, " + match + ")"
+	case !negated && every:
+		return elements + ".all(s, " + match + ")"
+	case negated && !every:
+		return elements + ".exists(s, !" + match + ")"
+	}
+	return elements + ".all(s, !" + match + ")"
+}

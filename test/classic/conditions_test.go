@@ -1,0 +1,473 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package classic
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/cel-go/cel"
+	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/apiserver/pkg/cel/environment"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kyvap/kyvap/frontend/classic"
+	"github.com/kyvap/kyvap/vap"
+)
+
+// conditionCases are deny conditions and preconditions as policies write
+// them, one per operator and form the compiler takes.
+var conditionCases = map[string]string{
+	"team-anyin-default": `
+any:
+- key: "{{ request.object.metadata.labels.team || '' }}"
+  operator: AnyIn
+  value: ["payments", "web-*", ""]`,
+	"team-anynotin": `
+all:
+- key: "{{ request.object.metadata.labels.team }}"
+  operator: AnyNotIn
+  value: ["payments", "web-*"]`,
+	"name-equals-wildcard": `
+any:
+- key: "{{ request.object.metadata.name }}"
+  operator: Equals
+  value: "prod-*"`,
+	"name-notequals": `
+all:
+- key: "{{ request.object.metadata.name }}"
+  operator: NotEquals
+  value: "default"`,
+	"operation-and-field": `
+all:
+- key: "{{ request.operation }}"
+  operator: AnyIn
+  value: [CREATE, UPDATE]
+- key: "{{ request.object.spec.replicas || '' }}"
+  operator: Equals
+  value: "1"`,
+	"quantity-equals": `
+any:
+- key: "{{ request.object.spec.memory }}"
+  operator: Equals
+  value: "1Gi"`,
+	"bool-equals": `
+all:
+- key: "{{ request.object.spec.hostNetwork || `+"`false`"+` }}"
+  operator: Equals
+  value: true`,
+	"list-key-allin": `
+any:
+- key: "{{ request.object.spec.finalizers }}"
+  operator: AllIn
+  value: ["kubernetes", "example.com/*"]`,
+	"list-key-allnotin": `
+any:
+- key: "{{ request.object.spec.finalizers }}"
+  operator: AllNotIn
+  value: ["kubernetes"]`,
+	"string-value-json-array": `
+any:
+- key: "{{ request.object.metadata.namespace }}"
+  operator: AnyIn
+  value: '["kube-system", "kube-public"]'`,
+	"string-value-plain": `
+any:
+- key: "{{ request.object.metadata.namespace }}"
+  operator: AllNotIn
+  value: "kube-*"`,
+	"number-values-list": `
+any:
+- key: "{{ request.object.spec.port }}"
+  operator: AnyIn
+  value: [80, 443, "8080"]`,
+	"old-style-list": `
+- key: "{{ request.object.metadata.labels.env }}"
+  operator: NotEquals
+  value: ""
+- key: "{{ request.object.metadata.labels.tier || 'none' }}"
+  operator: AnyNotIn
+  value: ["frontend"]`,
+	"any-and-all": `
+any:
+- key: "{{ request.object.metadata.labels.a }}"
+  operator: Equals
+  value: "x"
+- key: "{{ request.object.metadata.labels.b }}"
+  operator: Equals
+  value: "y"
+all:
+- key: "{{ request.object.metadata.labels.c || '' }}"
+  operator: NotEquals
+  value: "z"`,
+	"old-object": `
+any:
+- key: "{{ request.oldObject.metadata.labels.team || '' }}"
+  operator: NotEquals
+  value: "{{ request.object.metadata.labels.team || '' }}"`,
+	"literal-null-equals": `
+any:
+- key: "{{ request.object.spec.x }}"
+  operator: Equals
+  value: null`,
+	"nested-or": "\nany:\n- key: \"{{ request.object.spec.a || request.object.spec.b || `[]` }}\"\n  operator: AnyIn\n  value: [\"on\"]",
+}
+
+func TestConditionsAgreeWithKyverno(t *testing.T) {
+	cases := map[string][]byte{}
+	for name, c := range conditionCases {
+		raw, err := yaml.YAMLToJSON([]byte(c))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		cases[name] = raw
+	}
+	compareConditions(t, cases, map[string]bool{"old-object": true}, 2000)
+}
+
+// TestKyvernoCorpusConditionsAgreeWithKyverno runs the comparison on the
+// deny conditions and preconditions of the ClusterPolicies and Policies
+// in Kyverno's own tests that the compiler takes.
+func TestKyvernoCorpusConditionsAgreeWithKyverno(t *testing.T) {
+	cases, refused := corpusConditions(t, kyvernoModule(t))
+	if len(cases) < 20 {
+		t.Fatalf("only %d condition blocks of Kyverno's tests compile (%d refused)", len(cases), refused)
+	}
+	t.Logf("%d distinct condition blocks of Kyverno's tests compiled, %d refused", len(cases), refused)
+	compareConditions(t, cases, nil, 2000)
+}
+
+// compareConditions compiles each block, judges requests generated around
+// it with the CEL and with Kyverno's condition evaluation, and fails on
+// any disagreement, on a failure where Kyverno has none (or none where it
+// has one), or on a refusal of a block not in mayRefuse (nil: any may).
+func compareConditions(t *testing.T, cases map[string][]byte, mayRefuse map[string]bool, atLeast int) {
+	t.Helper()
+	oracle := buildOracle(t)
+	env := requestEnv(t)
+	names := make([]string, 0, len(cases))
+	for name := range cases {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	compared, disagreements := 0, 0
+	verdicts := map[string]int{}
+	for _, name := range names {
+		raw := cases[name]
+		predicate, fl := classic.Conditions(raw, classic.RequestScope)
+		if fl != nil {
+			if mayRefuse != nil && !mayRefuse[name] {
+				t.Errorf("%s: refused: %s: %s", name, fl.Reason, fl.Message)
+			}
+			continue
+		}
+		holds, fails := compile(t, env, predicate.Holds), compile(t, env, predicate.Fails)
+		requests := requestsAround(raw)
+		kyverno := askConditions(t, oracle, raw, requests)
+		for i, r := range requests {
+			compared++
+			verdicts[kyverno[i]]++
+			got := evaluateRequest(holds, r)
+			failsGot := evaluateRequest(fails, r)
+			if got != kyverno[i] || failsGot != fmt.Sprint(kyverno[i] == "error") {
+				disagreements++
+				if disagreements <= 20 {
+					data, _ := json.Marshal(r)
+					t.Errorf("%s: %s: Kyverno says %s, kyvap's CEL %s (fails: %s)", name, data, kyverno[i], got, failsGot)
+				}
+			}
+		}
+	}
+	t.Logf("%d condition blocks, %d requests compared (Kyverno: %v), %d disagreements", len(names), compared, verdicts, disagreements)
+	if compared < atLeast {
+		t.Errorf("only %d requests compared", compared)
+	}
+}
+
+// requestEnv is the API server's base CEL environment with the request's
+// variables.
+func requestEnv(t *testing.T) *cel.Env {
+	t.Helper()
+	set, err := vap.BaseEnvSet(vap.NewestCompatibilityVersion).Extend(environment.VersionedOptions{
+		IntroducedVersion: version.MajorMinor(1, 0),
+		EnvOptions: []cel.EnvOption{
+			cel.Variable("object", cel.DynType), cel.Variable("oldObject", cel.DynType), cel.Variable("request", cel.DynType),
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := set.Env(environment.NewExpressions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// admissionRequest is what the oracle reads and the CEL sees.
+type admissionRequest struct {
+	Operation string `json:"operation"`
+	Object    any    `json:"object,omitempty"`
+	OldObject any    `json:"oldObject,omitempty"`
+}
+
+// evaluateRequest is true, false or error.
+func evaluateRequest(program cel.Program, r admissionRequest) string {
+	// As the API server reads them: integers as int64.
+	object, oldObject := roundTrip(r.Object), roundTrip(r.OldObject)
+	out, _, err := program.Eval(map[string]any{"object": object, "oldObject": oldObject, "request": map[string]any{"operation": r.Operation}})
+	if err != nil {
+		return "error"
+	}
+	b, ok := out.Value().(bool)
+	if !ok {
+		return "error"
+	}
+	return fmt.Sprint(b)
+}
+
+func roundTrip(v any) any {
+	if v == nil {
+		return nil
+	}
+	data, _ := json.Marshal(v)
+	var out any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	_ = dec.Decode(&out)
+	return numbers(out)
+}
+
+// numbers converts json.Number to int64 where integral, else float64.
+func numbers(v any) any {
+	switch typed := v.(type) {
+	case map[string]any:
+		for k, x := range typed {
+			typed[k] = numbers(x)
+		}
+	case []any:
+		for i, x := range typed {
+			typed[i] = numbers(x)
+		}
+	case json.Number:
+		if i, err := typed.Int64(); err == nil {
+			return i
+		}
+		f, _ := typed.Float64()
+		return f
+	}
+	return v
+}
+
+func askConditions(t *testing.T, oracle string, conditions []byte, requests []admissionRequest) []string {
+	t.Helper()
+	in, err := json.Marshal(map[string]any{"conditions": json.RawMessage(conditions), "requests": requests})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(oracle)
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the oracle: %v: %s", err, stderr.String())
+	}
+	lines := strings.Fields(string(out))
+	if len(lines) != len(requests) {
+		t.Fatalf("the oracle answered %d verdicts for %d requests", len(lines), len(requests))
+	}
+	return lines
+}
+
+// requestPath finds the object paths a condition block reads.
+var requestPath = regexp.MustCompile(`request\.(object|oldObject)((?:\.[A-Za-z_][A-Za-z0-9_]*)+)`)
+
+// requestsAround generates admission requests around a condition block:
+// for each path it reads, the path missing at each level, null at each
+// level, and set to every value of a catalogue (the block's own values,
+// values near them, and values of every JSON type), on CREATE, UPDATE and
+// DELETE.
+func requestsAround(raw []byte) []admissionRequest {
+	var paths [][]string
+	seen := map[string]bool{}
+	for _, m := range requestPath.FindAllStringSubmatch(string(raw), -1) {
+		if seen[m[2]] {
+			continue
+		}
+		seen[m[2]] = true
+		paths = append(paths, strings.Split(strings.TrimPrefix(m[2], "."), "."))
+	}
+	values := catalogue(raw)
+	var objects []any
+	objects = append(objects, map[string]any{}, map[string]any{"metadata": map[string]any{}})
+	for _, path := range paths {
+		for level := 1; level <= len(path); level++ {
+			objects = append(objects, build(path[:level], nil, false), build(path[:level-1], nil, true))
+		}
+		for _, v := range values {
+			objects = append(objects, build(path, v, true))
+		}
+	}
+	// Every path set together, to each value: conditions on several
+	// paths see them agree.
+	if len(paths) > 1 {
+		for _, v := range values {
+			o := map[string]any{}
+			for _, path := range paths {
+				merge(o, build(path, v, true).(map[string]any))
+			}
+			objects = append(objects, o)
+		}
+	}
+	var requests []admissionRequest
+	for i, o := range objects {
+		requests = append(requests, admissionRequest{Operation: "CREATE", Object: o})
+		old := objects[(i+1)%len(objects)]
+		requests = append(requests, admissionRequest{Operation: "UPDATE", Object: o, OldObject: old})
+		if i%3 == 0 {
+			requests = append(requests, admissionRequest{Operation: "DELETE", OldObject: o})
+		}
+	}
+	return requests
+}
+
+// build is an object with path set to v (set) or with the last key of
+// path set to null (!set and v nil).
+func build(path []string, v any, set bool) any {
+	if len(path) == 0 {
+		if !set {
+			return map[string]any{}
+		}
+		return v
+	}
+	var leaf any = v
+	for i := len(path) - 1; i >= 0; i-- {
+		leaf = map[string]any{path[i]: leaf}
+	}
+	if !set {
+		// The path present up to its last key, which is null.
+		return leaf
+	}
+	return leaf
+}
+
+func merge(dst, src map[string]any) {
+	for k, v := range src {
+		if d, ok := dst[k].(map[string]any); ok {
+			if s, ok := v.(map[string]any); ok {
+				merge(d, s)
+				continue
+			}
+		}
+		dst[k] = v
+	}
+}
+
+// catalogue is the values planted on the paths: the block's literal
+// values, each with its wildcards filled in and near it, and values of
+// every JSON type that Kyverno's operators read differently.
+func catalogue(raw []byte) []any {
+	var block any
+	_ = json.Unmarshal(raw, &block)
+	literals := map[string]bool{}
+	var walk func(v any)
+	walk = func(v any) {
+		switch typed := v.(type) {
+		case map[string]any:
+			for k, x := range typed {
+				if k != "key" {
+					walk(x)
+				}
+			}
+		case []any:
+			for _, x := range typed {
+				walk(x)
+			}
+		case string:
+			if !strings.Contains(typed, "{{") {
+				literals[typed] = true
+			}
+		}
+	}
+	walk(block)
+	values := []any{
+		"", "a", "*", "x?", "1Gi", "1024Mi", "0", "1", "1.0", "1.5", "true", "false", "<nil>", "map[]", "[]", "CREATE",
+		int64(0), int64(1), 1.5, int64(80), int64(8080), int64(1234567), true, false,
+		[]any{}, []any{"a"}, []any{"kubernetes"}, []any{int64(1), "x"}, []any{nil}, []any{map[string]any{}},
+		map[string]any{}, map[string]any{"a": "b"},
+	}
+	keys := make([]string, 0, len(literals))
+	for l := range literals {
+		keys = append(keys, l)
+	}
+	sort.Strings(keys)
+	for _, l := range keys {
+		filled := strings.NewReplacer("*", "x", "?", "y").Replace(l)
+		values = append(values, l, filled, l+"-", "-"+l, strings.ToUpper(l), []any{l}, []any{filled, "zzz"}, []any{l, l})
+	}
+	return values
+}
+
+// corpusConditions reads the distinct deny conditions and preconditions
+// of every kyverno.io policy under dir/test that the compiler takes.
+func corpusConditions(t *testing.T, dir string) (map[string][]byte, int) {
+	t.Helper()
+	cases, seen, refused := map[string][]byte{}, map[string]bool{}, 0
+	err := filepath.WalkDir(filepath.Join(dir, "test"), func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || (filepath.Ext(path) != ".yaml" && filepath.Ext(path) != ".yml") {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, doc := range strings.Split(string(data), "\n---") {
+			var p struct {
+				Kind string
+				Spec struct {
+					Rules []struct {
+						Name          string
+						Preconditions json.RawMessage
+						Validate      struct {
+							Deny struct {
+								Conditions json.RawMessage
+							}
+						}
+					}
+				}
+			}
+			if yaml.Unmarshal([]byte(doc), &p) != nil || (p.Kind != "ClusterPolicy" && p.Kind != "Policy") {
+				continue
+			}
+			for _, r := range p.Spec.Rules {
+				for i, raw := range []json.RawMessage{r.Preconditions, r.Validate.Deny.Conditions} {
+					if len(raw) == 0 || string(raw) == "null" || seen[string(raw)] {
+						continue
+					}
+					seen[string(raw)] = true
+					if _, fl := classic.Conditions(raw, classic.RequestScope); fl != nil {
+						refused++
+						continue
+					}
+					rel, _ := filepath.Rel(dir, path)
+					cases[fmt.Sprintf("%s#%s/%d", rel, r.Name, i)] = raw
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cases, refused
+}
