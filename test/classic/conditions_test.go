@@ -62,7 +62,7 @@ any:
   value: "1Gi"`,
 	"bool-equals": `
 all:
-- key: "{{ request.object.spec.hostNetwork || `+"`false`"+` }}"
+- key: "{{ request.object.spec.hostNetwork || ` + "`false`" + ` }}"
   operator: Equals
   value: true`,
 	"list-key-allin": `
