@@ -5,6 +5,7 @@ package policytest
 
 import (
 	"crypto/sha256"
+	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -99,13 +100,47 @@ func (r *requestSpec) key() string {
 func (s *Suite) requestFor(policy string, res *Resource, resultOperation string) requestSpec {
 	values := s.requestValues(policy, res.Object.GetName())
 	spec := requestSpec{resource: res, operation: s.operationFor(policy, res.Object.GetName(), resultOperation)}
-	if m, ok := values[valueObject].(map[string]any); ok {
-		spec.objectPatch = m
-	}
-	if m, ok := values[valueOldObject].(map[string]any); ok {
-		spec.oldObjectPatch = m
-	}
+	spec.objectPatch = valuesUnder(values, valueObject)
+	spec.oldObjectPatch = valuesUnder(values, valueOldObject)
 	return spec
+}
+
+// valuesUnder is the patch the values make of the object at root
+// (request.object or request.oldObject): the value of root itself when it
+// is a map, merged with the values of the paths under it
+// ("request.object.metadata.labels.app", quoted segments allowed), which
+// Kyverno's CLI sets in its JSON context as nested maps (AddVariable
+// splits a key on dots as a CSV record) and reads the object back from.
+// Keys are applied in sorted order, so the patch is deterministic.
+func valuesUnder(values map[string]any, root string) map[string]any {
+	var patch map[string]any
+	if m, ok := values[root].(map[string]any); ok {
+		patch = runtime.DeepCopyJSON(m)
+	}
+	keys := make([]string, 0, len(values))
+	for k := range values {
+		if strings.HasPrefix(k, root+".") {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		reader := csv.NewReader(strings.NewReader(k))
+		reader.Comma = '.'
+		fields, err := reader.Read()
+		if err != nil || len(fields) < 3 {
+			continue
+		}
+		var nested any = values[k]
+		for i := len(fields) - 1; i >= 2; i-- {
+			nested = map[string]any{fields[i]: nested}
+		}
+		if patch == nil {
+			patch = map[string]any{}
+		}
+		mergeMaps(nested.(map[string]any), patch)
+	}
+	return patch
 }
 
 // vpolRequestFor is the request Kyverno's CLI evaluates a ValidatingPolicy

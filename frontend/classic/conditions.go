@@ -37,6 +37,30 @@ type condition struct {
 	Value    any    `json:"value"`
 }
 
+// HasConditionMessages reports conditions (as their JSON) of which one
+// has a message.
+func HasConditionMessages(raw []byte) bool {
+	var list []struct{ Message string }
+	if json.Unmarshal(raw, &list) == nil {
+		for _, c := range list {
+			if c.Message != "" {
+				return true
+			}
+		}
+		return false
+	}
+	var block struct{ Any, All []struct{ Message string } }
+	if json.Unmarshal(raw, &block) != nil {
+		return false
+	}
+	for _, c := range append(block.Any, block.All...) {
+		if c.Message != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // anyAll is Kyverno's AnyAllConditions.
 type anyAll struct {
 	Any *[]condition `json:"any"`

@@ -4,12 +4,14 @@
 package clusterpolicy
 
 import (
+	"encoding/json"
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/frontend/classic"
+	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
 )
 
@@ -21,6 +23,8 @@ const (
 	// conditionPatternExisting: allowExistingViolations, Kyverno's default
 	// for an Enforce rule, skips an UPDATE whose old object fails too.
 	conditionPatternExisting = "kyvap-pattern-existing-violations"
+	// conditionPreconditions: the rule's JMESPath preconditions, compiled.
+	conditionPreconditions = "kyvap-preconditions"
 )
 
 // isPatternRule reports a classic rule whose whole validation is a
@@ -32,55 +36,147 @@ func isPatternRule(r *kyvernov1.Rule) bool {
 		v.PodSecurity == nil && len(v.ForEachValidation) == 0 && v.Manifests == nil && v.Assert == nil
 }
 
-// compileClassic compiles the rule's pattern or anyPattern on resource.
-func compileClassic(v *kyvernov1.Validation, resource string) (string, *model.Refusal) {
-	if v.RawAnyPattern != nil {
-		return classic.AnyPattern(v.RawAnyPattern.Raw, resource)
-	}
-	return classic.Pattern(v.RawPattern.Raw, resource)
+// isDenyRule reports a classic rule whose whole validation is a
+// validate.deny.
+func isDenyRule(r *kyvernov1.Rule) bool {
+	v := r.Validation
+	return v != nil && v.Deny != nil && v.RawPattern == nil && v.RawAnyPattern == nil && v.CEL == nil &&
+		v.PodSecurity == nil && len(v.ForEachValidation) == 0 && v.Manifests == nil && v.Assert == nil
 }
 
-// patternAsCEL is a validate.pattern (or anyPattern) rule written as the
-// validate.cel rule
-// that gives Kyverno's verdicts (frontend/classic compiles the pattern):
-// the same match, exclusions, preconditions and actions, the pattern (or
-// the disjunction of the anyPattern) as one expression, and as CEL preconditions what Kyverno's validate handler
-// does around a pattern (no DELETE; allowExistingViolations on UPDATE).
-// action is the rule's failure action (its own, or the policy's). A
-// construct without an exact form is refused, naming it.
-func patternAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction) (*kyvernov1.Rule, *model.Refusal) {
+// isClassicRule reports a rule frontend/classic compiles.
+func isClassicRule(r *kyvernov1.Rule) bool { return isPatternRule(r) || isDenyRule(r) }
+
+// Scopes of the compiled conditions: the request (Kyverno reads
+// request.object as the old object on a DELETE), and the old object of an
+// UPDATE, which Kyverno judges as a CREATE of it (validateOldObject).
+var oldObjectScope = classic.Scope{Object: "oldObject", Operation: "'CREATE'"}
+
+// judged is a compiled rule's verdict on one object: a CEL predicate,
+// never failing, that holds when Kyverno's verdict is fail (the
+// preconditions hold and the object violates the validation, nothing
+// failing to evaluate).
+func judged(pre classic.Predicate, c compiled) string {
+	var terms []string
+	if pre.Fails != "false" {
+		terms = append(terms, "!"+pre.Fails)
+	}
+	if pre.Holds != "true" {
+		terms = append(terms, pre.Holds)
+	}
+	if c.fails != "false" {
+		terms = append(terms, "!"+c.fails)
+	}
+	return kyverno.CELAnd(append(terms, c.violates))
+}
+
+// compiled is a classic validation compiled on one object.
+type compiled struct {
+	// passes and violates are CEL predicates: the object passes, or
+	// violates, the validation; they fail to evaluate where Kyverno's
+	// evaluation fails.
+	passes, violates string
+	// fails, which never fails to evaluate, holds where Kyverno's
+	// evaluation fails ("false" when it never does).
+	fails string
+}
+
+// compileClassic compiles the rule's validation on one object.
+func compileClassic(v *kyvernov1.Validation, resource string, scope classic.Scope) (compiled, *model.Refusal) {
+	switch {
+	case v.Deny != nil:
+		var deny struct {
+			Conditions json.RawMessage `json:"conditions"`
+		}
+		if err := json.Unmarshal(v.Deny.Raw, &deny); err != nil {
+			return compiled{}, model.Refuse(model.ReasonJMESPathNotExpressible, "validate.deny is not an object: %v", err)
+		}
+		if classic.HasConditionMessages(deny.Conditions) {
+			return compiled{}, model.Refuse(model.ReasonJMESPathNotExpressible, "a message on a deny condition (Kyverno adds the messages of the conditions that decided to the rule's)")
+		}
+		p, fl := classic.Conditions(deny.Conditions, scope)
+		if fl != nil {
+			return compiled{}, fl
+		}
+		return compiled{passes: "!" + p.Holds, violates: p.Holds, fails: p.Fails}, nil
+	case v.RawAnyPattern != nil:
+		check, fl := classic.AnyPattern(v.RawAnyPattern.Raw, resource)
+		return compiled{passes: check, violates: "!" + check, fails: "false"}, fl
+	}
+	check, fl := classic.Pattern(v.RawPattern.Raw, resource)
+	return compiled{passes: check, violates: "!" + check, fails: "false"}, fl
+}
+
+// classicAsCEL is a classic rule (validate.pattern, anyPattern or deny)
+// written as the validate.cel rule that gives Kyverno's verdicts
+// (frontend/classic compiles it): the same match, exclusions and actions;
+// the validation as one expression; and as CEL preconditions the rule's
+// JMESPath preconditions and what Kyverno's validate handler does around
+// the validation (a pattern is not judged on DELETE; allowExistingViolations
+// on UPDATE). action is the rule's failure action (its own, or the
+// policy's). A construct without an exact form is refused, naming it.
+func classicAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction) (*kyvernov1.Rule, *model.Refusal) {
 	v := r.Validation
 	if strings.Contains(v.Message, "{{") || strings.Contains(v.Message, "$(") {
 		return nil, model.Refuse(model.ReasonPatternNotExpressible, "a variable in the message %q", v.Message)
 	}
-	onObject, fl := compileClassic(v, "object")
+	pre := classic.Predicate{Holds: "true", Fails: "false"}
+	jmesPathPreconditions := r.RawAnyAllConditions != nil && !kyverno.NoPreconditions(r.RawAnyAllConditions.Raw)
+	if jmesPathPreconditions {
+		if len(r.CELPreconditions) > 0 {
+			return nil, model.Refuse(model.ReasonJMESPathNotExpressible, "JMESPath preconditions beside celPreconditions (Kyverno evaluates them at different stages)")
+		}
+		var fl *model.Refusal
+		if pre, fl = classic.Conditions(r.RawAnyAllConditions.Raw, classic.RequestScope); fl != nil {
+			return nil, &model.Refusal{Reason: fl.Reason, Message: "preconditions: " + fl.Message}
+		}
+	}
+	onNew, fl := compileClassic(v, "object", classic.RequestScope)
 	if fl != nil {
 		return nil, fl
 	}
 	out := r.DeepCopy()
+	out.RawAnyAllConditions = nil
 	message := ""
 	if v.Message == "" {
-		message = "validation error: rule " + r.Name + " failed" // Kyverno's text, without the path it adds
+		message = "validation error: rule " + r.Name + " failed" // Kyverno's text, without the path it adds to a pattern's
 	}
 	out.Validation = &kyvernov1.Validation{
 		FailureAction:           v.FailureAction,
 		FailureActionOverrides:  v.FailureActionOverrides,
 		AllowExistingViolations: v.AllowExistingViolations,
 		Message:                 v.Message,
-		CEL:                     &kyvernov1.CEL{Expressions: []admissionregistrationv1.Validation{{Expression: onObject, Message: message}}},
+		CEL:                     &kyvernov1.CEL{Expressions: []admissionregistrationv1.Validation{{Expression: onNew.passes, Message: message}}},
 	}
-	out.CELPreconditions = append(out.CELPreconditions, admissionregistrationv1.MatchCondition{Name: conditionPatternNotDelete, Expression: "request.operation != 'DELETE'"})
+	if jmesPathPreconditions {
+		out.CELPreconditions = append(out.CELPreconditions, admissionregistrationv1.MatchCondition{Name: conditionPreconditions, Expression: pre.Holds})
+	}
+	if v.Deny == nil {
+		// On a DELETE Kyverno evaluates the preconditions, then judges
+		// nothing: the rule fails where they fail, and is skipped.
+		notDelete := "request.operation != 'DELETE'"
+		if pre.Fails != "false" {
+			notDelete += " || " + pre.Fails
+		}
+		out.CELPreconditions = append(out.CELPreconditions, admissionregistrationv1.MatchCondition{Name: conditionPatternNotDelete, Expression: notDelete})
+	}
 	if action.IsEnforce() && (v.AllowExistingViolations == nil || *v.AllowExistingViolations) {
 		if why := oldObjectMatchUnknown(r); why != "" {
 			return nil, model.Refuse(model.ReasonPatternNotExpressible, "allowExistingViolations (on unless set to false) with %s: whether Kyverno judges the old object depends on it", why)
 		}
-		onOld, fl := compileClassic(v, "oldObject")
+		oldPre := classic.Predicate{Holds: "true", Fails: "false"}
+		if jmesPathPreconditions {
+			if oldPre, fl = classic.Conditions(r.RawAnyAllConditions.Raw, oldObjectScope); fl != nil {
+				return nil, &model.Refusal{Reason: fl.Reason, Message: "preconditions, on the old object of an UPDATE: " + fl.Message}
+			}
+		}
+		onOld, fl := compileClassic(v, "oldObject", oldObjectScope)
 		if fl != nil {
-			return nil, fl
+			return nil, &model.Refusal{Reason: fl.Reason, Message: "on the old object of an UPDATE: " + fl.Message}
 		}
 		out.CELPreconditions = append(out.CELPreconditions, admissionregistrationv1.MatchCondition{
 			Name:       conditionPatternExisting,
-			Expression: "!(request.operation == 'UPDATE' && !" + onObject + " && !" + onOld + ")",
+			Expression: "!(request.operation == 'UPDATE' && " + judged(pre, onNew) + " && " + judged(oldPre, onOld) + ")",
 		})
 	}
 	return out, nil

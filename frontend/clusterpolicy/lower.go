@@ -291,8 +291,8 @@ func (l *Lowering) Screen(i int) Outcome {
 		rule = narrowed
 	}
 	variants := autogenRules(rule, l.controllers)
-	if isPatternRule(rule) {
-		compiled, compiledVariants, fl := l.compilePattern(rule, variants)
+	if isClassicRule(rule) {
+		compiled, compiledVariants, fl := l.compileClassic(rule, variants)
 		if fl != nil {
 			return Outcome{Name: rule.Name, Fate: NotCEL, Refusal: fl, Rule: rule.DeepCopy(), Warnings: warnings}
 		}
@@ -311,25 +311,26 @@ func (l *Lowering) Screen(i int) Outcome {
 	return Outcome{Name: rule.Name, Fate: Lowered, Rule: rule.DeepCopy(), Variants: variants, Warnings: warnings}
 }
 
-// compilePattern is a validate.pattern rule, and its pod-controller
-// variants as Kyverno generates them (the pattern nested in the template),
-// compiled to validate.cel rules (patternAsCEL); a refusal names the
-// construct, and the variant it is in.
-func (l *Lowering) compilePattern(rule *kyvernov1.Rule, variants []kyvernov1.Rule) (*kyvernov1.Rule, []kyvernov1.Rule, *model.Refusal) {
+// compileClassic is a classic rule (validate.pattern, anyPattern, deny),
+// and its pod-controller variants as Kyverno generates them (a pattern
+// nested in the template, variables rewritten to it), compiled to
+// validate.cel rules (classicAsCEL); a refusal names the construct, and
+// the variant it is in.
+func (l *Lowering) compileClassic(rule *kyvernov1.Rule, variants []kyvernov1.Rule) (*kyvernov1.Rule, []kyvernov1.Rule, *model.Refusal) {
 	if strings.HasPrefix(rule.Name, "autogen-") && hasAutogenVariants(l.policy, l.controllers) {
-		return nil, nil, model.Refuse(model.ReasonPatternNotExpressible, "a pattern rule named autogen-* in a policy Kyverno generates pod-controller variants for")
+		return nil, nil, model.Refuse(model.ReasonPatternNotExpressible, "a classic rule named autogen-* in a policy Kyverno generates pod-controller variants for")
 	}
 	action := l.policy.Spec.ValidationFailureAction
 	if rule.Validation.FailureAction != nil {
 		action = *rule.Validation.FailureAction
 	}
-	compiled, fl := patternAsCEL(rule, action)
+	compiled, fl := classicAsCEL(rule, action)
 	if fl != nil {
 		return nil, nil, fl
 	}
 	var out []kyvernov1.Rule
 	for i := range variants {
-		variant, fl := patternAsCEL(&variants[i], action)
+		variant, fl := classicAsCEL(&variants[i], action)
 		if fl != nil {
 			return nil, nil, &model.Refusal{Reason: fl.Reason, Message: "pod-controller variant " + variants[i].Name + ": " + fl.Message}
 		}
