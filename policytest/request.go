@@ -131,7 +131,7 @@ func valuesUnder(values map[string]any, root string) map[string]any {
 		if err != nil || len(fields) < 3 {
 			continue
 		}
-		var nested any = values[k]
+		nested := values[k]
 		for i := len(fields) - 1; i >= 2; i-- {
 			nested = map[string]any{fields[i]: nested}
 		}

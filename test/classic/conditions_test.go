@@ -350,7 +350,7 @@ func build(path []string, v any, set bool) any {
 		}
 		return v
 	}
-	var leaf any = v
+	leaf := v
 	for i := len(path) - 1; i >= 0; i-- {
 		leaf = map[string]any{path[i]: leaf}
 	}
