@@ -366,3 +366,57 @@ func jmesFalse(v any) bool {
 	}
 	return false
 }
+
+// wrapValue binds the roots around an expression of any type.
+func (b *binder) wrapValue(expression string) string {
+	names := make([]string, 0, len(b.roots))
+	for name := range b.roots {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for i := len(names) - 1; i >= 0; i-- {
+		expression = "[" + b.roots[names[i]] + "].map(" + names[i] + ", " + expression + ")[0]"
+	}
+	return expression
+}
+
+// messageVariable is Kyverno's variable syntax in a string
+// (variables/regex RegexVariables, without its escape prefix).
+var messageVariable = regexp.MustCompile(`\{\{(?:\{[^{}]*\}|[^{}])*\}\}`)
+
+// Message compiles a rule's message that holds variables into a CEL
+// messageExpression: the text with each variable's value in its place, as
+// Kyverno substitutes it (a string as it is, any other value as JSON; CEL
+// formats a null as "null", a bool and an int as JSON does, a double in
+// the shortest form, which JSON writes without an exponent below 1e21). A
+// map or a list, and a variable that fails (a missing key), make the
+// expression fail: the API server then shows the static message, the
+// template. A variable of a form the compiler does not take is refused.
+func Message(template string, scope Scope) (string, *model.Refusal) {
+	if strings.Contains(template, "$(") || strings.Contains(template, `\{{`) {
+		return "", model.Refuse(model.ReasonJMESPathNotExpressible, "a reference or an escaped brace in the message %q", template)
+	}
+	b := &binder{}
+	var parts []string
+	offset := 0
+	for _, loc := range messageVariable.FindAllStringIndex(template, -1) {
+		if loc[0] > offset {
+			parts = append(parts, kyverno.CELString(template[offset:loc[0]]))
+		}
+		inner := strings.TrimSpace(template[loc[0]+2 : loc[1]-2])
+		if strings.HasPrefix(inner, "-") || strings.Contains(inner, "{{") {
+			return "", model.Refuse(model.ReasonJMESPathNotExpressible, "the variable %q in the message", template[loc[0]:loc[1]])
+		}
+		v, fl := jmesPath(inner, scope, b, "the message")
+		if fl != nil {
+			return "", fl
+		}
+		x := b.fresh("m")
+		parts = append(parts, "["+v.cel+"].map("+x+", type("+x+") == string ? string("+x+") : type("+x+") == null_type ? 'null' : string("+x+"))[0]")
+		offset = loc[1]
+	}
+	if offset < len(template) {
+		parts = append(parts, kyverno.CELString(template[offset:]))
+	}
+	return b.wrapValue(strings.Join(parts, " + ")), nil
+}

@@ -117,8 +117,12 @@ func compileClassic(v *kyvernov1.Validation, resource string, scope classic.Scop
 // policy's). A construct without an exact form is refused, naming it.
 func classicAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction) (*kyvernov1.Rule, *model.Refusal) {
 	v := r.Validation
+	messageExpression := ""
 	if strings.Contains(v.Message, "{{") || strings.Contains(v.Message, "$(") {
-		return nil, model.Refuse(model.ReasonPatternNotExpressible, "a variable in the message %q", v.Message)
+		var fl *model.Refusal
+		if messageExpression, fl = classic.Message(v.Message, classic.RequestScope); fl != nil {
+			return nil, &model.Refusal{Reason: fl.Reason, Message: "the message: " + fl.Message}
+		}
 	}
 	pre := classic.Predicate{Holds: "true", Fails: "false"}
 	jmesPathPreconditions := r.RawAnyAllConditions != nil && !kyverno.NoPreconditions(r.RawAnyAllConditions.Raw)
@@ -146,7 +150,7 @@ func classicAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction) (
 		FailureActionOverrides:  v.FailureActionOverrides,
 		AllowExistingViolations: v.AllowExistingViolations,
 		Message:                 v.Message,
-		CEL:                     &kyvernov1.CEL{Expressions: []admissionregistrationv1.Validation{{Expression: onNew.passes, Message: message}}},
+		CEL:                     &kyvernov1.CEL{Expressions: []admissionregistrationv1.Validation{{Expression: onNew.passes, Message: message, MessageExpression: messageExpression}}},
 	}
 	if jmesPathPreconditions {
 		out.CELPreconditions = append(out.CELPreconditions, admissionregistrationv1.MatchCondition{Name: conditionPreconditions, Expression: pre.Holds})

@@ -15,6 +15,10 @@
 // error, as Kyverno's validate handler reports a pattern rule
 // (pkg/engine/handlers/validation/validate_resource.go validatePatterns).
 //
+// Or, for a message, {"message": ..., "requests": [...]}: one line per
+// request, the message with its variables substituted as a JSON string,
+// or error.
+//
 // Or, for conditions (a deny's or preconditions), {"conditions": ...,
 // "requests": [{"operation", "object", "oldObject"}...]}: one line per
 // request, true, false or error, as Kyverno's variables.EvaluateConditions
@@ -45,6 +49,7 @@ type input struct {
 	Resources  []json.RawMessage `json:"resources"`
 	Conditions json.RawMessage   `json:"conditions"`
 	Requests   []request         `json:"requests"`
+	Message    *string           `json:"message"`
 }
 
 type request struct {
@@ -64,6 +69,10 @@ func main() {
 	}
 	if in.Conditions != nil {
 		conditions(in)
+		return
+	}
+	if in.Message != nil {
+		message(in)
 		return
 	}
 	// As Kyverno reads a pattern (kyvernov1.FromJSON): plain JSON, numbers
@@ -108,6 +117,32 @@ func conditions(in input) {
 		default:
 			fmt.Println(ok)
 		}
+	}
+}
+
+// message substitutes the variables of a message as Kyverno does for a
+// rule's message (variables.SubstituteAll): one line per request, the
+// message as a JSON string, or error.
+func message(in input) {
+	jp := jmespath.New(config.NewDefaultConfiguration(false))
+	for _, r := range in.Requests {
+		ctx := enginecontext.NewContext(jp)
+		req := admissionv1.AdmissionRequest{
+			Operation: admissionv1.Operation(r.Operation),
+			Object:    runtime.RawExtension{Raw: r.Object},
+			OldObject: runtime.RawExtension{Raw: r.OldObject},
+		}
+		if err := ctx.AddRequest(req); err != nil {
+			fail(err)
+		}
+		out, err := variables.SubstituteAll(logr.Discard(), ctx, *in.Message)
+		s, ok := out.(string)
+		if err != nil || !ok {
+			fmt.Println("error")
+			continue
+		}
+		data, _ := json.Marshal(s)
+		fmt.Println(string(data))
 	}
 }
 
