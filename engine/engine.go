@@ -200,6 +200,10 @@ type compiledRule struct {
 	ignore      bool
 	// namespace confines a namespaced Policy's rule (FallbackRule.Namespace).
 	namespace string
+	// failuresAreErrors: the rule was compiled from Kyverno's classic
+	// language, where an expression that fails to evaluate is Kyverno's
+	// error result (FallbackRule.FailuresAreErrors).
+	failuresAreErrors bool
 }
 
 // SetFallbackRules implements controllers.FallbackSink: it compiles the
@@ -345,6 +349,9 @@ func compileRule(policy string, rule kyvernov1.Rule, fr *translate.FallbackRule)
 		policy: policy, rule: &rule, spec: spec, exceptions: fr.Exceptions,
 		ignore:    spec.FailurePolicy != nil && *spec.FailurePolicy == kyvernov1.Ignore,
 		namespace: fr.Namespace,
+	}
+	for _, name := range fr.FailuresAreErrors {
+		c.failuresAreErrors = c.failuresAreErrors || name == rule.Name
 	}
 	// The translation decided whether the engine can evaluate the rule.
 	if c.notEnforced = fr.NotEnforced != ""; c.notEnforced || !rule.HasValidateCEL() {
@@ -643,6 +650,11 @@ params:
 		}
 		for _, d := range res.Decisions {
 			switch {
+			case d.Evaluation == celeval.EvalError && d.Action == celeval.ActionDeny && r.failuresAreErrors:
+				// A classic rule's variable failed: Kyverno's result is
+				// error, which blocks under Enforce as the denial does.
+				o.Result, o.Blocking = Error, true
+				o.addViolation(d)
 			case d.Evaluation == celeval.EvalError && d.Action == celeval.ActionDeny:
 				// failurePolicy Fail: the error counts as a violation, which
 				// Kyverno reports as a failure too.

@@ -140,6 +140,13 @@ type Rule struct {
 	// Unsupported, when set, says why no engine of kyvap can evaluate the
 	// rule (an autogen target found by structural extraction, ...).
 	Unsupported string
+
+	// FailuresAreErrors: an expression of the rule that fails to evaluate
+	// is Kyverno's error status for the rule, not a violation. A classic
+	// rule compiled by frontend/classic fails to evaluate exactly where
+	// Kyverno's variable substitution fails, which Kyverno reports as an
+	// error (blocking under Enforce, as the VAP's failure policy does).
+	FailuresAreErrors bool
 }
 
 // Semantics names the Kyverno engine a rule's verdicts follow; the two

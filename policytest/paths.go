@@ -185,14 +185,27 @@ func (p *paths) ruleOf(vap string) (policy, rule string) {
 	return "", ""
 }
 
+// failuresAreErrors reports a VAP of a rule compiled from Kyverno's
+// classic language.
+func (p *paths) failuresAreErrors(vap string) bool {
+	for _, name := range p.r.order {
+		if p.r.policies[name].vapFailuresAreErrors[vap] {
+			return true
+		}
+	}
+	return false
+}
+
 // vapResult maps the simulation of one VAP to Kyverno's rule status with
 // Kyverno's own mapping of validator decisions (validate_cel.go): a denying
 // decision is fail (CEL errors under failurePolicy Fail included), an error
 // that was admitted (failurePolicy Ignore) is error, otherwise pass; a
 // configuration error (e.g. a missing parameter) is error, as Kyverno's
 // "error in parameterized resource". evaluated is false when no binding
-// matched or the match conditions excluded the request.
-func vapResult(pr vapsim.PolicyResult) (res PathResult, evaluated bool) {
+// matched or the match conditions excluded the request. For a rule
+// compiled from Kyverno's classic language (failuresAreErrors), an
+// expression that failed to evaluate is Kyverno's error, denied or not.
+func vapResult(pr vapsim.PolicyResult, failuresAreErrors bool) (res PathResult, evaluated bool) {
 	if pr.ConfigError != "" {
 		return PathResult{Result: Error, Message: pr.ConfigError}, true
 	}
@@ -214,6 +227,8 @@ func vapResult(pr vapsim.PolicyResult) (res PathResult, evaluated bool) {
 		out := PathResult{Result: Pass}
 		for _, d := range b.Decisions {
 			switch {
+			case d.Evaluation == validating.EvalError && failuresAreErrors:
+				return PathResult{Result: Error, Message: fmt.Sprintf("binding %s: %s", b.Binding, d.Message)}, true
 			case d.Action == validating.ActionDeny:
 				return PathResult{Result: Fail, Message: fmt.Sprintf("binding %s: %s", b.Binding, d.Message)}, true
 			case d.Evaluation == validating.EvalError:
@@ -258,7 +273,7 @@ func (p *paths) vap(ctx context.Context, req *admissionv1.AdmissionRequest) (map
 		if policy == "" || !applies[pr.Policy] {
 			continue
 		}
-		res, evaluated := vapResult(pr)
+		res, evaluated := vapResult(pr, p.failuresAreErrors(pr.Policy))
 		if !evaluated {
 			continue
 		}

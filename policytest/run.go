@@ -47,6 +47,9 @@ type policyState struct {
 	rules map[string]*translate.RuleResult
 	// vapRule maps each generated VAP's name to its rule.
 	vapRule map[string]string
+	// vapFailuresAreErrors names the generated VAPs of rules compiled from
+	// Kyverno's classic language (translate.AnnotationEvaluationFailures).
+	vapFailuresAreErrors map[string]bool
 	// fallbackNames are the rule names (as reported, autogen variants
 	// included) that the VAP path leaves to the fallback engine.
 	fallbackNames map[string]bool
@@ -140,7 +143,7 @@ func newRunner(s *Suite, opts Options) *runner {
 func (r *runner) translate(report *Report) {
 	for i := range r.suite.Policies {
 		p := &r.suite.Policies[i]
-		st := &policyState{policy: p, rules: map[string]*translate.RuleResult{}, vapRule: map[string]string{}, fallbackNames: map[string]bool{}}
+		st := &policyState{policy: p, rules: map[string]*translate.RuleResult{}, vapRule: map[string]string{}, vapFailuresAreErrors: map[string]bool{}, fallbackNames: map[string]bool{}}
 		r.policies[p.Name] = st
 		r.order = append(r.order, p.Name)
 		in := clusterpolicy.InputFor(p, r.suite.Exceptions)
@@ -181,6 +184,7 @@ func (r *runner) translate(report *Report) {
 		}
 		for _, v := range st.vap.ValidatingAdmissionPolicies {
 			st.vapRule[v.Name] = v.Annotations[translate.AnnotationRule]
+			st.vapFailuresAreErrors[v.Name] = v.Annotations[translate.AnnotationEvaluationFailures] == "error"
 		}
 		for _, w := range st.vap.Warnings {
 			r.warnings = append(r.warnings, fmt.Sprintf("%s: %s", p.Name, w))

@@ -271,7 +271,7 @@ func TestVAPResult(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, evaluated := vapResult(tt.pr)
+			got, evaluated := vapResult(tt.pr, false)
 			if got.Result != tt.want || evaluated != tt.evaluated {
 				t.Errorf("vapResult = %s, %v; want %s, %v", got.Result, evaluated, tt.want, tt.evaluated)
 			}

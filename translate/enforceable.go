@@ -54,6 +54,11 @@ func (t *translation) newFallbackRule(rules []kyvernov1.Rule, reason model.Reaso
 		Policy: t.lowering.Key(), Namespace: t.namespace, Rule: rules[0], AdditionalRules: additional, Spec: t.fallbackSpec(),
 		Exceptions: t.lowering.ExceptionsFor(names...), Reason: reason, Message: message,
 	}
+	for _, name := range names {
+		if t.lowering.FailuresAreErrors(name) {
+			fr.FailuresAreErrors = append(fr.FailuresAreErrors, name)
+		}
+	}
 	fr.NotEnforced = notEnforceable(rules, fr.Exceptions)
 	fr.WebhookExempt = webhookProtectedCovered(t.resolver, rules)
 	return fr

@@ -386,6 +386,9 @@ func modelObjectMeta(src *model.Source, rule *model.Rule, name string) metav1.Ob
 			AnnotationPolicyKind: string(src.Kind),
 		},
 	}
+	if rule.FailuresAreErrors {
+		meta.Annotations[AnnotationEvaluationFailures] = "error"
+	}
 	if src.Namespace != "" {
 		meta.Labels[LabelPolicyNamespace] = labelValue(src.Namespace)
 		meta.Annotations[AnnotationPolicyNamespace] = src.Namespace

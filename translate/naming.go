@@ -29,6 +29,12 @@ const (
 	AnnotationPolicy = "kyvap.io/policy"
 	// AnnotationRule carries the full source rule name.
 	AnnotationRule = "kyvap.io/rule"
+	// AnnotationEvaluationFailures, "error" on the VAP of a rule compiled
+	// from Kyverno's classic language, says that its expression fails to
+	// evaluate exactly where Kyverno's result is error (a variable that
+	// failed), not a violation: the API server denies under Enforce as
+	// Kyverno blocks, and reports and kyvap test say error.
+	AnnotationEvaluationFailures = "kyvap.io/evaluation-failures"
 	// namePrefix keeps our names apart from Kyverno's own "cpol-".
 	namePrefix = "kyvap-"
 	// hashLength is the number of hex characters of a name suffix hash.

@@ -118,6 +118,10 @@ type FallbackRule struct {
 	// (it needs Kyverno's JMESPath engine), or is empty when the engine
 	// enforces it. Such a rule is NOT ENFORCED by kyvap.
 	NotEnforced string `json:",omitempty"`
+	// FailuresAreErrors names the rules (Rule, AdditionalRules) compiled
+	// from Kyverno's classic language: an expression of theirs that fails
+	// to evaluate is Kyverno's error result, not a violation.
+	FailuresAreErrors []string `json:",omitempty"`
 	// WebhookExempt lists the protected resources the rule selects that
 	// kyvap's webhook never receives (nodes, leases, events, reviews; see
 	// WebhookLockOutCondition): the rule is not enforced on them.

@@ -149,6 +149,9 @@ func (t *translation) emit(r *model.Rule, name string) {
 			MatchConditions:  r.MatchConditions,
 		},
 	}
+	if r.FailuresAreErrors {
+		vap.Annotations[AnnotationEvaluationFailures] = "error"
+	}
 	t.plan.ValidatingAdmissionPolicies = append(t.plan.ValidatingAdmissionPolicies, *vap.DeepCopy())
 	for i, b := range r.Bindings {
 		binding := admissionregistrationv1.ValidatingAdmissionPolicyBinding{

@@ -192,7 +192,15 @@ type Lowering struct {
 	positions map[string][]int
 	// pending are the warnings of the rule being lowered.
 	pending []string
+	// classic names the rules (and variants) compiled from Kyverno's
+	// classic language by Screen.
+	classic map[string]bool
 }
+
+// FailuresAreErrors reports a rule (or variant), by name, that Screen
+// compiled from Kyverno's classic language: where its expression fails to
+// evaluate, Kyverno's result is error (model.Rule.FailuresAreErrors).
+func (l *Lowering) FailuresAreErrors(name string) bool { return l.classic[name] }
 
 // New starts the lowering of a policy (a copy of it: the input is never
 // mutated). A nil resolver knows the built-in kinds only.
@@ -205,6 +213,7 @@ func New(in Input, resolver kyverno.KindResolver, opts Options) (*Lowering, erro
 		resolver:  resolver,
 		opts:      opts,
 		namespace: in.Namespace,
+		classic:   map[string]bool{},
 	}
 	for i := range in.Exceptions {
 		l.exceptions = append(l.exceptions, *in.Exceptions[i].DeepCopy())
@@ -297,6 +306,10 @@ func (l *Lowering) Screen(i int) Outcome {
 			return Outcome{Name: rule.Name, Fate: NotCEL, Refusal: fl, Rule: rule.DeepCopy(), Warnings: warnings}
 		}
 		rule, variants = compiled, compiledVariants
+		l.classic[rule.Name] = true
+		for _, v := range variants {
+			l.classic[v.Name] = true
+		}
 	}
 	switch {
 	case !rule.HasValidateCEL():
@@ -387,6 +400,7 @@ func (l *Lowering) outcome(rule *kyvernov1.Rule, of string) Outcome {
 	case fl != nil:
 		o.Fate, o.Refusal = NoVAPForm, fl
 	default:
+		lowered.FailuresAreErrors = l.classic[rule.Name]
 		o.Fate, o.Lowered = Lowered, &lowered
 		if of != rule.Name {
 			lowered.AutogenOf = of

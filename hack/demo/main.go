@@ -746,6 +746,14 @@ func (d *demo) showAdmission(ctx context.Context) error {
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27", SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}}},
 		}, want: denied, message: "ValidatingAdmissionPolicy 'kyvap-disallow-privileged-containers.privileged-containers'"},
 		{what: "a Deployment with a privileged init container", object: withPrivilegedInit(deployment(devNamespace, "privileged-init", 1)), want: denied, message: "ValidatingAdmissionPolicy 'kyvap-disallow-privileged-containers.autogen-privileged-containers'"},
+		// A classic validate.deny rule (a JMESPath default and AnyIn with
+		// a wildcard), compiled to CEL: the API server denies, with the
+		// message's variable rendered.
+		{what: "a Pod of the retired team sandbox-7", object: &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: devNamespace, Name: "retired", Labels: map[string]string{"team": "sandbox-7"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}},
+		}, want: denied, message: "team sandbox-7 is retired"},
+		{what: "a Deployment of the retired team legacy", object: withTeam(deployment(devNamespace, "legacy", 1), "legacy"), want: denied, message: "ValidatingAdmissionPolicy 'kyvap-block-retired-teams.autogen-retired-teams'"},
 		{what: "3 replicas, team=shop, nginx:1.27", object: deployment(prodNamespace, "web", 3), want: admitted, create: true},
 	}
 	w := d.table()
@@ -851,6 +859,18 @@ func kindOf(obj client.Object) string {
 }
 
 // withoutTeam removes the team label from the Deployment's pod template.
+// withTeam sets the team label of the pod template.
+func withTeam(dep *appsv1.Deployment, team string) *appsv1.Deployment {
+	labels := map[string]string{"team": team}
+	for k, v := range dep.Spec.Template.Labels {
+		if k != "team" {
+			labels[k] = v
+		}
+	}
+	dep.Spec.Template.Labels = labels
+	return dep
+}
+
 func withoutTeam(dep *appsv1.Deployment) *appsv1.Deployment {
 	labels := map[string]string{}
 	for k, v := range dep.Spec.Template.Labels {

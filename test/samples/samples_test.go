@@ -48,6 +48,8 @@ var expected = map[string]struct {
 	"restrict-host-network":   {reason: controllers.ReasonFallback, message: string(model.ReasonRolesOrClusterRoles)},
 	// A classic validate.pattern rule, compiled to CEL.
 	"disallow-privileged-containers": {reason: controllers.ReasonAllRulesTranslated, generated: true},
+	// A classic validate.deny rule, compiled to CEL.
+	"block-retired-teams": {reason: controllers.ReasonAllRulesTranslated, generated: true},
 }
 
 var cp *controlplane.ControlPlane
@@ -117,6 +119,14 @@ func TestSamples(t *testing.T) {
 	privilegedInit := deployment("samples-prod", "privileged-init", 1, "nginx:1.27")
 	privilegedInit.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox:1.36", SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}}
 	cp.WaitForDenial(t, privilegedInit, "ValidatingAdmissionPolicy 'kyvap-disallow-privileged-containers.autogen-privileged-containers'")
+	// block-retired-teams: the compiled deny, its message rendered by the
+	// API server, for a Pod and a Deployment's pod template.
+	retired := unlabelled.DeepCopy()
+	retired.Name, retired.Labels = "retired", map[string]string{"team": "sandbox-7"}
+	cp.WaitForDenial(t, retired, "team sandbox-7 is retired")
+	retiredDeployment := deployment("samples-prod", "legacy", 1, "nginx:1.27")
+	retiredDeployment.Spec.Template.Labels["team"] = "legacy"
+	cp.WaitForDenial(t, retiredDeployment, "ValidatingAdmissionPolicy 'kyvap-block-retired-teams.autogen-retired-teams'")
 	// Compliant with every sample: admitted without a warning.
 	if warnings := cp.MustAdmit(t, deployment("samples-prod", "web", 3, "nginx:1.27")); len(warnings) > 0 {
 		t.Errorf("a compliant Deployment was admitted with warnings %q", warnings)
