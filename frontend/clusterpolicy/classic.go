@@ -115,7 +115,7 @@ func compileClassic(v *kyvernov1.Validation, resource string, scope classic.Scop
 // the validation (a pattern is not judged on DELETE; allowExistingViolations
 // on UPDATE). action is the rule's failure action (its own, or the
 // policy's). A construct without an exact form is refused, naming it.
-func classicAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction) (*kyvernov1.Rule, *model.Refusal) {
+func classicAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction, resolver kyverno.KindResolver) (*kyvernov1.Rule, *model.Refusal) {
 	v := r.Validation
 	messageExpression := ""
 	if strings.Contains(v.Message, "{{") || strings.Contains(v.Message, "$(") {
@@ -165,8 +165,9 @@ func classicAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction) (
 		out.CELPreconditions = append(out.CELPreconditions, admissionregistrationv1.MatchCondition{Name: conditionPatternNotDelete, Expression: notDelete})
 	}
 	if action.IsEnforce() && (v.AllowExistingViolations == nil || *v.AllowExistingViolations) {
-		if why := oldObjectMatchUnknown(r); why != "" {
-			return nil, model.Refuse(model.ReasonPatternNotExpressible, "allowExistingViolations (on unless set to false) with %s: whether Kyverno judges the old object depends on it", why)
+		oldMatched, fl := oldObjectMatch(resolver, r)
+		if fl != nil {
+			return nil, fl
 		}
 		oldPre := classic.Predicate{Holds: "true", Fails: "false"}
 		if jmesPathPreconditions {
@@ -180,7 +181,7 @@ func classicAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction) (
 		}
 		out.CELPreconditions = append(out.CELPreconditions, admissionregistrationv1.MatchCondition{
 			Name:       conditionPatternExisting,
-			Expression: "!(request.operation == 'UPDATE' && " + judged(pre, onNew) + " && " + judged(oldPre, onOld) + ")",
+			Expression: "!(request.operation == 'UPDATE' && " + judged(pre, onNew) + " && " + oldMatched + judged(oldPre, onOld) + ")",
 		})
 	}
 	return out, nil
@@ -208,4 +209,65 @@ func oldObjectMatchUnknown(r *kyvernov1.Rule) string {
 		}
 	}
 	return ""
+}
+
+// celRequestResource is the CEL of Kyverno's resource in kyverno's match
+// fragments, which oldObjectMatch points at the old object.
+const celRequestResource = "(request.operation == 'DELETE' ? oldObject : object)"
+
+// oldObjectMatch is Kyverno's match of the old object of an UPDATE, as a
+// CREATE of it (validateOldObject calls matchResource so), as a CEL
+// predicate followed by " && ", or "" when it is the new object's match
+// (nothing in the rule's match or exclude can tell the two apart). The
+// filters are the rule's own, each read on the old object's labels and
+// annotations with the operation CREATE.
+func oldObjectMatch(resolver kyverno.KindResolver, r *kyvernov1.Rule) (string, *model.Refusal) {
+	if oldObjectMatchUnknown(r) == "" {
+		return "", nil
+	}
+	refuse := func(format string, args ...any) (string, *model.Refusal) {
+		return "", model.Refuse(model.ReasonPatternNotExpressible, "allowExistingViolations (on unless set to false): the old object's match: "+format, args...)
+	}
+	raw, err := json.Marshal([]any{r.MatchResources, r.ExcludeResources})
+	if err != nil || strings.Contains(string(raw), "request.") || strings.Contains(string(raw), "object") {
+		return refuse("a filter's text holds \"request.\" or \"object\"")
+	}
+	block := func(m kyvernov1.MatchResources) (string, *model.Refusal) {
+		filters, all := filtersOf(m)
+		terms := make([]string, 0, len(filters))
+		for _, f := range filters {
+			if isEmptyFilter(f) {
+				return refuse("an empty filter")
+			}
+			resolved, fl := resolveFilter(resolver, f)
+			if fl != nil {
+				return "", fl
+			}
+			parts, fl := celFilterParts(resolved, forRule)
+			if fl != nil {
+				return "", fl
+			}
+			terms = append(terms, parts.all())
+		}
+		if all {
+			return kyverno.CELAnd(terms), nil
+		}
+		return kyverno.CELOr(terms), nil
+	}
+	match, fl := block(r.MatchResources)
+	if fl != nil {
+		return "", fl
+	}
+	exclude := "false"
+	if r.ExcludeResources != nil {
+		if filters, _ := filtersOf(*r.ExcludeResources); len(filters) > 0 {
+			if exclude, fl = block(*r.ExcludeResources); fl != nil {
+				return "", fl
+			}
+		}
+	}
+	predicate := "(" + match + " && !" + exclude + ")"
+	predicate = strings.ReplaceAll(predicate, celRequestResource, "oldObject")
+	predicate = strings.ReplaceAll(predicate, "request.operation", "'CREATE'")
+	return predicate + " && ", nil
 }

@@ -337,13 +337,13 @@ func (l *Lowering) compileClassic(rule *kyvernov1.Rule, variants []kyvernov1.Rul
 	if rule.Validation.FailureAction != nil {
 		action = *rule.Validation.FailureAction
 	}
-	compiled, fl := classicAsCEL(rule, action)
+	compiled, fl := classicAsCEL(rule, action, l.resolver)
 	if fl != nil {
 		return nil, nil, fl
 	}
 	var out []kyvernov1.Rule
 	for i := range variants {
-		variant, fl := classicAsCEL(&variants[i], action)
+		variant, fl := classicAsCEL(&variants[i], action, l.resolver)
 		if fl != nil {
 			return nil, nil, &model.Refusal{Reason: fl.Reason, Message: "pod-controller variant " + variants[i].Name + ": " + fl.Message}
 		}
