@@ -55,7 +55,10 @@ func newPaths(r *runner) *paths {
 		bindings = append(bindings, st.vap.Bindings...)
 		withoutPreconditions := st.policy.DeepCopy()
 		for i := range withoutPreconditions.Spec.Rules {
+			// A classic rule's JMESPath preconditions become CEL ones
+			// (frontend/classic): they go too.
 			withoutPreconditions.Spec.Rules[i].CELPreconditions = nil
+			withoutPreconditions.Spec.Rules[i].RawAnyAllConditions = nil
 		}
 		if plan, err := translate.Translate(clusterpolicy.InputFor(withoutPreconditions, r.suite.Exceptions), r.resolver, opts); err == nil {
 			bare = append(bare, plan.ValidatingAdmissionPolicies...)
