@@ -214,24 +214,25 @@ func compileCondition(c condition, scope Scope, b *binder, at string) (Predicate
 	}
 	// The key is bound once; binding it fails where it fails.
 	k := b.fresh("k")
-	holds, fl := compileOperator(strings.ToLower(c.Operator), k, val.literal, at)
+	holds, fl := compileOperator(strings.ToLower(c.Operator), k, key.number, val.literal, at)
 	if fl != nil {
 		return Predicate{}, fl
 	}
 	holds = "[" + key.cel + "].all(" + k + ", " + holds + ")"
-	fails := key.fails
-	if fails == "" {
-		fails = "false"
-	}
-	return Predicate{Holds: holds, Fails: fails}, nil
+	return Predicate{Holds: holds, Fails: key.fails()}, nil
 }
 
 // compileOperator is Kyverno's operator handler (pkg/engine/variables/
 // operator) applied to a key known at run time, bound to the variable
 // key, and a literal value.
-func compileOperator(op string, key string, v any, at string) (string, *model.Refusal) {
+func compileOperator(op string, key string, number bool, v any, at string) (string, *model.Refusal) {
 	k := "dyn(" + key + ")"
 	switch op {
+	case "greaterthan", "greaterthanorequals", "lessthan", "lessthanorequals":
+		if !number {
+			return "", model.Refuse(model.ReasonJMESPathNotExpressible, "the operator %s on a key that may not be a number (a string key is read as a duration, a quantity, a number or a version) at %s", op, at)
+		}
+		return numeric(op, k, v), nil
 	case "equal", "equals", "notequal", "notequals":
 		eq, fl := equals(k, v, at)
 		if fl != nil {
@@ -249,6 +250,30 @@ func compileOperator(op string, key string, v any, at string) (string, *model.Re
 		return "", model.Refuse(model.ReasonJMESPathNotExpressible, "the deprecated operator %s at %s", op, at)
 	}
 	return "", model.Refuse(model.ReasonJMESPathNotExpressible, "the operator %q at %s", op, at)
+}
+
+// numeric is NumericOperatorHandler.Evaluate of a key that is always a
+// number with an integral value (length()) and the literal v: a number
+// compared as it is; a string compared as a duration (the key read as
+// seconds), else as a float; anything else false.
+func numeric(op, k string, v any) string {
+	cmp := map[string]string{"greaterthan": ">", "greaterthanorequals": ">=", "lessthan": "<", "lessthanorequals": "<="}[op]
+	var against string
+	switch typed := v.(type) {
+	case float64:
+		against = celDouble(typed)
+	case string:
+		if isDuration(typed) {
+			d, _ := time.ParseDuration(typed)
+			against = celDouble(d.Seconds())
+		} else if f, err := strconv.ParseFloat(typed, 64); err == nil {
+			against = celDouble(f)
+		}
+	}
+	if against == "" {
+		return "(type(" + k + ") == null_type ? false : false)"
+	}
+	return "(double(" + k + ") " + cmp + " " + against + ")"
 }
 
 // isDuration is Kyverno's test of a duration operand (operator.go

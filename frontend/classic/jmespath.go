@@ -46,19 +46,45 @@ const MaxExpressionLength = 1024
 // value is a JMESPath expression, or a literal, compiled to CEL.
 type value struct {
 	// cel gives Kyverno's value where Kyverno's evaluation succeeds, and
-	// fails to evaluate where Kyverno's fails (a key missing from a map
-	// on the path: the NotFoundError of Kyverno's go-jmespath fork).
+	// fails to evaluate where Kyverno's fails.
 	cel string
-	// fails is a CEL predicate, which never fails to evaluate, that holds
-	// where Kyverno's evaluation fails; "" when it never does.
-	fails string
-	// safe gives Kyverno's value with a failure read as null (as || and
-	// Kyverno's comparators read it); it never fails to evaluate.
+	// safe gives Kyverno's value with a missing key (the NotFoundError of
+	// Kyverno's go-jmespath fork) read as null, as ||, pipes, projections
+	// and function arguments read it; it fails to evaluate where Kyverno's
+	// evaluation fails otherwise (oe).
 	safe string
+	// nf and oe are CEL predicates, which never fail to evaluate, that
+	// hold where Kyverno's evaluation fails: with a missing key (nf), and
+	// otherwise (oe, a function given a value of the wrong type); "" when
+	// it never does.
+	nf, oe string
 	// literal is the value when it is known at compile time.
 	literal any
 	// isLiteral says that literal is set (it may be nil: JSON null).
 	isLiteral bool
+	// number says the value is a number whenever it evaluates (length()).
+	number bool
+}
+
+// fails is the CEL predicate of every failure of v ("false" for none).
+func (v value) fails() string { return or(orFalse(v.nf), orFalse(v.oe)) }
+
+func orFalse(p string) string {
+	if p == "" {
+		return "false"
+	}
+	return p
+}
+
+// joinOr joins failure predicates ("" for none).
+func joinOr(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return "(" + a + " || " + b + ")"
 }
 
 // variable matches a condition operand that is one Kyverno variable and
@@ -219,7 +245,14 @@ func (c *pathCompiler) refuse(format string, args ...any) *model.Refusal {
 	return model.Refuse(model.ReasonJMESPathNotExpressible, "%s in the JMESPath expression %q at %s", fmt.Sprintf(format, args...), c.expression, c.at)
 }
 
+// compile compiles node evaluated on the current node cur (a CEL
+// variable that never fails to evaluate), or on Kyverno's JSON context
+// when cur is "" (where only the request's variables are compiled).
 func (c *pathCompiler) compile(node parsing.ASTNode, depth int) (value, *model.Refusal) {
+	return c.on(node, "", depth)
+}
+
+func (c *pathCompiler) on(node parsing.ASTNode, cur string, depth int) (value, *model.Refusal) {
 	if depth > MaxPatternDepth {
 		return value{}, c.refuse("nesting deeper than %d", MaxPatternDepth)
 	}
@@ -237,68 +270,225 @@ func (c *pathCompiler) compile(node parsing.ASTNode, depth int) (value, *model.R
 		var v any
 		_ = json.Unmarshal(data, &v)
 		return literal(v), nil
+	case parsing.ASTCurrentNode, parsing.ASTIdentity:
+		if cur == "" {
+			return value{}, c.refuse("@ on the whole context")
+		}
+		return value{cel: cur, safe: cur}, nil
 	case parsing.ASTOrExpression:
-		left, fl := c.compile(node.Children[0], depth+1)
+		left, fl := c.on(node.Children[0], cur, depth+1)
 		if fl != nil {
 			return value{}, fl
 		}
-		right, fl := c.compile(node.Children[1], depth+1)
+		right, fl := c.on(node.Children[1], cur, depth+1)
 		if fl != nil {
 			return value{}, fl
 		}
 		// A missing key on either side reads as null (interpreter.go
 		// ASTOrExpression); the right side is taken when the left one is
-		// false in JMESPath's sense.
+		// false in JMESPath's sense; other failures stay failures.
 		if left.isLiteral {
 			if jmesFalse(left.literal) {
-				return value{cel: right.safe, safe: right.safe, literal: right.literal, isLiteral: right.isLiteral}, nil
+				return value{cel: right.safe, safe: right.safe, oe: right.oe, literal: right.literal, isLiteral: right.isLiteral}, nil
 			}
 			return left, nil
 		}
 		x := c.binder.fresh("l")
 		or := "[" + left.safe + "].map(" + x + ", " + jmesFalsy(x) + " ? " + right.safe + " : " + x + ")[0]"
-		return value{cel: or, safe: or}, nil
+		oe := left.oe
+		if right.oe != "" {
+			oe = joinOr(oe, guarded(left.oe, "["+left.safe+"].exists("+x+", "+jmesFalsy(x)+" && "+right.oe+")"))
+		}
+		return value{cel: or, safe: or, oe: oe}, nil
 	case parsing.ASTField, parsing.ASTSubexpression:
-		fields, fl := c.fields(node)
+		if fields, ok := fieldChain(node); ok {
+			if cur == "" {
+				return c.requestPath(fields)
+			}
+			return path(cur, fields), nil
+		}
+		if node.NodeType == parsing.ASTField {
+			return value{}, c.refuse("a field that is not a name")
+		}
+		return c.subexpression(node.Children[0], node.Children[1], cur, depth)
+	case parsing.ASTIndexExpression:
+		return c.subexpression(node.Children[0], node.Children[1], cur, depth)
+	case parsing.ASTIndex:
+		if cur == "" {
+			return value{}, c.refuse("an index on the whole context")
+		}
+		i, ok := node.Value.(int)
+		if !ok {
+			return value{}, c.refuse("a malformed index")
+		}
+		// interpreter.go ASTIndex: a list's element, counted from the end
+		// when negative; null out of range and on anything but a list.
+		index := strconv.Itoa(i)
+		if i < 0 {
+			index = "size(dyn(" + cur + ")) - " + strconv.Itoa(-i)
+		}
+		v := "(type(" + cur + ") == list && " + index + " >= 0 && " + index + " < size(dyn(" + cur + ")) ? dyn(" + cur + ")[" + index + "] : null)"
+		return value{cel: v, safe: v}, nil
+	case parsing.ASTFlatten:
+		left, fl := c.on(node.Children[0], cur, depth+1)
 		if fl != nil {
 			return value{}, fl
 		}
-		return c.path(fields)
+		// interpreter.go ASTFlatten: any failure of the left side, or a
+		// value that is no list, is null; lists in the list are spliced.
+		l := left.safe
+		if f := joinOr(left.nf, left.oe); f != "" {
+			l = "(" + f + " ? null : " + left.safe + ")"
+		}
+		x := c.binder.fresh("f")
+		v := "[" + l + "].map(" + x + ", type(" + x + ") == list ? dyn(dyn(" + x + ").flatten()) : null)[0]"
+		return value{cel: v, safe: v}, nil
+	case parsing.ASTProjection:
+		left, fl := c.on(node.Children[0], cur, depth+1)
+		if fl != nil {
+			return value{}, fl
+		}
+		x, e := c.binder.fresh("p"), c.binder.fresh("e")
+		right, fl := c.on(node.Children[1], e, depth+1)
+		if fl != nil {
+			return value{}, fl
+		}
+		// interpreter.go ASTProjection: a missing key on the left reads as
+		// null; anything but a list projects to null; each element's
+		// value, a missing key read as null, is kept unless null.
+		v := "[" + left.safe + "].map(" + x + ", type(" + x + ") != list ? null : dyn(dyn(" + x + ").map(" + e + ", " + right.safe + ").filter(" + e + ", " + e + " != null)))[0]"
+		oe := left.oe
+		if right.oe != "" {
+			oe = joinOr(oe, guarded(left.oe, "["+left.safe+"].exists("+x+", type("+x+") == list && dyn("+x+").exists("+e+", "+right.oe+"))"))
+		}
+		return value{cel: v, safe: v, oe: oe}, nil
+	case parsing.ASTPipe:
+		acc, fl := c.on(node.Children[0], cur, depth+1)
+		if fl != nil {
+			return value{}, fl
+		}
+		for _, child := range node.Children[1:] {
+			x := c.binder.fresh("q")
+			next, fl := c.on(child, x, depth+1)
+			if fl != nil {
+				return value{}, fl
+			}
+			// interpreter.go ASTPipe: a missing key reads as null at every
+			// stage; other failures stay failures.
+			v := "[" + acc.safe + "].map(" + x + ", " + next.safe + ")[0]"
+			oe := acc.oe
+			if next.oe != "" {
+				oe = joinOr(oe, guarded(acc.oe, "["+acc.safe+"].exists("+x+", "+next.oe+")"))
+			}
+			acc = value{cel: v, safe: v, oe: oe, number: next.number}
+		}
+		return acc, nil
+	case parsing.ASTFunctionExpression:
+		name, _ := node.Value.(string)
+		if name != "length" || len(node.Children) != 1 {
+			return value{}, c.refuse("the function %s()", name)
+		}
+		arg, fl := c.on(node.Children[0], cur, depth+1)
+		if fl != nil {
+			return value{}, fl
+		}
+		// length() of a string (in runes), a list or a map, as a float;
+		// any other value (null included: a missing key reads as null) is
+		// an error, as CEL's size() of it.
+		x := c.binder.fresh("n")
+		v := "[" + arg.safe + "].map(" + x + ", double(size(dyn(" + x + "))))[0]"
+		wrongType := guarded(arg.oe, "["+arg.safe+"].exists("+x+", !(type("+x+") == string || type("+x+") == list || type("+x+") == map))")
+		return value{cel: v, safe: v, oe: joinOr(arg.oe, wrongType), number: true}, nil
+	case parsing.ASTMultiSelectList:
+		if cur == "" {
+			return value{}, c.refuse("a multi-select list on the whole context")
+		}
+		// interpreter.go ASTMultiSelectList: null on null; each element
+		// with a missing key read as null.
+		items := make([]string, len(node.Children))
+		oe := ""
+		for i, child := range node.Children {
+			item, fl := c.on(child, cur, depth+1)
+			if fl != nil {
+				return value{}, fl
+			}
+			items[i], oe = item.safe, joinOr(oe, item.oe)
+		}
+		v := "(type(" + cur + ") == null_type ? null : dyn([" + strings.Join(items, ", ") + "]))"
+		if oe != "" {
+			oe = "(type(" + cur + ") != null_type && " + oe + ")"
+		}
+		return value{cel: v, safe: v, oe: oe}, nil
 	}
 	return value{}, c.refuse("%s", strings.TrimPrefix(node.NodeType.String(), "AST"))
 }
 
-// fields flattens a chain of field selections.
-func (c *pathCompiler) fields(node parsing.ASTNode) ([]string, *model.Refusal) {
+// guarded is the predicate p, evaluated only where the failure predicate
+// unless does not hold (p reads values that fail there).
+func guarded(unless, p string) string {
+	if unless == "" {
+		return p
+	}
+	return "(!" + unless + " && " + p + ")"
+}
+
+// subexpression compiles left.right (and left[index]): the right side
+// evaluated on the left side's value, whose failures, a missing key
+// included, are the whole expression's (interpreter.go ASTSubexpression).
+func (c *pathCompiler) subexpression(leftNode, rightNode parsing.ASTNode, cur string, depth int) (value, *model.Refusal) {
+	left, fl := c.on(leftNode, cur, depth+1)
+	if fl != nil {
+		return value{}, fl
+	}
+	x := c.binder.fresh("s")
+	right, fl := c.on(rightNode, x, depth+1)
+	if fl != nil {
+		return value{}, fl
+	}
+	strict := "[" + left.cel + "].map(" + x + ", " + right.cel + ")[0]"
+	soft := "[" + left.safe + "].map(" + x + ", " + right.safe + ")[0]"
+	if left.nf != "" {
+		soft = "(" + left.nf + " ? null : " + soft + ")"
+	}
+	anyFailure := joinOr(left.nf, left.oe)
+	nf := left.nf
+	if right.nf != "" {
+		nf = joinOr(nf, guarded(anyFailure, "["+left.safe+"].exists("+x+", "+right.nf+")"))
+	}
+	oe := left.oe
+	if right.oe != "" {
+		oe = joinOr(oe, guarded(anyFailure, "["+left.safe+"].exists("+x+", "+right.oe+")"))
+	}
+	return value{cel: strict, safe: soft, nf: nf, oe: oe, number: right.number}, nil
+}
+
+// fieldChain flattens a chain of field selections; ok is false for any
+// other node in it.
+func fieldChain(node parsing.ASTNode) ([]string, bool) {
 	switch node.NodeType {
 	case parsing.ASTField:
 		name, ok := node.Value.(string)
-		if !ok {
-			return nil, c.refuse("a field that is not a name")
-		}
-		return []string{name}, nil
+		return []string{name}, ok
 	case parsing.ASTSubexpression:
 		if len(node.Children) != 2 {
-			return nil, c.refuse("a malformed path")
+			return nil, false
 		}
-		left, fl := c.fields(node.Children[0])
-		if fl != nil {
-			return nil, fl
+		left, ok := fieldChain(node.Children[0])
+		if !ok {
+			return nil, false
 		}
-		right, fl := c.fields(node.Children[1])
-		if fl != nil {
-			return nil, fl
+		right, ok := fieldChain(node.Children[1])
+		if !ok {
+			return nil, false
 		}
-		return append(left, right...), nil
+		return append(left, right...), true
 	}
-	return nil, c.refuse("%s in a path", strings.TrimPrefix(node.NodeType.String(), "AST"))
+	return nil, false
 }
 
-// path compiles request.object.a.b..., request.oldObject... and
-// request.operation. Kyverno's fork reads a field of a map that lacks it
-// as a failure (NotFoundError), and a field of anything else (null, a
-// string, a list) as null.
-func (c *pathCompiler) path(fields []string) (value, *model.Refusal) {
+// requestPath compiles request.object.a.b..., request.oldObject... and
+// request.operation, on Kyverno's JSON context.
+func (c *pathCompiler) requestPath(fields []string) (value, *model.Refusal) {
 	if len(fields) < 2 || fields[0] != "request" {
 		return value{}, c.refuse("the variable %q (only request.object, request.oldObject and request.operation are compiled)", strings.Join(fields, "."))
 	}
@@ -319,9 +509,16 @@ func (c *pathCompiler) path(fields []string) (value, *model.Refusal) {
 	default:
 		return value{}, c.refuse("the variable request.%s (only request.object, request.oldObject and request.operation are compiled)", fields[1])
 	}
-	steps := fields[2:]
+	return path(root, fields[2:]), nil
+}
+
+// path compiles the fields selected from root (a CEL variable that never
+// fails to evaluate). Kyverno's fork reads a field of a map that lacks it
+// as a failure (NotFoundError), and a field of anything else (null, a
+// string, a list) as null.
+func path(root string, steps []string) value {
 	if len(steps) == 0 {
-		return value{cel: root, safe: root}, nil
+		return value{cel: root, safe: root}
 	}
 	// prefixes[i] selects the first i steps; each is evaluated only once
 	// the one before it is known to be a map.
@@ -341,7 +538,7 @@ func (c *pathCompiler) path(fields []string) (value, *model.Refusal) {
 	valueTerms.WriteString(prefixes[len(steps)])
 	safeTerms.WriteString(prefixes[len(steps)])
 	fails := failTerms.String() + strings.Repeat("))", len(steps))
-	return value{cel: "(" + valueTerms.String() + ")", fails: fails, safe: "(" + safeTerms.String() + ")"}, nil
+	return value{cel: "(" + valueTerms.String() + ")", nf: fails, safe: "(" + safeTerms.String() + ")"}
 }
 
 // jmesFalsy is JMESPath's falsiness of x (go-jmespath util.go isFalse):

@@ -119,6 +119,43 @@ any:
 - key: "{{ request.object.spec.x }}"
   operator: Equals
   value: null`,
+	"containers-count": `
+any:
+- key: "{{ request.object.spec.containers[] | length(@) }}"
+  operator: GreaterThan
+  value: "2"
+- key: "{{ length(request.object.metadata.labels || ` + "`{}`" + `) }}"
+  operator: LessThanOrEquals
+  value: 0
+- key: "{{ request.object.spec.containers | length(@) }}"
+  operator: GreaterThanOrEquals
+  value: "1m"`,
+	"images-projection": `
+any:
+- key: "{{ request.object.spec.containers[].image }}"
+  operator: AnyNotIn
+  value: ["nginx:*", "registry.example.com/*"]`,
+	"first-container": `
+all:
+- key: "{{ request.object.spec.containers[0].name || '' }}"
+  operator: NotEquals
+  value: "app"
+- key: "{{ request.object.spec.containers[-1].image }}"
+  operator: Equals
+  value: "*:latest"`,
+	"all-containers": `
+any:
+- key: "{{ request.object.spec.[initContainers, containers][].image }}"
+  operator: AllIn
+  value: ["nginx:*"]
+- key: "{{ request.object.spec.[initContainers, containers][] | length(@) }}"
+  operator: LessThan
+  value: 1`,
+	"pipe-field": `
+any:
+- key: "{{ request.object.metadata | labels.team }}"
+  operator: Equals
+  value: "web"`,
 	"nested-or": "\nany:\n- key: \"{{ request.object.spec.a || request.object.spec.b || `[]` }}\"\n  operator: AnyIn\n  value: [\"on\"]",
 }
 
@@ -405,6 +442,14 @@ func catalogue(raw []byte) []any {
 		int64(0), int64(1), 1.5, int64(80), int64(8080), int64(1234567), true, false,
 		[]any{}, []any{"a"}, []any{"kubernetes"}, []any{int64(1), "x"}, []any{nil}, []any{map[string]any{}},
 		map[string]any{}, map[string]any{"a": "b"},
+		// Lists of containers, and pod specs holding them.
+		[]any{map[string]any{"name": "app", "image": "nginx:1.27"}},
+		[]any{map[string]any{"name": "x", "image": "busybox:latest"}, map[string]any{"name": "app"}, nil},
+		[]any{[]any{map[string]any{"image": "nested:latest"}}, "scalar"},
+		map[string]any{"containers": []any{map[string]any{"name": "app", "image": "nginx:1.27"}}, "initContainers": []any{map[string]any{"image": "busybox:latest"}}},
+		map[string]any{"containers": []any{map[string]any{"image": "nginx:1"}}},
+		map[string]any{"containers": "not-a-list", "initContainers": nil},
+		map[string]any{"labels": map[string]any{"team": "web"}},
 	}
 	keys := make([]string, 0, len(literals))
 	for l := range literals {
