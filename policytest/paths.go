@@ -11,6 +11,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/utils/ptr"
 
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/engine"
@@ -59,6 +60,11 @@ func newPaths(r *runner) *paths {
 			// (frontend/classic): they go too.
 			withoutPreconditions.Spec.Rules[i].CELPreconditions = nil
 			withoutPreconditions.Spec.Rules[i].RawAnyAllConditions = nil
+			// And the precondition of allowExistingViolations, which
+			// Kyverno reports as skip too.
+			if v := withoutPreconditions.Spec.Rules[i].Validation; v != nil {
+				v.AllowExistingViolations = ptr.To(false)
+			}
 		}
 		if plan, err := translate.Translate(clusterpolicy.InputFor(withoutPreconditions, r.suite.Exceptions), r.resolver, opts); err == nil {
 			bare = append(bare, plan.ValidatingAdmissionPolicies...)

@@ -29,15 +29,23 @@ type Scope struct {
 	// Operation is the CEL for request.operation, such as
 	// "request.operation".
 	Operation string
+	// Variables are the rule's context variables (ParseContext).
+	Variables []Variable
+	// QueryObject is the CEL for request.object in a query that is no
+	// variable substitution (a context variable's jmesPath): Kyverno
+	// rewrites request.object on a DELETE only when it substitutes a
+	// variable; empty means Object.
+	QueryObject string
 }
 
 // RequestScope is the scope of an admission request a rule sees on
 // every operation: on a DELETE, Kyverno reads request.object as the old
 // object (variables/vars.go substituteVariablesIfAny).
 var RequestScope = Scope{
-	Object:    "(request.operation == 'DELETE' ? oldObject : object)",
-	OldObject: "oldObject",
-	Operation: "request.operation",
+	Object:      "(request.operation == 'DELETE' ? oldObject : object)",
+	QueryObject: "object",
+	OldObject:   "oldObject",
+	Operation:   "request.operation",
 }
 
 // MaxExpressionLength bounds a JMESPath expression compiled.
@@ -130,6 +138,11 @@ func operand(raw any, scope Scope, b *binder, at string) (value, *model.Refusal)
 // numbers are float64).
 func literal(v any) value {
 	l := celLiteral(v)
+	switch v.(type) {
+	case map[string]any, []any:
+		// dyn: a field of it may be of any type, or absent.
+		l = "dyn(" + l + ")"
+	}
 	return value{cel: l, safe: l, literal: v, isLiteral: true}
 }
 
@@ -188,12 +201,36 @@ func jmesPath(expression string, scope Scope, b *binder, at string) (value, *mod
 	if len(expression) > MaxExpressionLength {
 		return value{}, model.Refuse(model.ReasonJMESPathNotExpressible, "a JMESPath expression longer than %d bytes at %s", MaxExpressionLength, at)
 	}
-	node, err := parsing.NewParser().Parse(expression)
+	node, err := parseJMESPath(expression)
 	if err != nil {
 		return value{}, model.Refuse(model.ReasonJMESPathNotExpressible, "the JMESPath expression %q does not parse: %v", expression, err)
 	}
-	c := &pathCompiler{scope: scope, binder: b, expression: expression, at: at}
-	return c.compile(node, 0)
+	c := &pathCompiler{scope: scope, binder: b, vars: scope.Variables, expression: expression, at: at}
+	v, fl := c.compile(node, 0)
+	if fl != nil {
+		return value{}, fl
+	}
+	// Kyverno's deferred loading loads, before the query, every context
+	// variable the query's text names; one that fails fails the query.
+	loads, fl := c.loaded(expression)
+	if fl != nil {
+		return value{}, fl
+	}
+	if loads != "" {
+		v.oe = joinOr(v.oe, loads)
+		if v.isLiteral {
+			v = value{cel: v.cel, safe: v.safe, oe: v.oe}
+		}
+		// The value is only read where nothing failed to load.
+		v.cel = "(" + loads + " ? " + failure("a context variable failed to load") + " : " + v.cel + ")"
+		v.safe = "(" + loads + " ? " + failure("a context variable failed to load") + " : " + v.safe + ")"
+	}
+	return v, nil
+}
+
+// parseJMESPath parses a JMESPath expression.
+func parseJMESPath(expression string) (parsing.ASTNode, error) {
+	return parsing.NewParser().Parse(expression)
 }
 
 // binder names the values an expression reads more than once: CEL's
@@ -235,8 +272,13 @@ func (b *binder) wrap(predicate string) string {
 }
 
 type pathCompiler struct {
-	scope      Scope
-	binder     *binder
+	scope  Scope
+	binder *binder
+	// vars are the context variables the expression sees.
+	vars []Variable
+	// query: the expression is a query of the context, not a variable's
+	// substitution (Scope.QueryObject).
+	query      bool
 	expression string
 	at         string
 }
@@ -302,10 +344,15 @@ func (c *pathCompiler) on(node parsing.ASTNode, cur string, depth int) (value, *
 		return value{cel: or, safe: or, oe: oe}, nil
 	case parsing.ASTField, parsing.ASTSubexpression:
 		if fields, ok := fieldChain(node); ok {
-			if cur == "" {
-				return c.requestPath(fields)
+			if cur != "" {
+				return path(cur, fields), nil
 			}
-			return path(cur, fields), nil
+			for i := len(c.vars) - 1; i >= 0; i-- {
+				if c.vars[i].Name == fields[0] {
+					return c.fromVariable(i, fields[1:])
+				}
+			}
+			return c.requestPath(fields)
 		}
 		if node.NodeType == parsing.ASTField {
 			return value{}, c.refuse("a field that is not a name")
@@ -426,7 +473,7 @@ func (c *pathCompiler) on(node parsing.ASTNode, cur string, depth int) (value, *
 // guarded is the predicate p, evaluated only where the failure predicate
 // unless does not hold (p reads values that fail there).
 func guarded(unless, p string) string {
-	if unless == "" {
+	if unless == "" || unless == "false" {
 		return p
 	}
 	return "(!" + unless + " && " + p + ")"
@@ -460,6 +507,24 @@ func (c *pathCompiler) subexpression(leftNode, rightNode parsing.ASTNode, cur st
 		oe = joinOr(oe, guarded(anyFailure, "["+left.safe+"].exists("+x+", "+right.oe+")"))
 	}
 	return value{cel: strict, safe: soft, nf: nf, oe: oe, number: right.number}, nil
+}
+
+// fromVariable is context variable i, then the fields selected from its
+// value.
+func (c *pathCompiler) fromVariable(i int, fields []string) (value, *model.Refusal) {
+	v, fl := c.variable(i)
+	if fl != nil {
+		return value{}, fl
+	}
+	if len(fields) == 0 {
+		return v, nil
+	}
+	x := c.binder.fresh("c")
+	right := path(x, fields)
+	strict := "[" + v.cel + "].map(" + x + ", " + right.cel + ")[0]"
+	soft := "[" + v.safe + "].map(" + x + ", " + right.safe + ")[0]"
+	nf := guarded(v.oe, "["+v.safe+"].exists("+x+", "+right.nf+")")
+	return value{cel: strict, safe: soft, nf: nf, oe: v.oe}, nil
 }
 
 // fieldChain flattens a chain of field selections; ok is false for any
@@ -496,6 +561,9 @@ func (c *pathCompiler) requestPath(fields []string) (value, *model.Refusal) {
 	switch fields[1] {
 	case "object":
 		root = c.binder.root("obj", c.scope.Object)
+		if c.query && c.scope.QueryObject != "" && c.scope.QueryObject != c.scope.Object {
+			root = c.binder.root("queryObj", c.scope.QueryObject)
+		}
 	case "oldObject":
 		if c.scope.OldObject == "" {
 			return value{}, c.refuse("request.oldObject where Kyverno judges the old object of an UPDATE")

@@ -117,10 +117,20 @@ func compileClassic(v *kyvernov1.Validation, resource string, scope classic.Scop
 // policy's). A construct without an exact form is refused, naming it.
 func classicAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction, resolver kyverno.KindResolver) (*kyvernov1.Rule, *model.Refusal) {
 	v := r.Validation
+	entries := make([][]byte, len(r.Context))
+	for i := range r.Context {
+		entries[i] = r.Context[i].Raw
+	}
+	variables, fl := classic.ParseContext(entries)
+	if fl != nil {
+		return nil, fl
+	}
+	requestScope, oldObjectScope := classic.RequestScope, oldObjectScope
+	requestScope.Variables, oldObjectScope.Variables = variables, variables
 	messageExpression := ""
 	if strings.Contains(v.Message, "{{") || strings.Contains(v.Message, "$(") {
 		var fl *model.Refusal
-		if messageExpression, fl = classic.Message(v.Message, classic.RequestScope); fl != nil {
+		if messageExpression, fl = classic.Message(v.Message, requestScope); fl != nil {
 			return nil, &model.Refusal{Reason: fl.Reason, Message: "the message: " + fl.Message}
 		}
 	}
@@ -131,16 +141,16 @@ func classicAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction, r
 			return nil, model.Refuse(model.ReasonJMESPathNotExpressible, "JMESPath preconditions beside celPreconditions (Kyverno evaluates them at different stages)")
 		}
 		var fl *model.Refusal
-		if pre, fl = classic.Conditions(r.RawAnyAllConditions.Raw, classic.RequestScope); fl != nil {
+		if pre, fl = classic.Conditions(r.RawAnyAllConditions.Raw, requestScope); fl != nil {
 			return nil, &model.Refusal{Reason: fl.Reason, Message: "preconditions: " + fl.Message}
 		}
 	}
-	onNew, fl := compileClassic(v, "object", classic.RequestScope)
+	onNew, fl := compileClassic(v, "object", requestScope)
 	if fl != nil {
 		return nil, fl
 	}
 	out := r.DeepCopy()
-	out.RawAnyAllConditions = nil
+	out.RawAnyAllConditions, out.Context = nil, nil
 	message := ""
 	if v.Message == "" {
 		message = "validation error: rule " + r.Name + " failed" // Kyverno's text, without the path it adds to a pattern's

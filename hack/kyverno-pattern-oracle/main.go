@@ -20,7 +20,8 @@
 // or error.
 //
 // Or, for conditions (a deny's or preconditions), {"conditions": ...,
-// "requests": [{"operation", "object", "oldObject"}...]}: one line per
+// "context": [variable entries], "requests": [{"operation", "object",
+// "oldObject"}...]}: one line per
 // request, true, false or error, as Kyverno's variables.EvaluateConditions
 // judges them in the JSON context of an admission request (its webhook's
 // context: the request as JSON, numbers as float64).
@@ -36,6 +37,7 @@ import (
 	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
 	"github.com/kyverno/kyverno/pkg/config"
 	enginecontext "github.com/kyverno/kyverno/pkg/engine/context"
+	"github.com/kyverno/kyverno/pkg/engine/context/loaders"
 	"github.com/kyverno/kyverno/pkg/engine/jmespath"
 	"github.com/kyverno/kyverno/pkg/engine/validate"
 	"github.com/kyverno/kyverno/pkg/engine/variables"
@@ -45,11 +47,12 @@ import (
 )
 
 type input struct {
-	Pattern    json.RawMessage   `json:"pattern"`
-	Resources  []json.RawMessage `json:"resources"`
-	Conditions json.RawMessage   `json:"conditions"`
-	Requests   []request         `json:"requests"`
-	Message    *string           `json:"message"`
+	Pattern    json.RawMessage          `json:"pattern"`
+	Resources  []json.RawMessage        `json:"resources"`
+	Conditions json.RawMessage          `json:"conditions"`
+	Requests   []request                `json:"requests"`
+	Message    *string                  `json:"message"`
+	Context    []kyvernov1.ContextEntry `json:"context"`
 }
 
 type request struct {
@@ -109,6 +112,18 @@ func conditions(in input) {
 		}
 		if err := ctx.AddRequest(req); err != nil {
 			fail(err)
+		}
+		// The rule's context variables, loaded as Kyverno's context
+		// loader adds them: deferred, each loaded by the first query
+		// naming it.
+		for _, entry := range in.Context {
+			loader, err := enginecontext.NewDeferredLoader(entry.Name, loaders.NewVariableLoader(logr.Discard(), entry, ctx, jp), logr.Discard())
+			if err != nil {
+				fail(err)
+			}
+			if err := ctx.AddDeferredLoader(loader); err != nil {
+				fail(err)
+			}
 		}
 		ok, _, err := variables.EvaluateConditions(logr.Discard(), ctx, wrapper.Conditions)
 		switch {

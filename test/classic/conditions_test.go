@@ -159,6 +159,94 @@ any:
 	"nested-or": "\nany:\n- key: \"{{ request.object.spec.a || request.object.spec.b || `[]` }}\"\n  operator: AnyIn\n  value: [\"on\"]",
 }
 
+// contextCases are condition blocks with the rule's context variables:
+// "context" holds the entries, "conditions" the block.
+var contextCases = map[string]string{
+	"value-variable": `
+context:
+- name: team
+  variable:
+    value: "{{ request.object.metadata.labels.team }}"
+conditions:
+  any:
+  - key: "{{ team }}"
+    operator: AnyIn
+    value: ["payments", "web-*"]`,
+	"jmespath-with-default": `
+context:
+- name: replicas
+  variable:
+    jmesPath: request.object.spec.replicas
+    default: 1
+conditions:
+  all:
+  - key: "{{ replicas }}"
+    operator: Equals
+    value: "1"`,
+	"jmespath-without-default": `
+context:
+- name: labels
+  variable:
+    jmesPath: request.object.metadata.labels
+conditions:
+  any:
+  - key: "{{ labels.team || 'none' }}"
+    operator: NotEquals
+    value: "web"`,
+	"value-and-jmespath": `
+context:
+- name: obj
+  variable:
+    value:
+      name: fixed
+      tier: "gold"
+    jmesPath: tier
+conditions:
+  any:
+  - key: "{{ obj }}"
+    operator: Equals
+    value: "gold"`,
+	"variable-of-variable": `
+context:
+- name: meta
+  variable:
+    jmesPath: request.object.metadata
+- name: team
+  variable:
+    jmesPath: meta.labels.team
+    default: ""
+conditions:
+  any:
+  - key: "{{ team }}"
+    operator: Equals
+    value: ""`,
+	"unused-failing-variable": `
+context:
+- name: missing
+  variable:
+    jmesPath: request.object.spec.nothing
+conditions:
+  any:
+  - key: "{{ request.operation }}"
+    operator: Equals
+    value: CREATE
+  - key: "{{ missing }}"
+    operator: Equals
+    value: "x"`,
+}
+
+func TestContextVariablesAgreeWithKyverno(t *testing.T) {
+	cases := map[string][]byte{}
+	for name, c := range contextCases {
+		raw, err := yaml.YAMLToJSON([]byte(c))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		cases[name] = raw
+	}
+	compareConditions(t, cases, map[string]bool{}, 500)
+}
+
 func TestConditionsAgreeWithKyverno(t *testing.T) {
 	cases := map[string][]byte{}
 	for name, c := range conditionCases {
@@ -199,8 +287,19 @@ func compareConditions(t *testing.T, cases map[string][]byte, mayRefuse map[stri
 	compared, disagreements := 0, 0
 	verdicts := map[string]int{}
 	for _, name := range names {
-		raw := cases[name]
-		predicate, fl := classic.Conditions(raw, classic.RequestScope)
+		raw, contextEntries := splitContext(cases[name])
+		scope := classic.RequestScope
+		if len(contextEntries) > 0 {
+			variables, fl := classic.ParseContext(contextEntries)
+			if fl != nil {
+				if mayRefuse != nil && !mayRefuse[name] {
+					t.Errorf("%s: context refused: %s", name, fl.Message)
+				}
+				continue
+			}
+			scope.Variables = variables
+		}
+		predicate, fl := classic.Conditions(raw, scope)
 		if fl != nil {
 			if mayRefuse != nil && !mayRefuse[name] {
 				t.Errorf("%s: refused: %s: %s", name, fl.Reason, fl.Message)
@@ -208,8 +307,8 @@ func compareConditions(t *testing.T, cases map[string][]byte, mayRefuse map[stri
 			continue
 		}
 		holds, fails := compile(t, env, predicate.Holds), compile(t, env, predicate.Fails)
-		requests := requestsAround(raw)
-		kyverno := askConditions(t, oracle, raw, requests)
+		requests := requestsAround(cases[name])
+		kyverno := askConditions(t, oracle, raw, contextEntries, requests)
 		for i, r := range requests {
 			compared++
 			verdicts[kyverno[i]]++
@@ -305,9 +404,30 @@ func numbers(v any) any {
 	return v
 }
 
-func askConditions(t *testing.T, oracle string, conditions []byte, requests []admissionRequest) []string {
+// splitContext separates a case holding context entries
+// ({"context", "conditions"}) from a plain condition block.
+func splitContext(raw []byte) ([]byte, [][]byte) {
+	var withContext struct {
+		Context    []json.RawMessage `json:"context"`
+		Conditions json.RawMessage   `json:"conditions"`
+	}
+	if json.Unmarshal(raw, &withContext) != nil || withContext.Context == nil || withContext.Conditions == nil {
+		return raw, nil
+	}
+	entries := make([][]byte, len(withContext.Context))
+	for i, e := range withContext.Context {
+		entries[i] = e
+	}
+	return withContext.Conditions, entries
+}
+
+func askConditions(t *testing.T, oracle string, conditions []byte, contextEntries [][]byte, requests []admissionRequest) []string {
 	t.Helper()
-	in, err := json.Marshal(map[string]any{"conditions": json.RawMessage(conditions), "requests": requests})
+	entries := make([]json.RawMessage, len(contextEntries))
+	for i, e := range contextEntries {
+		entries[i] = e
+	}
+	in, err := json.Marshal(map[string]any{"conditions": json.RawMessage(conditions), "context": entries, "requests": requests})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -482,6 +602,7 @@ func corpusConditions(t *testing.T, dir string) (map[string][]byte, int) {
 				Spec struct {
 					Rules []struct {
 						Name          string
+						Context       []json.RawMessage
 						Preconditions json.RawMessage
 						Validate      struct {
 							Deny struct {
@@ -496,11 +617,29 @@ func corpusConditions(t *testing.T, dir string) (map[string][]byte, int) {
 			}
 			for _, r := range p.Spec.Rules {
 				for i, raw := range []json.RawMessage{r.Preconditions, r.Validate.Deny.Conditions} {
-					if len(raw) == 0 || string(raw) == "null" || seen[string(raw)] {
+					if len(raw) == 0 || string(raw) == "null" {
+						continue
+					}
+					scope := classic.RequestScope
+					if len(r.Context) > 0 {
+						entries := make([][]byte, len(r.Context))
+						for j := range r.Context {
+							entries[j] = r.Context[j]
+						}
+						variables, fl := classic.ParseContext(entries)
+						if fl != nil {
+							refused++
+							continue
+						}
+						scope.Variables = variables
+						raw, _ = json.Marshal(map[string]any{"context": r.Context, "conditions": raw})
+					}
+					if seen[string(raw)] {
 						continue
 					}
 					seen[string(raw)] = true
-					if _, fl := classic.Conditions(raw, classic.RequestScope); fl != nil {
+					conditions, _ := splitContext(raw)
+					if _, fl := classic.Conditions(conditions, scope); fl != nil {
 						refused++
 						continue
 					}

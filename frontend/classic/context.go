@@ -1,0 +1,220 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package classic
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+
+	"github.com/kyvap/kyvap/model"
+)
+
+// Variable is a rule's context entry of type variable, the one kind of
+// context entry that reads nothing outside the request (an API call, a
+// ConfigMap, an image registry or a global context entry reads the
+// cluster or the network, and is refused).
+type Variable struct {
+	Name string
+	// Value, when HasValue, is the entry's value (JSON, possibly one
+	// variable); JMESPath is applied to it, or to the context without it.
+	Value    any
+	HasValue bool
+	JMESPath string
+	// Default, when HasDefault, replaces a failing or null result.
+	Default    any
+	HasDefault bool
+	// loads is Kyverno's deferred loader's match of a query that loads
+	// the variable (context/deferred.go NewDeferredLoader).
+	loads *regexp.Regexp
+}
+
+// reservedNames are the context's own entries, which a variable would
+// replace (Kyverno's JSON context: the request, the service account,
+// images, foreach's elements).
+var reservedNames = map[string]bool{
+	"request": true, "serviceAccountName": true, "serviceAccountNamespace": true, "images": true,
+	"element": true, "elementIndex": true, "target": true,
+}
+
+// variableName are the names compiled: a JMESPath identifier.
+var variableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// ParseContext reads a rule's context entries (as their JSON): every one
+// must be a variable whose name is a plain identifier, whose jmesPath has
+// no variable, and whose default has none. Anything else is refused,
+// named.
+func ParseContext(entries [][]byte) ([]Variable, *model.Refusal) {
+	var out []Variable
+	for i, raw := range entries {
+		var entry struct {
+			Name     string                      `json:"name"`
+			Variable *map[string]json.RawMessage `json:"variable"`
+		}
+		var all map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &all); err != nil {
+			return nil, model.Refuse(model.ReasonContextEntries, "context[%d] is not an object: %v", i, err)
+		}
+		if err := json.Unmarshal(raw, &entry); err != nil {
+			return nil, model.Refuse(model.ReasonContextEntries, "context[%d]: %v", i, err)
+		}
+		for k := range all {
+			if k != "name" && k != "variable" {
+				return nil, model.Refuse(model.ReasonContextEntries, "the context entry %q reads %s, outside the request", entry.Name, k)
+			}
+		}
+		if entry.Variable == nil {
+			return nil, model.Refuse(model.ReasonContextEntries, "the context entry %q has no variable", entry.Name)
+		}
+		if !variableName.MatchString(entry.Name) || reservedNames[entry.Name] {
+			return nil, model.Refuse(model.ReasonJMESPathNotExpressible, "the context variable name %q (a plain name that is not one of the context's own)", entry.Name)
+		}
+		v := Variable{Name: entry.Name, loads: regexp.MustCompile(`(?:\A|\z|\s|[^.0-9A-Za-z])` + regexp.QuoteMeta(entry.Name) + `\b`)}
+		for k, data := range *entry.Variable {
+			var decoded any
+			if err := json.Unmarshal(data, &decoded); err != nil {
+				return nil, model.Refuse(model.ReasonContextEntries, "the context variable %q: %s: %v", entry.Name, k, err)
+			}
+			switch k {
+			case "value":
+				v.Value, v.HasValue = decoded, decoded != nil
+			case "jmesPath":
+				s, ok := decoded.(string)
+				if !ok {
+					return nil, model.Refuse(model.ReasonJMESPathNotExpressible, "the context variable %q: jmesPath is not a string", entry.Name)
+				}
+				if strings.Contains(s, "{{") || strings.Contains(s, "$(") {
+					return nil, model.Refuse(model.ReasonJMESPathNotExpressible, "the context variable %q: a variable in its jmesPath", entry.Name)
+				}
+				v.JMESPath = s
+			case "default":
+				if decoded == nil {
+					continue
+				}
+				if strings.Contains(string(data), "{{") || strings.Contains(string(data), "$(") {
+					return nil, model.Refuse(model.ReasonJMESPathNotExpressible, "the context variable %q: a variable in its default", entry.Name)
+				}
+				v.Default, v.HasDefault = decoded, true
+			default:
+				return nil, model.Refuse(model.ReasonJMESPathNotExpressible, "the context variable %q: the field %s", entry.Name, k)
+			}
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// loaded is the failure predicate of the variables (visible to a query)
+// that Kyverno's deferred loading loads for the query text: each one
+// whose name the text holds as a word, whether or not the query's value
+// reads it; a variable that fails to load fails the query.
+func (c *pathCompiler) loaded(text string) (string, *model.Refusal) {
+	fails := ""
+	for i := range c.vars {
+		if !c.vars[i].loads.MatchString(text) {
+			continue
+		}
+		v, fl := c.variable(i)
+		if fl != nil {
+			return "", fl
+		}
+		fails = joinOr(fails, v.oe)
+	}
+	return fails, nil
+}
+
+// variable compiles context variable i (context/loaders/variable.go
+// loadVariable), seeing the variables before it only: its value, failing
+// where Kyverno fails to load it (oe).
+func (c *pathCompiler) variable(i int) (value, *model.Refusal) {
+	v := c.vars[i]
+	scope := c.scope
+	scope.Variables = c.vars[:i]
+	inner := &pathCompiler{scope: scope, binder: c.binder, vars: scope.Variables, at: c.at + " (context variable " + v.Name + ")"}
+	def, failing := "null", failure("the context variable "+v.Name+" failed to load")
+	if v.HasDefault {
+		def = celLiteral(v.Default)
+		failing = "dyn(" + def + ")"
+	}
+	var out, fails string
+	switch {
+	case v.HasValue:
+		val, fl := operand(v.Value, scope, c.binder, inner.at)
+		if fl != nil {
+			return value{}, fl
+		}
+		out, fails = val.cel, val.fails()
+		if v.JMESPath != "" {
+			node, err := parseJMESPath(v.JMESPath)
+			if err != nil {
+				return value{}, c.refuse("the context variable %q's jmesPath %q does not parse: %v", v.Name, v.JMESPath, err)
+			}
+			// applyJMESPath: the path on the value alone (no context);
+			// a failure falls back to the default, a null result stays.
+			x := c.binder.fresh("v")
+			onValue := &pathCompiler{scope: scope, binder: c.binder, expression: v.JMESPath, at: inner.at}
+			applied, fl := onValue.on(node, x, 0)
+			if fl != nil {
+				return value{}, fl
+			}
+			body := applied.cel
+			if f := applied.fails(); f != "false" {
+				body = "(" + f + " ? " + failing + " : " + applied.cel + ")"
+			}
+			out = "[" + val.safe + "].map(" + x + ", " + body + ")[0]"
+			if f := applied.fails(); f != "false" && !v.HasDefault {
+				fails = or(fails, guarded(val.fails(), "["+val.safe+"].exists("+x+", "+f+")"))
+			}
+		}
+	case v.JMESPath != "":
+		node, err := parseJMESPath(v.JMESPath)
+		if err != nil {
+			return value{}, c.refuse("the context variable %q's jmesPath %q does not parse: %v", v.Name, v.JMESPath, err)
+		}
+		inner.expression, inner.query = v.JMESPath, true
+		query, fl := inner.on(node, "", 0)
+		if fl != nil {
+			return value{}, fl
+		}
+		loads, fl := inner.loaded(v.JMESPath)
+		if fl != nil {
+			return value{}, fl
+		}
+		// ctx.Query: a failure (loading included) falls back to the
+		// default; a null result is the default.
+		qf := or(query.fails(), orFalse(loads))
+		x := c.binder.fresh("v")
+		out = "[" + query.safe + "].map(" + x + ", " + x + " == null ? " + def + " : " + x + ")[0]"
+		if qf != "false" {
+			out = "(" + qf + " ? " + failing + " : " + out + ")"
+			if !v.HasDefault {
+				fails = qf
+			}
+		}
+	default:
+		out = def
+	}
+	// A null output fails to load.
+	if !v.HasDefault || v.HasValue {
+		y := c.binder.fresh("o")
+		nullFails := "[" + out + "].exists(" + y + ", " + y + " == null)"
+		fails = or(orFalse(fails), guarded(nilIfFalse(fails), nullFails))
+		out = "[" + out + "].map(" + y + ", " + y + " == null ? " + failure("the context variable "+v.Name+" is null") + " : " + y + ")[0]"
+	}
+	return value{cel: out, safe: out, oe: nilIfFalse(fails)}, nil
+}
+
+// failure is a CEL expression that fails to evaluate, saying why in its
+// text. It reads the request, so that no compiler folds it into a
+// constant (an API server would refuse the expression then).
+func failure(why string) string {
+	return "dyn(int(request.operation + " + celLiteral(": kyvap: "+why) + "))"
+}
+
+func nilIfFalse(p string) string {
+	if p == "false" {
+		return ""
+	}
+	return p
+}
