@@ -385,7 +385,7 @@ func (c *pathCompiler) on(node parsing.ASTNode, cur string, depth int) (value, *
 		// value that is no list, is null; lists in the list are spliced.
 		l := left.safe
 		if f := joinOr(left.nf, left.oe); f != "" {
-			l = "(" + f + " ? null : " + left.safe + ")"
+			l = "(" + f + " ? null : dyn(" + left.safe + "))"
 		}
 		x := c.binder.fresh("f")
 		v := "[" + l + "].map(" + x + ", type(" + x + ") == list ? dyn(dyn(" + x + ").flatten()) : null)[0]"
@@ -495,7 +495,7 @@ func (c *pathCompiler) subexpression(leftNode, rightNode parsing.ASTNode, cur st
 	strict := "[" + left.cel + "].map(" + x + ", " + right.cel + ")[0]"
 	soft := "[" + left.safe + "].map(" + x + ", " + right.safe + ")[0]"
 	if left.nf != "" {
-		soft = "(" + left.nf + " ? null : " + soft + ")"
+		soft = "(" + left.nf + " ? null : dyn(" + soft + "))"
 	}
 	anyFailure := joinOr(left.nf, left.oe)
 	nf := left.nf
@@ -551,11 +551,26 @@ func fieldChain(node parsing.ASTNode) ([]string, bool) {
 	return nil, false
 }
 
+// requestFields are the fields of an admission request (admission.k8s.io
+// v1 AdmissionRequest) other than the objects and the operation, which
+// Kyverno's context and a VAP's request variable hold alike. Kyverno's
+// roles and clusterRoles are not among them.
+var requestFields = map[string]bool{
+	"uid": true, "kind": true, "resource": true, "subResource": true, "requestKind": true, "requestResource": true,
+	"requestSubResource": true, "name": true, "namespace": true, "userInfo": true, "dryRun": true,
+}
+
 // requestPath compiles request.object.a.b..., request.oldObject... and
 // request.operation, on Kyverno's JSON context.
 func (c *pathCompiler) requestPath(fields []string) (value, *model.Refusal) {
+	if fields[0] != "request" && !reservedNames[fields[0]] {
+		// No entry of Kyverno's context has this name: the field is
+		// missing (a NotFoundError), whatever follows it.
+		missing := failure("no context entry " + fields[0])
+		return value{cel: missing, safe: "null", nf: "true"}, nil
+	}
 	if len(fields) < 2 || fields[0] != "request" {
-		return value{}, c.refuse("the variable %q (only request.object, request.oldObject and request.operation are compiled)", strings.Join(fields, "."))
+		return value{}, c.refuse("the variable %q (the request's fields and the rule's context variables are compiled)", strings.Join(fields, "."))
 	}
 	var root string
 	switch fields[1] {
@@ -575,7 +590,12 @@ func (c *pathCompiler) requestPath(fields []string) (value, *model.Refusal) {
 		}
 		return value{cel: c.scope.Operation, safe: c.scope.Operation}, nil
 	default:
-		return value{}, c.refuse("the variable request.%s (only request.object, request.oldObject and request.operation are compiled)", fields[1])
+		if !requestFields[fields[1]] {
+			return value{}, c.refuse("the variable request.%s (Kyverno's request holds it, a VAP's does not)", fields[1])
+		}
+		// The admission request's other fields, the same JSON in
+		// Kyverno's context and in a VAP's request (empty ones left out).
+		return path(c.binder.root("req", "request"), fields[1:]), nil
 	}
 	return path(root, fields[2:]), nil
 }
@@ -603,8 +623,10 @@ func path(root string, steps []string) value {
 			failTerms.WriteString(" || ")
 		}
 	}
-	valueTerms.WriteString(prefixes[len(steps)])
-	safeTerms.WriteString(prefixes[len(steps)])
+	// dyn: the API server types the field by its schema, and a
+	// conditional's branches must agree with the null ones.
+	valueTerms.WriteString("dyn(" + prefixes[len(steps)] + ")")
+	safeTerms.WriteString("dyn(" + prefixes[len(steps)] + ")")
 	fails := failTerms.String() + strings.Repeat("))", len(steps))
 	return value{cel: "(" + valueTerms.String() + ")", nf: fails, safe: "(" + safeTerms.String() + ")"}
 }

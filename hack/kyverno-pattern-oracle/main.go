@@ -42,6 +42,7 @@ import (
 	"github.com/kyverno/kyverno/pkg/engine/validate"
 	"github.com/kyverno/kyverno/pkg/engine/variables"
 	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
@@ -56,9 +57,12 @@ type input struct {
 }
 
 type request struct {
-	Operation string          `json:"operation"`
-	Object    json.RawMessage `json:"object"`
-	OldObject json.RawMessage `json:"oldObject"`
+	Operation string                    `json:"operation"`
+	Name      string                    `json:"name"`
+	Namespace string                    `json:"namespace"`
+	UserInfo  authenticationv1.UserInfo `json:"userInfo"`
+	Object    json.RawMessage           `json:"object"`
+	OldObject json.RawMessage           `json:"oldObject"`
 }
 
 func main() {
@@ -107,6 +111,9 @@ func conditions(in input) {
 		ctx := enginecontext.NewContext(jp)
 		req := admissionv1.AdmissionRequest{
 			Operation: admissionv1.Operation(r.Operation),
+			Name:      r.Name,
+			Namespace: r.Namespace,
+			UserInfo:  r.UserInfo,
 			Object:    runtime.RawExtension{Raw: r.Object},
 			OldObject: runtime.RawExtension{Raw: r.OldObject},
 		}

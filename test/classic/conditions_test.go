@@ -16,6 +16,8 @@ import (
 	"testing"
 
 	"github.com/google/cel-go/cel"
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apiserver/pkg/cel/environment"
 	"sigs.k8s.io/yaml"
@@ -151,6 +153,17 @@ any:
 - key: "{{ request.object.spec.[initContainers, containers][] | length(@) }}"
   operator: LessThan
   value: 1`,
+	"request-fields": `
+all:
+- key: "{{ request.userInfo.groups || ` + "`[]`" + ` }}"
+  operator: AllNotIn
+  value: ["system:masters"]
+- key: "{{ request.namespace || '' }}"
+  operator: NotEquals
+  value: "kube-system"
+- key: "{{ request.userInfo.username }}"
+  operator: Equals
+  value: "system:serviceaccount:*"`,
 	"pipe-field": `
 any:
 - key: "{{ request.object.metadata | labels.team }}"
@@ -351,16 +364,33 @@ func requestEnv(t *testing.T) *cel.Env {
 
 // admissionRequest is what the oracle reads and the CEL sees.
 type admissionRequest struct {
-	Operation string `json:"operation"`
-	Object    any    `json:"object,omitempty"`
-	OldObject any    `json:"oldObject,omitempty"`
+	Operation string                    `json:"operation"`
+	Name      string                    `json:"name,omitempty"`
+	Namespace string                    `json:"namespace,omitempty"`
+	UserInfo  authenticationv1.UserInfo `json:"userInfo"`
+	Object    any                       `json:"object,omitempty"`
+	OldObject any                       `json:"oldObject,omitempty"`
+}
+
+// requestVariable is the request's fields other than the objects, as JSON
+// writes them (empty ones left out), which the API server's request
+// variable holds too.
+func requestVariable(r admissionRequest) map[string]any {
+	data, _ := json.Marshal(admissionv1.AdmissionRequest{
+		Operation: admissionv1.Operation(r.Operation), Name: r.Name, Namespace: r.Namespace, UserInfo: r.UserInfo,
+	})
+	var out map[string]any
+	_ = json.Unmarshal(data, &out)
+	delete(out, "object")
+	delete(out, "oldObject")
+	return numbers(out).(map[string]any)
 }
 
 // evaluateRequest is true, false or error.
 func evaluateRequest(program cel.Program, r admissionRequest) string {
 	// As the API server reads them: integers as int64.
 	object, oldObject := roundTrip(r.Object), roundTrip(r.OldObject)
-	out, _, err := program.Eval(map[string]any{"object": object, "oldObject": oldObject, "request": map[string]any{"operation": r.Operation}})
+	out, _, err := program.Eval(map[string]any{"object": object, "oldObject": oldObject, "request": requestVariable(r)})
 	if err != nil {
 		return "error"
 	}
@@ -487,8 +517,12 @@ func requestsAround(raw []byte) []admissionRequest {
 		}
 	}
 	var requests []admissionRequest
+	users := []authenticationv1.UserInfo{{}, {Username: "alice", Groups: []string{"system:masters", "dev"}}, {Username: "system:serviceaccount:ns:sa"}}
 	for i, o := range objects {
 		requests = append(requests, admissionRequest{Operation: "CREATE", Object: o})
+		if i%2 == 0 {
+			requests = append(requests, admissionRequest{Operation: "CREATE", Object: o, Name: "web", Namespace: "default", UserInfo: users[1+i/2%2]})
+		}
 		old := objects[(i+1)%len(objects)]
 		requests = append(requests, admissionRequest{Operation: "UPDATE", Object: o, OldObject: old})
 		if i%3 == 0 {

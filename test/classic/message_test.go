@@ -70,7 +70,7 @@ func TestMessagesAgreeWithKyverno(t *testing.T) {
 }
 
 func evaluateMessage(program cel.Program, r admissionRequest) (string, bool) {
-	out, _, err := program.Eval(map[string]any{"object": roundTrip(r.Object), "oldObject": roundTrip(r.OldObject), "request": map[string]any{"operation": r.Operation}})
+	out, _, err := program.Eval(map[string]any{"object": roundTrip(r.Object), "oldObject": roundTrip(r.OldObject), "request": requestVariable(r)})
 	if err != nil {
 		return "", false
 	}

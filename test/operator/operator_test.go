@@ -495,8 +495,23 @@ func TestCompiledPatternsTypeCheck(t *testing.T) {
 		Validation: &kyvernov1.Validation{Message: "privileged mode is disallowed", RawPattern: &apiextensionsv1.JSON{Raw: []byte(
 			`{"spec":{"=(initContainers)":[{"=(securityContext)":{"=(privileged)":"false"}}],"containers":[{"=(securityContext)":{"=(privileged)":"false"}, "image": "!*:latest"}]}}`)}},
 	}
-	cp.CreatePolicy(t, controlplane.ClusterPolicy("typecheck-pattern", kyvernov1.Enforce, pattern), controllers.ReasonAllRulesTranslated)
-	for _, rule := range []string{"privileged", "autogen-privileged", "autogen-cronjob-privileged"} {
+	// A deny rule with the JMESPath forms the compiler takes: typed
+	// fields, projections, flatten and length(), defaults, the request's
+	// user, a context variable, a message variable.
+	deny := kyvernov1.Rule{
+		Name:           "deny-checks",
+		MatchResources: kyvernov1.MatchResources{Any: kyvernov1.ResourceFilters{{Resources: kyvernov1.ResourceDescription{Kinds: []string{"Pod"}}}}},
+		Context:        []apiextensionsv1.JSON{{Raw: []byte(`{"name":"hostNetwork","variable":{"jmesPath":"request.object.spec.hostNetwork","default":false}}`)}},
+		Validation: &kyvernov1.Validation{Message: "Pod {{ request.object.metadata.name }} is refused", Deny: &apiextensionsv1.JSON{Raw: []byte(`{"conditions":{"any":[
+			{"key":"{{ request.object.spec.containers[].image }}","operator":"AnyNotIn","value":["nginx:*"]},
+			{"key":"{{ request.object.spec.containers[] | length(@) }}","operator":"GreaterThan","value":"3"},
+			{"key":"{{ request.object.metadata.labels.team || '' }}","operator":"Equals","value":""},
+			{"key":"{{ request.object.spec.containers[0].securityContext.privileged || ` + "`false`" + ` }}","operator":"Equals","value":true},
+			{"key":"{{ request.userInfo.groups || ` + "`[]`" + ` }}","operator":"AnyIn","value":["blocked"]},
+			{"key":"{{ hostNetwork }}","operator":"Equals","value":true}]}}`)}},
+	}
+	cp.CreatePolicy(t, controlplane.ClusterPolicy("typecheck-pattern", kyvernov1.Enforce, pattern, deny), controllers.ReasonAllRulesTranslated)
+	for _, rule := range []string{"privileged", "autogen-privileged", "autogen-cronjob-privileged", "deny-checks", "autogen-deny-checks", "autogen-cronjob-deny-checks"} {
 		vap := &admissionregistrationv1.ValidatingAdmissionPolicy{}
 		err := controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
 			if err := cp.Client.Get(ctx, client.ObjectKey{Name: "kyvap-typecheck-pattern." + rule}, vap); err != nil {
