@@ -34,6 +34,7 @@ import (
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/engine/celeval"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/kyverno/cellib"
 	"github.com/kyvap/kyvap/kyverno/match"
@@ -200,6 +201,10 @@ type compiledRule struct {
 	ignore      bool
 	// namespace confines a namespaced Policy's rule (FallbackRule.Namespace).
 	namespace string
+	// hasResult, when set, evaluates the rule's condition that it has a
+	// result at all (clusterpolicy.ConditionHasResult): where it is false
+	// Kyverno reports nothing, as for a rule that does not match.
+	hasResult *celeval.Program
 	// failuresAreErrors: the rule was compiled from Kyverno's classic
 	// language, where an expression that fails to evaluate is Kyverno's
 	// error result (FallbackRule.FailuresAreErrors).
@@ -359,7 +364,20 @@ func compileRule(policy string, rule kyvernov1.Rule, fr *translate.FallbackRule)
 	}
 	// In Kyverno's CEL environment: an expression Kyverno cannot compile
 	// fails there, and must here.
-	c.program = celeval.CompileIn(celeval.Environment{Version: vap.KyvernoCELVersion}, policy+"/"+rule.Name, ruleSpec(&rule, spec))
+	env := celeval.Environment{Version: vap.KyvernoCELVersion}
+	for i, mc := range rule.CELPreconditions {
+		if mc.Name != clusterpolicy.ConditionHasResult {
+			continue
+		}
+		c.hasResult = celeval.CompileIn(env, policy+"/"+rule.Name+"/has-result", &admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConditions: []admissionregistrationv1.MatchCondition{mc},
+			Validations:     []admissionregistrationv1.Validation{{Expression: "true"}},
+		})
+		rule.CELPreconditions = append(append([]admissionregistrationv1.MatchCondition(nil), rule.CELPreconditions[:i]...), rule.CELPreconditions[i+1:]...)
+		c.rule = &rule
+		break
+	}
+	c.program = celeval.CompileIn(env, policy+"/"+rule.Name, ruleSpec(&rule, spec))
 	return c
 }
 
@@ -609,6 +627,18 @@ func (r *compiledRule) evaluate(ctx context.Context, req *Request, mreq *match.R
 		if exempt {
 			o.Result, o.Message = Skip, fmt.Sprintf("exempted by PolicyException %s/%s", ex.Namespace, ex.Name)
 			return o, true, false
+		}
+	}
+	if r.hasResult != nil {
+		resource := schema.GroupVersionResource{Group: req.Admission.Resource.Group, Version: req.Admission.Resource.Version, Resource: req.Admission.Resource.Resource}
+		res := r.hasResult.Validate(ctx, celeval.Input{Attributes: attrs, MatchedResource: resource, Namespace: namespace, Authorizer: req.Authorizer})
+		if res.Interrupted {
+			return o, true, true
+		}
+		if res.Excluded {
+			// A foreach none of whose elements applied: Kyverno reports
+			// nothing for the rule.
+			return o, false, false
 		}
 	}
 	params := []runtime.Object{nil}

@@ -11,7 +11,6 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
-	"k8s.io/utils/ptr"
 
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/engine"
@@ -56,15 +55,7 @@ func newPaths(r *runner) *paths {
 		bindings = append(bindings, st.vap.Bindings...)
 		withoutPreconditions := st.policy.DeepCopy()
 		for i := range withoutPreconditions.Spec.Rules {
-			// A classic rule's JMESPath preconditions become CEL ones
-			// (frontend/classic): they go too.
 			withoutPreconditions.Spec.Rules[i].CELPreconditions = nil
-			withoutPreconditions.Spec.Rules[i].RawAnyAllConditions = nil
-			// And the precondition of allowExistingViolations, which
-			// Kyverno reports as skip too.
-			if v := withoutPreconditions.Spec.Rules[i].Validation; v != nil {
-				v.AllowExistingViolations = ptr.To(false)
-			}
 		}
 		if plan, err := translate.Translate(clusterpolicy.InputFor(withoutPreconditions, r.suite.Exceptions), r.resolver, opts); err == nil {
 			bare = append(bare, plan.ValidatingAdmissionPolicies...)
@@ -84,8 +75,8 @@ func newPaths(r *runner) *paths {
 	}
 	p.full = vapsim.New(full, bindings)
 	p.fullProbe = vapsim.New(probes(full), bindings)
-	p.bareProbe = vapsim.New(probes(bare), bareBindings)
-	p.unexceptedProbe = vapsim.New(probes(unexcepted), unexceptedBindings)
+	p.bareProbe = vapsim.New(probes(withoutClassicPreconditions(bare)), bareBindings)
+	p.unexceptedProbe = vapsim.New(probes(withoutClassicPreconditions(unexcepted)), unexceptedBindings)
 	for _, n := range p.full.Notes() {
 		if !strings.Contains(n, "matchPolicy Equivalent") { // bindings leave it to the API server's default; the VAP itself matches Exact
 			p.notes = append(p.notes, "VAP simulation: "+n)
@@ -106,6 +97,27 @@ func probes(vaps []admissionregistrationv1.ValidatingAdmissionPolicy) []admissio
 		}
 		v.Spec.Validations = []admissionregistrationv1.Validation{{Expression: expression, Message: "the rule does not apply"}}
 		v.Spec.AuditAnnotations = nil
+		out[i] = *v
+	}
+	return out
+}
+
+// withoutClassicPreconditions drops from VAPs the preconditions of the
+// classic rules they were compiled from: the compiled JMESPath
+// preconditions and allowExistingViolations' (Kyverno reports skip where
+// they are false). A rule's has-result condition stays: Kyverno reports
+// nothing where it is false.
+func withoutClassicPreconditions(vaps []admissionregistrationv1.ValidatingAdmissionPolicy) []admissionregistrationv1.ValidatingAdmissionPolicy {
+	out := make([]admissionregistrationv1.ValidatingAdmissionPolicy, len(vaps))
+	for i := range vaps {
+		v := vaps[i].DeepCopy()
+		var conditions []admissionregistrationv1.MatchCondition
+		for _, mc := range v.Spec.MatchConditions {
+			if mc.Name != clusterpolicy.ConditionPreconditions && mc.Name != clusterpolicy.ConditionExistingViolations {
+				conditions = append(conditions, mc)
+			}
+		}
+		v.Spec.MatchConditions = conditions
 		out[i] = *v
 	}
 	return out

@@ -234,7 +234,7 @@ func compileOperator(op string, key string, number bool, v any, at string) (stri
 		}
 		return numeric(op, k, v), nil
 	case "equal", "equals", "notequal", "notequals":
-		eq, fl := equals(k, v, at)
+		eq, fl := equals(k, number, v, at)
 		if fl != nil {
 			return "", fl
 		}
@@ -285,7 +285,7 @@ func isDuration(s string) bool {
 
 // equals is EqualHandler.Evaluate of the key k (dyn, not null) and the
 // literal v, by the key's type.
-func equals(k string, v any, at string) (string, *model.Refusal) {
+func equals(k string, number bool, v any, at string) (string, *model.Refusal) {
 	onString, onNumber, onBool := "false", "false", "false"
 	switch typed := v.(type) {
 	case string:
@@ -310,7 +310,11 @@ func equals(k string, v any, at string) (string, *model.Refusal) {
 		onBool = k + " == " + strconv.FormatBool(typed)
 	case nil:
 	case float64:
-		return "", model.Refuse(model.ReasonJMESPathNotExpressible, "a number compared with Equals at %s (a string key would be read as a duration)", at)
+		if !number {
+			return "", model.Refuse(model.ReasonJMESPathNotExpressible, "a number compared with Equals at %s (a string key would be read as a duration)", at)
+		}
+		// validateValueWithFloatPattern: a number key against a number.
+		onNumber = "double(" + k + ") == " + celDouble(typed)
 	default:
 		return "", model.Refuse(model.ReasonJMESPathNotExpressible, "a map or a list compared with Equals at %s", at)
 	}

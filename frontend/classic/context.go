@@ -105,6 +105,18 @@ func ParseContext(entries [][]byte) ([]Variable, *model.Refusal) {
 	return out, nil
 }
 
+// Reads reports whether text (a rule's conditions, as JSON) names one of
+// the variables the way Kyverno's deferred loading reads a query: a word
+// that is the variable's name.
+func Reads(variables []Variable, text string) bool {
+	for i := range variables {
+		if variables[i].loads.MatchString(text) {
+			return true
+		}
+	}
+	return false
+}
+
 // loaded is the failure predicate of the variables (visible to a query)
 // that Kyverno's deferred loading loads for the query text: each one
 // whose name the text holds as a word, whether or not the query's value

@@ -31,6 +31,9 @@ type Scope struct {
 	Operation string
 	// Variables are the rule's context variables (ParseContext).
 	Variables []Variable
+	// Element and ElementIndex are the CEL variables of foreach's
+	// current element and its index (empty outside a foreach).
+	Element, ElementIndex string
 	// QueryObject is the CEL for request.object in a query that is no
 	// variable substitution (a context variable's jmesPath): Kyverno
 	// rewrites request.object on a DELETE only when it substitutes a
@@ -224,6 +227,27 @@ func jmesPath(expression string, scope Scope, b *binder, at string) (value, *mod
 		// The value is only read where nothing failed to load.
 		v.cel = "(" + loads + " ? " + failure("a context variable failed to load") + " : " + v.cel + ")"
 		v.safe = "(" + loads + " ? " + failure("a context variable failed to load") + " : " + v.safe + ")"
+	}
+	return v, nil
+}
+
+// jmesQuery compiles a JMESPath expression Kyverno queries the context
+// with, outside a variable's substitution (a foreach list): no DELETE
+// rewrite of request.object (Scope.QueryObject).
+func jmesQuery(expression string, scope Scope, b *binder, at string) (value, *model.Refusal) {
+	node, err := parseJMESPath(expression)
+	if err != nil {
+		return value{}, model.Refuse(model.ReasonJMESPathNotExpressible, "the JMESPath expression %q does not parse: %v", expression, err)
+	}
+	c := &pathCompiler{scope: scope, binder: b, vars: scope.Variables, expression: expression, at: at, query: true}
+	v, fl := c.compile(node, 0)
+	if fl != nil {
+		return value{}, fl
+	}
+	if loads, fl := c.loaded(expression); fl != nil {
+		return value{}, fl
+	} else if loads != "" {
+		return value{}, c.refuse("a context variable in a foreach list (Kyverno reads its failures by their text)")
 	}
 	return v, nil
 }
@@ -563,6 +587,21 @@ var requestFields = map[string]bool{
 // requestPath compiles request.object.a.b..., request.oldObject... and
 // request.operation, on Kyverno's JSON context.
 func (c *pathCompiler) requestPath(fields []string) (value, *model.Refusal) {
+	switch fields[0] {
+	case "element", "element0":
+		if c.scope.Element == "" {
+			return value{}, c.refuse("%s outside a foreach", fields[0])
+		}
+		return path(c.scope.Element, fields[1:]), nil
+	case "elementIndex", "elementIndex0":
+		if c.scope.ElementIndex == "" {
+			return value{}, c.refuse("%s outside a foreach", fields[0])
+		}
+		if len(fields) > 1 {
+			return path("double("+c.scope.ElementIndex+")", fields[1:]), nil
+		}
+		return value{cel: "double(" + c.scope.ElementIndex + ")", safe: "double(" + c.scope.ElementIndex + ")", number: true}, nil
+	}
 	if fields[0] != "request" && !reservedNames[fields[0]] {
 		// No entry of Kyverno's context has this name: the field is
 		// missing (a NotFoundError), whatever follows it.

@@ -15,16 +15,22 @@ import (
 	"github.com/kyvap/kyvap/model"
 )
 
-// Names of the preconditions a compiled pattern rule carries.
+// Names of the preconditions a compiled classic rule carries.
 const (
 	// conditionPatternNotDelete: Kyverno does not validate a pattern on a
 	// DELETE request (validate_resource.go validateResourceWithRule).
 	conditionPatternNotDelete = "kyvap-pattern-not-delete"
-	// conditionPatternExisting: allowExistingViolations, Kyverno's default
-	// for an Enforce rule, skips an UPDATE whose old object fails too.
-	conditionPatternExisting = "kyvap-pattern-existing-violations"
-	// conditionPreconditions: the rule's JMESPath preconditions, compiled.
-	conditionPreconditions = "kyvap-preconditions"
+	// ConditionExistingViolations: allowExistingViolations, Kyverno's
+	// default for an Enforce rule, skips an UPDATE whose old object fails
+	// too.
+	ConditionExistingViolations = "kyvap-pattern-existing-violations"
+	// ConditionPreconditions: the rule's JMESPath preconditions, compiled.
+	ConditionPreconditions = "kyvap-preconditions"
+	// ConditionHasResult: a foreach rule has a result (some element
+	// applied, or a list failed). Where it is false Kyverno reports
+	// nothing for the rule, as for a rule that does not match; it is no
+	// skip.
+	ConditionHasResult = "kyvap-foreach-applies"
 )
 
 // isPatternRule reports a classic rule whose whole validation is a
@@ -44,13 +50,23 @@ func isDenyRule(r *kyvernov1.Rule) bool {
 		v.PodSecurity == nil && len(v.ForEachValidation) == 0 && v.Manifests == nil && v.Assert == nil
 }
 
+// isForEachRule reports a classic rule whose whole validation is a
+// validate.foreach.
+func isForEachRule(r *kyvernov1.Rule) bool {
+	v := r.Validation
+	return v != nil && len(v.ForEachValidation) > 0 && v.Deny == nil && v.RawPattern == nil && v.RawAnyPattern == nil &&
+		v.CEL == nil && v.PodSecurity == nil && v.Manifests == nil && v.Assert == nil
+}
+
 // isClassicRule reports a rule frontend/classic compiles.
-func isClassicRule(r *kyvernov1.Rule) bool { return isPatternRule(r) || isDenyRule(r) }
+func isClassicRule(r *kyvernov1.Rule) bool {
+	return isPatternRule(r) || isDenyRule(r) || isForEachRule(r)
+}
 
 // Scopes of the compiled conditions: the request (Kyverno reads
 // request.object as the old object on a DELETE), and the old object of an
 // UPDATE, which Kyverno judges as a CREATE of it (validateOldObject).
-var oldObjectScope = classic.Scope{Object: "oldObject", Operation: "'CREATE'"}
+var oldObjectScope = classic.Scope{Object: "oldObject", QueryObject: "oldObject", Operation: "'CREATE'"}
 
 // judged is a compiled rule's verdict on one object: a CEL predicate,
 // never failing, that holds when Kyverno's verdict is fail (the
@@ -79,11 +95,25 @@ type compiled struct {
 	// fails, which never fails to evaluate, holds where Kyverno's
 	// evaluation fails ("false" when it never does).
 	fails string
+	// applies, which never fails to evaluate, holds where Kyverno has a
+	// result ("" when it always has: a foreach none of whose elements
+	// applied has none).
+	applies string
 }
 
 // compileClassic compiles the rule's validation on one object.
 func compileClassic(v *kyvernov1.Validation, resource string, scope classic.Scope) (compiled, *model.Refusal) {
 	switch {
+	case len(v.ForEachValidation) > 0:
+		entries := make([][]byte, len(v.ForEachValidation))
+		for i := range v.ForEachValidation {
+			entries[i] = v.ForEachValidation[i].Raw
+		}
+		j, fl := classic.ForEach(entries, scope)
+		if fl != nil {
+			return compiled{}, fl
+		}
+		return compiled{passes: j.Passes, violates: j.Violates, fails: j.Fails, applies: j.Applies}, nil
 	case v.Deny != nil:
 		var deny struct {
 			Conditions json.RawMessage `json:"conditions"`
@@ -163,9 +193,22 @@ func classicAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction, r
 		CEL:                     &kyvernov1.CEL{Expressions: []admissionregistrationv1.Validation{{Expression: onNew.passes, Message: message, MessageExpression: messageExpression}}},
 	}
 	if jmesPathPreconditions {
-		out.CELPreconditions = append(out.CELPreconditions, admissionregistrationv1.MatchCondition{Name: conditionPreconditions, Expression: pre.Holds})
+		out.CELPreconditions = append(out.CELPreconditions, admissionregistrationv1.MatchCondition{Name: ConditionPreconditions, Expression: pre.Holds})
 	}
-	if v.Deny == nil {
+	if onNew.applies != "" {
+		// A foreach none of whose elements applied has no result, where
+		// the preconditions hold (false ones skip the rule, failing ones
+		// are its error: the other preconditions say so).
+		applies := onNew.applies
+		if pre.Holds != "true" {
+			applies = "!" + pre.Holds + " || " + applies
+		}
+		if pre.Fails != "false" {
+			applies = pre.Fails + " || " + applies
+		}
+		out.CELPreconditions = append(out.CELPreconditions, admissionregistrationv1.MatchCondition{Name: ConditionHasResult, Expression: applies})
+	}
+	if v.RawPattern != nil || v.RawAnyPattern != nil {
 		// On a DELETE Kyverno evaluates the preconditions, then judges
 		// nothing: the rule fails where they fail, and is skipped.
 		notDelete := "request.operation != 'DELETE'"
@@ -179,6 +222,15 @@ func classicAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction, r
 		if fl != nil {
 			return nil, fl
 		}
+		if len(variables) > 0 {
+			text, _ := json.Marshal([]any{r.RawAnyAllConditions, v.Deny, v.ForEachValidation})
+			if classic.Reads(variables, string(text)) {
+				// validateOldObject reloads the context, but a variable
+				// loaded for the new object keeps its value: which ones
+				// depends on the order the conditions ran in.
+				return nil, model.Refuse(model.ReasonJMESPathNotExpressible, "allowExistingViolations (on unless set to false) with context variables: Kyverno judges the old object with the variables it loaded for the new one")
+			}
+		}
 		oldPre := classic.Predicate{Holds: "true", Fails: "false"}
 		if jmesPathPreconditions {
 			if oldPre, fl = classic.Conditions(r.RawAnyAllConditions.Raw, oldObjectScope); fl != nil {
@@ -190,7 +242,7 @@ func classicAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction, r
 			return nil, &model.Refusal{Reason: fl.Reason, Message: "on the old object of an UPDATE: " + fl.Message}
 		}
 		out.CELPreconditions = append(out.CELPreconditions, admissionregistrationv1.MatchCondition{
-			Name:       conditionPatternExisting,
+			Name:       ConditionExistingViolations,
 			Expression: "!(request.operation == 'UPDATE' && " + judged(pre, onNew) + " && " + oldMatched + judged(oldPre, onOld) + ")",
 		})
 	}

@@ -15,6 +15,10 @@
 // error, as Kyverno's validate handler reports a pattern rule
 // (pkg/engine/handlers/validation/validate_resource.go validatePatterns).
 //
+// Or, for a whole policy, {"policy": a ClusterPolicy, "requests": [...]
+// with kind and resource}: one line per request, a JSON object from each
+// rule Kyverno's engine reports to its status (pass, fail, skip, error).
+//
 // Or, for a message, {"message": ..., "requests": [...]}: one line per
 // request, the message with its variables substituted as a JSON string,
 // or error.
@@ -28,6 +32,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -35,15 +40,22 @@ import (
 
 	"github.com/go-logr/logr"
 	kyvernov1 "github.com/kyverno/kyverno/api/kyverno/v1"
+	kyvernov2 "github.com/kyverno/kyverno/api/kyverno/v2"
 	"github.com/kyverno/kyverno/pkg/config"
+	"github.com/kyverno/kyverno/pkg/engine"
 	enginecontext "github.com/kyverno/kyverno/pkg/engine/context"
 	"github.com/kyverno/kyverno/pkg/engine/context/loaders"
+	"github.com/kyverno/kyverno/pkg/engine/factories"
 	"github.com/kyverno/kyverno/pkg/engine/jmespath"
+	"github.com/kyverno/kyverno/pkg/engine/policycontext"
 	"github.com/kyverno/kyverno/pkg/engine/validate"
 	"github.com/kyverno/kyverno/pkg/engine/variables"
+	imageverifycache "github.com/kyverno/kyverno/pkg/image/verification/cache"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
@@ -54,15 +66,18 @@ type input struct {
 	Requests   []request                `json:"requests"`
 	Message    *string                  `json:"message"`
 	Context    []kyvernov1.ContextEntry `json:"context"`
+	Policy     *kyvernov1.ClusterPolicy `json:"policy"`
 }
 
 type request struct {
-	Operation string                    `json:"operation"`
-	Name      string                    `json:"name"`
-	Namespace string                    `json:"namespace"`
-	UserInfo  authenticationv1.UserInfo `json:"userInfo"`
-	Object    json.RawMessage           `json:"object"`
-	OldObject json.RawMessage           `json:"oldObject"`
+	Kind      metav1.GroupVersionKind     `json:"kind"`
+	Resource  metav1.GroupVersionResource `json:"resource"`
+	Operation string                      `json:"operation"`
+	Name      string                      `json:"name"`
+	Namespace string                      `json:"namespace"`
+	UserInfo  authenticationv1.UserInfo   `json:"userInfo"`
+	Object    json.RawMessage             `json:"object"`
+	OldObject json.RawMessage             `json:"oldObject"`
 }
 
 func main() {
@@ -80,6 +95,10 @@ func main() {
 	}
 	if in.Message != nil {
 		message(in)
+		return
+	}
+	if in.Policy != nil {
+		policy(in)
 		return
 	}
 	// As Kyverno reads a pattern (kyvernov1.FromJSON): plain JSON, numbers
@@ -164,6 +183,42 @@ func message(in input) {
 			continue
 		}
 		data, _ := json.Marshal(s)
+		fmt.Println(string(data))
+	}
+}
+
+// policy runs Kyverno's engine (its admission path: the policy context of
+// an admission request, the engine's Validate) on each request, with
+// resource filters off: one line per request, a JSON object from each
+// rule reported to its status.
+func policy(in input) {
+	cfg := config.NewDefaultConfiguration(true)
+	jp := jmespath.New(cfg)
+	isCluster := false
+	eng := engine.NewEngine(cfg, jp, nil, nil, imageverifycache.DisabledImageVerifyCache(), factories.DefaultContextLoaderFactory(nil), nil, &isCluster)
+	for _, r := range in.Requests {
+		req := admissionv1.AdmissionRequest{
+			Kind:      r.Kind,
+			Resource:  r.Resource,
+			Operation: admissionv1.Operation(r.Operation),
+			Name:      r.Name,
+			Namespace: r.Namespace,
+			UserInfo:  r.UserInfo,
+			Object:    runtime.RawExtension{Raw: r.Object},
+			OldObject: runtime.RawExtension{Raw: r.OldObject},
+		}
+		gvk := schema.GroupVersionKind{Group: r.Kind.Group, Version: r.Kind.Version, Kind: r.Kind.Kind}
+		pc, err := policycontext.NewPolicyContextFromAdmissionRequest(jp, req, kyvernov2.RequestInfo{AdmissionUserInfo: r.UserInfo}, gvk, cfg)
+		if err != nil {
+			fail(err)
+		}
+		resp := eng.Validate(context.Background(), pc.WithPolicy(in.Policy))
+		out := map[string]string{}
+		for i := range resp.PolicyResponse.Rules {
+			rr := &resp.PolicyResponse.Rules[i]
+			out[rr.Name()] = string(rr.Status())
+		}
+		data, _ := json.Marshal(out)
 		fmt.Println(string(data))
 	}
 }

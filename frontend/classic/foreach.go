@@ -1,0 +1,207 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package classic
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/kyvap/kyvap/model"
+)
+
+// MaxForEach bounds the foreach entries of a rule compiled.
+const MaxForEach = 16
+
+// Judgement is a classic validation compiled to CEL predicates.
+type Judgement struct {
+	// Passes holds where Kyverno's result is pass, is false where it is
+	// fail, and fails to evaluate where it is error.
+	Passes string
+	// Violates, Fails and Applies never fail to evaluate: Kyverno's result
+	// is fail; it is error; it has a result at all (a foreach whose
+	// elements were all skipped has none).
+	Violates, Fails, Applies string
+}
+
+// forEachEntry is one of Kyverno's ForEachValidation, for the forms
+// compiled.
+type forEachEntry struct {
+	List          string            `json:"list"`
+	ElementScope  *bool             `json:"elementScope"`
+	Preconditions json.RawMessage   `json:"preconditions"`
+	Deny          *json.RawMessage  `json:"deny"`
+	Pattern       json.RawMessage   `json:"pattern"`
+	AnyPattern    json.RawMessage   `json:"anyPattern"`
+	Context       []json.RawMessage `json:"context"`
+	ForEach       json.RawMessage   `json:"foreach"`
+}
+
+// Element statuses of a compiled foreach, as Kyverno's validateElements
+// reads each element's response.
+const (
+	elementPass  = "0"
+	elementFail  = "1"
+	elementError = "2"
+	elementSkip  = "3"
+)
+
+// ForEach compiles a rule's validate.foreach (its entries as JSON) in
+// scope: Kyverno's validateForEach (handlers/validation/validate_resource.go).
+// Each entry's list is queried (a missing key skips the entry, another
+// failure is an error unless some element applied); each element, null
+// ones left out, is judged by the entry's preconditions (false or
+// failing: skipped) and its deny or pattern (a map element is the
+// pattern's resource, anything else the request's object); the first
+// element that fails or errs decides, in order; a rule none of whose
+// elements applied has no result.
+func ForEach(entries [][]byte, scope Scope) (Judgement, *model.Refusal) {
+	if len(entries) == 0 || len(entries) > MaxForEach {
+		return Judgement{}, model.Refuse(model.ReasonJMESPathNotExpressible, "a foreach with %d entries (1 to %d are compiled)", len(entries), MaxForEach)
+	}
+	b := &binder{}
+	var statuses []string
+	listFails := ""
+	for i, raw := range entries {
+		at := fmt.Sprintf("foreach[%d]", i)
+		var e forEachEntry
+		if err := json.Unmarshal(raw, &e); err != nil {
+			return Judgement{}, model.Refuse(model.ReasonJMESPathNotExpressible, "%s: %v", at, err)
+		}
+		switch {
+		case len(e.ForEach) > 0 && string(e.ForEach) != "null":
+			return Judgement{}, model.Refuse(model.ReasonJMESPathNotExpressible, "a nested foreach at %s", at)
+		case len(e.Context) > 0:
+			return Judgement{}, model.Refuse(model.ReasonJMESPathNotExpressible, "context entries in %s", at)
+		case e.List == "":
+			return Judgement{}, model.Refuse(model.ReasonJMESPathNotExpressible, "no list at %s", at)
+		case strings.Contains(e.List, "{{") || strings.Contains(e.List, "$("):
+			return Judgement{}, model.Refuse(model.ReasonJMESPathNotExpressible, "a variable in the list of %s", at)
+		}
+		list, fl := jmesQuery(e.List, scope, b, at+".list")
+		if fl != nil {
+			return Judgement{}, fl
+		}
+		el, ix := b.fresh("el"), b.fresh("ix")
+		elementScope := scope
+		elementScope.Element, elementScope.ElementIndex = el, ix
+		status, usesIndex, fl := elementStatus(e, elementScope, b, el, at)
+		if fl != nil {
+			return Judgement{}, fl
+		}
+		// EvaluateList: a list as it is, anything else one element.
+		elements := "(type(" + list.safe + ") == list ? dyn(" + list.safe + ") : dyn([" + list.safe + "]))"
+		each := elements + ".map(" + el + ", " + status + ")"
+		if usesIndex {
+			each = elements + ".transformList(" + ix + ", " + el + ", " + status + ")"
+		}
+		switch {
+		case list.nf == "" && list.oe == "":
+		case list.oe == "":
+			each = "(" + list.nf + " ? [] : " + each + ")"
+		default:
+			each = "(" + joinOr(list.nf, list.oe) + " ? [] : " + each + ")"
+			listFails = joinOr(listFails, "(!"+orFalse(list.nf)+" && "+list.oe+")")
+		}
+		statuses = append(statuses, each)
+	}
+	all := "dyn(" + strings.Join(statuses, " + ") + ")"
+	decided := "st.exists(s, s == " + elementFail + " || s == " + elementError + ")"
+	first := "st.filter(s, s == " + elementFail + " || s == " + elementError + ")[0]"
+	applied := "st.exists(s, s != " + elementSkip + ")"
+	listFailed := orFalse(listFails)
+	bind := func(p string) string { return b.wrap("[" + all + "].all(st, " + p + ")") }
+	return Judgement{
+		Passes:   bind("(" + decided + " ? (" + first + " == " + elementError + " ? " + failure("a foreach element failed to evaluate") + " == true : false) : (!" + applied + " && " + listFailed + " ? " + failure("a foreach list failed to evaluate") + " == true : true))"),
+		Violates: bind("(" + decided + " && " + first + " == " + elementFail + ")"),
+		Fails:    bind("(" + decided + " ? " + first + " == " + elementError + " : !" + applied + " && " + listFailed + ")"),
+		Applies:  bind("(" + applied + " || " + listFailed + ")"),
+	}, nil
+}
+
+// elementStatus is Kyverno's response for one element el (a foreach
+// validator's validate), as an element status.
+func elementStatus(e forEachEntry, scope Scope, b *binder, el, at string) (status string, usesIndex bool, fl *model.Refusal) {
+	usesIndex = strings.Contains(string(e.Preconditions), "elementIndex") || (e.Deny != nil && strings.Contains(string(*e.Deny), "elementIndex"))
+	// AddElementToContext: elementScope true on anything but a map is an
+	// error; a map element is the resource patterns are judged on (an
+	// empty one is not, IsEmptyUnstructured).
+	scoped := "type(" + el + ") == map"
+	if e.ElementScope != nil {
+		scoped = strconv.FormatBool(*e.ElementScope)
+	}
+	var judge string
+	switch {
+	case e.Deny != nil:
+		var deny struct {
+			Conditions json.RawMessage `json:"conditions"`
+		}
+		if err := json.Unmarshal(*e.Deny, &deny); err != nil {
+			return "", false, model.Refuse(model.ReasonJMESPathNotExpressible, "%s.deny: %v", at, err)
+		}
+		if HasConditionMessages(deny.Conditions) {
+			return "", false, model.Refuse(model.ReasonJMESPathNotExpressible, "a message on a deny condition at %s", at)
+		}
+		d, fl := conditionBlock(deny.Conditions, scope, b)
+		if fl != nil {
+			return "", false, fl
+		}
+		judge = "(" + d.Fails + " ? " + elementError + " : " + d.Holds + " ? " + elementFail + " : " + elementPass + ")"
+	case len(e.Pattern) > 0 || len(e.AnyPattern) > 0:
+		if len(e.Pattern) > 0 && len(e.AnyPattern) > 0 {
+			return "", false, model.Refuse(model.ReasonJMESPathNotExpressible, "both pattern and anyPattern at %s", at)
+		}
+		compile := func(resource string) (string, *model.Refusal) {
+			if len(e.Pattern) > 0 {
+				return Pattern(e.Pattern, resource)
+			}
+			return AnyPattern(e.AnyPattern, resource)
+		}
+		onElement, fl := compile(el)
+		if fl != nil {
+			return "", false, fl
+		}
+		// The request's object: the old one when Kyverno judges the old
+		// object of an UPDATE.
+		object := scope.QueryObject
+		if object == "" {
+			object = scope.Object
+		}
+		onObject, fl := compile(object)
+		if fl != nil {
+			return "", false, fl
+		}
+		// validateResourceWithRule: the element when it is a non-empty
+		// map in scope; else the request's object, and nothing on a
+		// DELETE (no result: the element is skipped).
+		judge = "(" + scoped + " && type(" + el + ") == map && size(dyn(" + el + ")) > 0 ? (" + onElement + " ? " + elementPass + " : " + elementFail + ") : " + scope.Operation + " == 'DELETE' ? " + elementSkip + " : (" + onObject + " ? " + elementPass + " : " + elementFail + "))"
+	default:
+		return "", false, model.Refuse(model.ReasonJMESPathNotExpressible, "%s has no deny, pattern or anyPattern", at)
+	}
+	if strings.Contains(judge, "{{") {
+		return "", false, model.Refuse(model.ReasonJMESPathNotExpressible, "a variable in the pattern at %s", at)
+	}
+	if len(e.Preconditions) > 0 && string(e.Preconditions) != "null" {
+		pre, fl := conditionBlock(e.Preconditions, scope, b)
+		if fl != nil {
+			return "", false, fl
+		}
+		// A precondition that fails to evaluate skips the element, as one
+		// that is false.
+		judge = "(" + pre.Fails + " ? " + elementSkip + " : !" + pre.Holds + " ? " + elementSkip + " : " + judge + ")"
+	}
+	status = "(" + el + " == null ? " + elementSkip + " : " + judgeScope(e, el) + judge + ")"
+	return status, usesIndex, nil
+}
+
+// judgeScope is the error of elementScope: true on an element that is not
+// a map (AddElementToContext fails: the rule's result is error), as a
+// prefix of the element's judgement.
+func judgeScope(e forEachEntry, el string) string {
+	if e.ElementScope == nil || !*e.ElementScope {
+		return ""
+	}
+	return "type(" + el + ") != map ? " + elementError + " : "
+}

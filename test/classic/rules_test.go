@@ -1,0 +1,299 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package classic
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/engine"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
+	"github.com/kyvap/kyvap/kyverno"
+	"github.com/kyvap/kyvap/translate"
+)
+
+// policyCases are whole ClusterPolicies of classic rules on Pods, as the
+// library writes them: foreach with deny, patterns and preconditions,
+// context variables and rule preconditions, allowExistingViolations.
+var policyCases = map[string]string{
+	"foreach-deny": `
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: no-latest
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate:
+      message: "container {{ request.object.metadata.name }} uses latest"
+      foreach:
+      - list: request.object.spec.containers
+        deny:
+          conditions:
+            any:
+            - key: "{{ element.image }}"
+              operator: Equals
+              value: "*:latest"`,
+	"foreach-all-containers-pattern": `
+spec:
+  validationFailureAction: Audit
+  rules:
+  - name: privileged
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate:
+      foreach:
+      - list: request.object.spec.[initContainers, containers][]
+        pattern:
+          =(securityContext):
+            =(privileged): "false"`,
+	"foreach-preconditions-index": `
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: first-named-app
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    preconditions:
+      all:
+      - key: "{{ request.object.metadata.labels.team || '' }}"
+        operator: NotEquals
+        value: ""
+    validate:
+      foreach:
+      - list: request.object.spec.containers
+        preconditions:
+          any:
+          - key: "{{ elementIndex }}"
+            operator: Equals
+            value: 0
+        deny:
+          conditions:
+            all:
+            - key: "{{ element.name }}"
+              operator: NotEquals
+              value: app
+      - list: request.object.spec.volumes
+        elementScope: true
+        pattern:
+          X(hostPath): "null"`,
+	"context-and-deny": `
+spec:
+  validationFailureAction: Audit
+  rules:
+  - name: team
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    context:
+    - name: team
+      variable:
+        jmesPath: request.object.metadata.labels.team
+        default: none
+    validate:
+      deny:
+        conditions:
+          any:
+          - key: "{{ team }}"
+            operator: AnyIn
+            value: [legacy, "sandbox-*"]`,
+	"scalar-list-pattern": `
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: args
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate:
+      foreach:
+      - list: request.object.spec.containers[].args[]
+        pattern:
+          spec:
+            containers:
+            - name: "?*"`,
+}
+
+// TestPoliciesAgreeWithKyverno runs whole classic rules two ways on
+// admission requests generated around them: Kyverno's engine (its
+// admission path) and kyvap's (the rules compiled, on kyvap's engine, the
+// VAPs' evaluator); each rule's status must agree, no result included.
+func TestPoliciesAgreeWithKyverno(t *testing.T) {
+	oracle := buildOracle(t)
+	names := make([]string, 0, len(policyCases))
+	for name := range policyCases {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	compared, disagreements := 0, 0
+	statuses := map[string]int{}
+	for _, name := range names {
+		data, err := yaml.YAMLToJSON([]byte("apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata:\n  name: " + name + "\n  annotations:\n    pod-policies.kyverno.io/autogen-controllers: none\n" + policyCases[name]))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var policy kyvernov1.ClusterPolicy
+		if err := json.Unmarshal(data, &policy); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		eng := kyvapEngine(t, &policy)
+		requests := podRequests(requestsAround(data))
+		kyverno := askPolicy(t, oracle, data, requests)
+		for i, r := range requests {
+			compared++
+			got := kyvapStatuses(t, eng, r)
+			for rule, status := range kyverno[i] {
+				statuses[status]++
+				_ = rule
+			}
+			if fmt.Sprint(got) != fmt.Sprint(kyverno[i]) {
+				disagreements++
+				if disagreements <= 20 {
+					obj, _ := json.Marshal(r.Object)
+					t.Errorf("%s: %s %s: Kyverno says %v, kyvap %v", name, r.Operation, obj, kyverno[i], got)
+				}
+			}
+		}
+	}
+	t.Logf("%d policies, %d requests compared (Kyverno's statuses: %v), %d disagreements", len(names), compared, statuses, disagreements)
+	if compared < 500 {
+		t.Errorf("only %d requests compared", compared)
+	}
+}
+
+// kyvapEngine is kyvap's engine with every rule of the policy, compiled.
+func kyvapEngine(t *testing.T, policy *kyvernov1.ClusterPolicy) *engine.Engine {
+	t.Helper()
+	plan, err := translate.Translate(clusterpolicy.InputFor(policy, nil), kyverno.NewStaticResolver(), translate.Options{})
+	if err != nil {
+		t.Fatalf("%s: %v", policy.Name, err)
+	}
+	var rules []translate.FallbackRule
+	for _, rr := range plan.Rules {
+		if rr.Fallback == nil {
+			t.Fatalf("%s/%s: not compiled: %+v", policy.Name, rr.Rule, rr)
+		}
+		if rr.Fallback.NotEnforced != "" {
+			t.Fatalf("%s/%s: not compiled: %s: %s", policy.Name, rr.Rule, rr.Fallback.Reason, rr.Fallback.NotEnforced)
+		}
+		rules = append(rules, *rr.Fallback)
+	}
+	e := engine.New()
+	e.SetFallbackRules(policy.Name, rules)
+	return e
+}
+
+// kyvapStatuses are kyvap's engine's statuses of each rule on r.
+func kyvapStatuses(t *testing.T, e *engine.Engine, r admissionRequest) map[string]string {
+	t.Helper()
+	req := admissionV1(r)
+	outcomes, err := e.Evaluate(context.Background(), engine.Request{Admission: &req})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, o := range outcomes {
+		out[o.Rule] = string(o.Result)
+	}
+	return out
+}
+
+// podRequests makes each generated request one about a Pod: the objects
+// get the Pod's kind and name (maps only; others are left out).
+func podRequests(in []admissionRequest) []admissionRequest {
+	var out []admissionRequest
+	for _, r := range in {
+		ok := true
+		for _, o := range []*any{&r.Object, &r.OldObject} {
+			if *o == nil {
+				continue
+			}
+			m, isMap := (*o).(map[string]any)
+			if !isMap {
+				ok = false
+				continue
+			}
+			copied := map[string]any{}
+			for k, v := range m {
+				copied[k] = v
+			}
+			meta, _ := copied["metadata"].(map[string]any)
+			metaCopy := map[string]any{}
+			for k, v := range meta {
+				metaCopy[k] = v
+			}
+			metaCopy["name"], metaCopy["namespace"] = "pod", "default"
+			copied["apiVersion"], copied["kind"], copied["metadata"] = "v1", "Pod", metaCopy
+			*o = copied
+		}
+		if ok {
+			r.Name, r.Namespace = "pod", "default"
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// admissionV1 is the admission request of a generated one, for a Pod.
+func admissionV1(r admissionRequest) admissionv1.AdmissionRequest {
+	raw := func(v any) runtime.RawExtension {
+		if v == nil {
+			return runtime.RawExtension{}
+		}
+		data, _ := json.Marshal(v)
+		return runtime.RawExtension{Raw: data}
+	}
+	return admissionv1.AdmissionRequest{
+		UID:       "uid",
+		Kind:      metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+		Resource:  metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
+		Operation: admissionv1.Operation(r.Operation),
+		Name:      r.Name,
+		Namespace: r.Namespace,
+		UserInfo:  authenticationv1.UserInfo{Username: r.UserInfo.Username, Groups: r.UserInfo.Groups},
+		Object:    raw(r.Object),
+		OldObject: raw(r.OldObject),
+	}
+}
+
+func askPolicy(t *testing.T, oracle string, policy []byte, requests []admissionRequest) []map[string]string {
+	t.Helper()
+	type oracleRequest struct {
+		admissionRequest
+		Kind     metav1.GroupVersionKind     `json:"kind"`
+		Resource metav1.GroupVersionResource `json:"resource"`
+	}
+	rs := make([]oracleRequest, len(requests))
+	for i, r := range requests {
+		rs[i] = oracleRequest{admissionRequest: r, Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"}}
+	}
+	in, err := json.Marshal(map[string]any{"policy": json.RawMessage(policy), "requests": rs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(oracle)
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the oracle: %v: %s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != len(requests) {
+		t.Fatalf("the oracle answered %d verdicts for %d requests", len(lines), len(requests))
+	}
+	verdicts := make([]map[string]string, len(lines))
+	for i, l := range lines {
+		if err := json.Unmarshal([]byte(l), &verdicts[i]); err != nil {
+			t.Fatalf("the oracle: %q: %v", l, err)
+		}
+	}
+	return verdicts
+}
