@@ -22,8 +22,8 @@ const convertUsage = `Usage:
   kyvap convert -f FILE|DIR|- [-f ...] [-o DIR] [flags]
 
 Converts Kyverno ClusterPolicies and namespaced Policies (kyverno.io/v1 or
-v2beta1: validate.cel rules, and validate.pattern and anyPattern rules compiled
-to CEL) into
+v2beta1: validate.cel rules, and classic rules, pattern, anyPattern, deny and
+foreach with JMESPath preconditions and context variables, compiled to CEL) into
 ValidatingPolicies and
 NamespacedValidatingPolicies (policies.kyverno.io/v1), one per rule, named
 <policy>-<rule>. Each carries what Kyverno's engine does with the rule: match
@@ -55,9 +55,9 @@ kind is said on stderr and in the converted test's header, with its source;
 a kind none of them knows is refused (KindUnresolved).
 
 Refused, with the reason, never approximated: rules that are neither
-validate.cel nor a pattern or anyPattern the classic compiler takes (deny,
-foreach; PatternNotExpressible names the construct), context entries,
-JMESPath preconditions, roles and
+validate.cel nor a classic rule the classic compiler takes
+(PatternNotExpressible and JMESPathNotExpressible name the construct), context
+entries that read outside the request, roles and
 clusterRoles, paramKind, validationFailureActionOverrides, spec.applyRules One,
 and kyverno.io PolicyExceptions (write policies.kyverno.io PolicyExceptions by
 hand). Each is listed on stderr and as a "# NOT CONVERTED" comment.

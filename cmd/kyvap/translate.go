@@ -26,7 +26,8 @@ import (
 const translateUsage = `Usage:
   kyvap translate -f FILE [-f FILE ...] [--crd FILE ...] [flags]
 
-Translates the CEL rules of Kyverno ClusterPolicies (and their pattern and anyPattern rules,
+Translates the CEL rules of Kyverno ClusterPolicies (and their classic rules, pattern,
+anyPattern, deny and foreach with JMESPath preconditions and context variables,
 compiled to CEL), ValidatingPolicies and
 NamespacedValidatingPolicies into ValidatingAdmissionPolicies and bindings, as the
 operator would, without a cluster.

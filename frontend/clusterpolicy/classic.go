@@ -137,7 +137,8 @@ func compileClassic(v *kyvernov1.Validation, resource string, scope classic.Scop
 	return compiled{passes: check, violates: "!" + check, fails: "false"}, fl
 }
 
-// classicAsCEL is a classic rule (validate.pattern, anyPattern or deny)
+// classicAsCEL is a classic rule (validate.pattern, anyPattern, deny or
+// foreach)
 // written as the validate.cel rule that gives Kyverno's verdicts
 // (frontend/classic compiles it): the same match, exclusions and actions;
 // the validation as one expression; and as CEL preconditions the rule's

@@ -324,7 +324,8 @@ func (l *Lowering) Screen(i int) Outcome {
 	return Outcome{Name: rule.Name, Fate: Lowered, Rule: rule.DeepCopy(), Variants: variants, Warnings: warnings}
 }
 
-// compileClassic is a classic rule (validate.pattern, anyPattern, deny),
+// compileClassic is a classic rule (validate.pattern, anyPattern, deny,
+// foreach),
 // and its pod-controller variants as Kyverno generates them (a pattern
 // nested in the template, variables rewritten to it), compiled to
 // validate.cel rules (classicAsCEL); a refusal names the construct, and
