@@ -326,6 +326,27 @@ func intersect(m admissionregistrationv1.MatchResources, scope *admissionregistr
 	return out, len(kept) > 0, ""
 }
 
+// foldHasResult folds a compiled foreach rule's has-result condition
+// (clusterpolicy.ConditionHasResult) into its validations: a
+// ValidatingPolicy has no "no result" (a false match condition is a
+// skip), so where no element of the foreach applied, and the ClusterPolicy
+// reported nothing, the converted policy passes. docs/convert.md says so.
+func foldHasResult(r *model.Rule) {
+	for i, mc := range r.MatchConditions {
+		if mc.Name != clusterpolicy.ConditionHasResult {
+			continue
+		}
+		r.MatchConditions = append(append([]admissionregistrationv1.MatchCondition(nil), r.MatchConditions[:i]...), r.MatchConditions[i+1:]...)
+		validations := make([]admissionregistrationv1.Validation, len(r.Validations))
+		for j, v := range r.Validations {
+			v.Expression = "!(" + mc.Expression + ") || (" + v.Expression + ")"
+			validations[j] = v
+		}
+		r.Validations = validations
+		return
+	}
+}
+
 // specOf is the ValidatingPolicy spec of a lowered rule with one binding's
 // actions, or why it has none.
 func specOf(src *model.Source, r *model.Rule, bindingActions []admissionregistrationv1.ValidationAction) (*policiesv1.ValidatingPolicySpec, string) {
@@ -338,6 +359,7 @@ func specOf(src *model.Source, r *model.Rule, bindingActions []admissionregistra
 	// matching a VAP checks in a guard variable (reporting pass where
 	// Kyverno skips) is a match condition again.
 	vap.Unguard(&r.MatchConditions, &r.Variables, r.Validations, ConditionApplies)
+	foldHasResult(r)
 	for i := range r.MatchConditions {
 		if r.MatchConditions[i].Name == vap.ConditionPolicyNamespace {
 			// Kyverno selects a NamespacedValidatingPolicy by the request's
@@ -443,6 +465,7 @@ func sameVariants(got, want []model.Rule) bool {
 	for i := range got {
 		wanted := want[i].DeepCopy()
 		vap.Unguard(&wanted.MatchConditions, &wanted.Variables, wanted.Validations, ConditionApplies)
+		foldHasResult(wanted)
 		g, w := got[i].MatchConstraints.DeepCopy(), wanted.MatchConstraints.DeepCopy()
 		// Kyverno's matcher compares a request's own kind: matchPolicy
 		// makes no difference to it.
