@@ -455,21 +455,103 @@ func (c *pathCompiler) on(node parsing.ASTNode, cur string, depth int) (value, *
 		}
 		return acc, nil
 	case parsing.ASTFunctionExpression:
-		name, _ := node.Value.(string)
-		if name != "length" || len(node.Children) != 1 {
-			return value{}, c.refuse("the function %s()", name)
-		}
-		arg, fl := c.on(node.Children[0], cur, depth+1)
+		return c.function(node, cur, depth)
+	case parsing.ASTComparator:
+		left, fl := c.on(node.Children[0], cur, depth+1)
 		if fl != nil {
 			return value{}, fl
 		}
-		// length() of a string (in runes), a list or a map, as a float;
-		// any other value (null included: a missing key reads as null) is
-		// an error, as CEL's size() of it.
-		x := c.binder.fresh("n")
-		v := "[" + arg.safe + "].map(" + x + ", double(size(dyn(" + x + "))))[0]"
-		wrongType := guarded(arg.oe, "["+arg.safe+"].exists("+x+", !(type("+x+") == string || type("+x+") == list || type("+x+") == map))")
-		return value{cel: v, safe: v, oe: joinOr(arg.oe, wrongType), number: true}, nil
+		right, fl := c.on(node.Children[1], cur, depth+1)
+		if fl != nil {
+			return value{}, fl
+		}
+		// interpreter.go ASTComparator: a missing key reads as null on
+		// either side; == and != compare any values (reflect.DeepEqual of
+		// JSON values, CEL's equality); the others compare numbers, and
+		// are null on anything else.
+		a, b := c.binder.fresh("a"), c.binder.fresh("b")
+		var cmp string
+		switch node.Value {
+		case parsing.TOKEQ:
+			cmp = "dyn(" + a + ") == dyn(" + b + ")"
+		case parsing.TOKNE:
+			cmp = "dyn(" + a + ") != dyn(" + b + ")"
+		default:
+			op, ok := comparatorOf(node.Value)
+			if !ok {
+				return value{}, c.refuse("the comparator %v", node.Value)
+			}
+			cmp = "(" + isNumber(a) + " && " + isNumber(b) + " ? dyn(double(" + a + ") " + op + " double(" + b + ")) : null)"
+		}
+		v := "[" + left.safe + "].map(" + a + ", [" + right.safe + "].map(" + b + ", " + cmp + ")[0])[0]"
+		return value{cel: v, safe: v, oe: joinOr(left.oe, guarded(left.oe, right.oe))}, nil
+	case parsing.ASTAndExpression:
+		left, fl := c.on(node.Children[0], cur, depth+1)
+		if fl != nil {
+			return value{}, fl
+		}
+		right, fl := c.on(node.Children[1], cur, depth+1)
+		if fl != nil {
+			return value{}, fl
+		}
+		// interpreter.go ASTAndExpression: a missing key on the left reads
+		// as null; a false left side is the value; else the right side,
+		// whose failures, a missing key included, are the expression's.
+		x := c.binder.fresh("a")
+		strict := "[" + left.safe + "].map(" + x + ", " + jmesFalsy(x) + " ? " + x + " : dyn(" + right.cel + "))[0]"
+		soft := "[" + left.safe + "].map(" + x + ", " + jmesFalsy(x) + " ? " + x + " : dyn(" + right.safe + "))[0]"
+		reaches := func(p string) string {
+			if p == "" {
+				return ""
+			}
+			return guarded(left.oe, "["+left.safe+"].exists("+x+", !"+jmesFalsy(x)+" && "+p+")")
+		}
+		return value{cel: strict, safe: soft, nf: reaches(right.nf), oe: joinOr(left.oe, reaches(right.oe))}, nil
+	case parsing.ASTNotExpression:
+		child, fl := c.on(node.Children[0], cur, depth+1)
+		if fl != nil {
+			return value{}, fl
+		}
+		x := c.binder.fresh("x")
+		v := "[" + child.safe + "].map(" + x + ", " + jmesFalsy(x) + ")[0]"
+		return value{cel: v, safe: v, oe: child.oe}, nil
+	case parsing.ASTFilterProjection:
+		if len(node.Children) != 3 {
+			return value{}, c.refuse("a malformed filter")
+		}
+		left, fl := c.on(node.Children[0], cur, depth+1)
+		if fl != nil {
+			return value{}, fl
+		}
+		x, e := c.binder.fresh("p"), c.binder.fresh("e")
+		right, fl := c.on(node.Children[1], e, depth+1)
+		if fl != nil {
+			return value{}, fl
+		}
+		cond, fl := c.on(node.Children[2], e, depth+1)
+		if fl != nil {
+			return value{}, fl
+		}
+		// interpreter.go ASTFilterProjection: any failure of the left side,
+		// or anything but a list, is null; the elements whose condition
+		// (a missing key read as null) is true in JMESPath's sense are
+		// projected, nulls left out.
+		l := left.safe
+		if f := joinOr(left.nf, left.oe); f != "" {
+			l = "(" + f + " ? null : dyn(" + left.safe + "))"
+		}
+		y := c.binder.fresh("c")
+		kept := "[" + cond.safe + "].all(" + y + ", !" + jmesFalsy(y) + ")"
+		v := "[" + l + "].map(" + x + ", type(" + x + ") != list ? null : dyn(dyn(" + x + ").filter(" + e + ", " + kept + ").map(" + e + ", " + right.safe + ").filter(" + e + ", " + e + " != null)))[0]"
+		oe := ""
+		if cond.oe != "" || right.oe != "" {
+			elementFails := orFalse(cond.oe)
+			if right.oe != "" {
+				elementFails = or(elementFails, guarded(cond.oe, "("+kept+" && "+right.oe+")"))
+			}
+			oe = "[" + l + "].exists(" + x + ", type(" + x + ") == list && dyn(" + x + ").exists(" + e + ", " + elementFails + "))"
+		}
+		return value{cel: v, safe: v, oe: oe}, nil
 	case parsing.ASTMultiSelectList:
 		if cur == "" {
 			return value{}, c.refuse("a multi-select list on the whole context")
@@ -494,9 +576,109 @@ func (c *pathCompiler) on(node parsing.ASTNode, cur string, depth int) (value, *
 	return value{}, c.refuse("%s", strings.TrimPrefix(node.NodeType.String(), "AST"))
 }
 
+// comparatorOf is CEL's operator of a JMESPath ordering comparator.
+func comparatorOf(token any) (string, bool) {
+	switch token {
+	case parsing.TOKGT:
+		return ">", true
+	case parsing.TOKGTE:
+		return ">=", true
+	case parsing.TOKLT:
+		return "<", true
+	case parsing.TOKLTE:
+		return "<=", true
+	}
+	return "", false
+}
+
+// function compiles the functions whose CEL form is exact: length(),
+// contains() (with keys() as its subject), starts_with(), ends_with().
+// Arguments read a missing key as null (interpreter.go
+// ASTFunctionExpression); a value of a type the function does not take is
+// an error, as Kyverno's argument check.
+func (c *pathCompiler) function(node parsing.ASTNode, cur string, depth int) (value, *model.Refusal) {
+	name, _ := node.Value.(string)
+	arity := map[string]int{"length": 1, "contains": 2, "starts_with": 2, "ends_with": 2}[name]
+	if arity == 0 || len(node.Children) != arity {
+		return value{}, c.refuse("the function %s()", name)
+	}
+	args := make([]value, len(node.Children))
+	oe := ""
+	for i, child := range node.Children {
+		if name == "contains" && i == 0 && child.NodeType == parsing.ASTFunctionExpression {
+			if inner, _ := child.Value.(string); inner == "keys" && len(child.Children) == 1 {
+				// keys(): the map's keys, in no order; contains() alone
+				// reads them here, whatever their order.
+				m, fl := c.on(child.Children[0], cur, depth+1)
+				if fl != nil {
+					return value{}, fl
+				}
+				k, key := c.binder.fresh("k"), c.binder.fresh("key")
+				keys := "[" + m.safe + "].map(" + k + ", type(" + k + ") == map ? dyn(dyn(" + k + ").map(" + key + ", " + key + ")) : " + failure("keys() of a value that is not a map") + ")[0]"
+				wrong := guarded(m.oe, "["+m.safe+"].exists("+k+", type("+k+") != map)")
+				args[i] = value{cel: keys, safe: keys, oe: joinOr(m.oe, wrong)}
+				oe = joinOr(oe, guarded(oe, args[i].oe))
+				continue
+			}
+		}
+		arg, fl := c.on(child, cur, depth+1)
+		if fl != nil {
+			return value{}, fl
+		}
+		args[i] = arg
+		oe = joinOr(oe, guarded(oe, arg.oe))
+	}
+	x := c.binder.fresh("f")
+	switch name {
+	case "length":
+		// length() of a string (in runes), a list or a map, as a float;
+		// any other value (null included) is an error, as CEL's size().
+		v := "[" + args[0].safe + "].map(" + x + ", double(size(dyn(" + x + "))))[0]"
+		wrong := guarded(args[0].oe, "["+args[0].safe+"].exists("+x+", !(type("+x+") == string || type("+x+") == list || type("+x+") == map))")
+		return value{cel: v, safe: v, oe: joinOr(oe, wrong), number: true}, nil
+	case "starts_with", "ends_with":
+		y := c.binder.fresh("g")
+		method := map[string]string{"starts_with": "startsWith", "ends_with": "endsWith"}[name]
+		v := "[" + args[0].safe + "].map(" + x + ", [" + args[1].safe + "].map(" + y + ", type(" + x + ") == string && type(" + y + ") == string ? dyn(string(" + x + ")." + method + "(string(" + y + "))) : " + failure(name+"() of a value that is not a string") + ")[0])[0]"
+		wrong := guarded(oe, "["+args[0].safe+"].exists("+x+", ["+args[1].safe+"].exists("+y+", type("+x+") != string || type("+y+") != string))")
+		return value{cel: v, safe: v, oe: joinOr(oe, wrong)}, nil
+	}
+	// contains(subject, search): a string subject holds a string search;
+	// a list subject holds an element equal to it (Go's ==: the search
+	// must be a literal scalar, as comparing two maps or two lists panics
+	// in Kyverno); anything else is an error.
+	search := args[1]
+	if !search.isLiteral {
+		return value{}, c.refuse("contains() with a search that is no literal")
+	}
+	var equal string
+	switch typed := search.literal.(type) {
+	case string:
+		equal = "type(e) == string && e == " + kyverno.CELString(typed)
+	case float64:
+		equal = isNumber("e") + " && double(e) == " + celDouble(typed)
+	case bool:
+		equal = "type(e) == bool && e == " + strconv.FormatBool(typed)
+	case nil:
+		equal = "type(e) == null_type"
+	default:
+		return value{}, c.refuse("contains() with a map or a list to search for")
+	}
+	onString := "false"
+	if s, ok := search.literal.(string); ok {
+		onString = "string(" + x + ").contains(" + kyverno.CELString(s) + ")"
+	}
+	v := "[" + args[0].safe + "].map(" + x + ", type(" + x + ") == string ? dyn(" + onString + ") : type(" + x + ") == list ? dyn(dyn(" + x + ").exists(e, " + equal + ")) : " + failure("contains() of a value that is neither a string nor a list") + ")[0]"
+	wrong := guarded(oe, "["+args[0].safe+"].exists("+x+", !(type("+x+") == string || type("+x+") == list))")
+	return value{cel: v, safe: v, oe: joinOr(oe, wrong)}, nil
+}
+
 // guarded is the predicate p, evaluated only where the failure predicate
 // unless does not hold (p reads values that fail there).
 func guarded(unless, p string) string {
+	if p == "" {
+		return ""
+	}
 	if unless == "" || unless == "false" {
 		return p
 	}

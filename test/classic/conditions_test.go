@@ -164,6 +164,37 @@ all:
 - key: "{{ request.userInfo.username }}"
   operator: Equals
   value: "system:serviceaccount:*"`,
+	"filters": `
+any:
+- key: "{{ request.object.spec.volumes[?contains(keys(@), 'emptyDir')].name }}"
+  operator: AnyIn
+  value: ["cache", "tmp-*"]
+- key: "{{ request.object.spec.containers[?image == 'nginx:latest'].name }}"
+  operator: AnyIn
+  value: ["app"]
+- key: "{{ length(request.object.spec.containers[?!securityContext]) }}"
+  operator: GreaterThan
+  value: 1
+- key: "{{ request.object.spec.containers[?name && image].name | length(@) }}"
+  operator: LessThan
+  value: 1
+- key: "{{ request.object.spec.containers[?port > ` + "`1000`" + `].port }}"
+  operator: AnyIn
+  value: ["8080"]`,
+	"string-functions": `
+all:
+- key: "{{ starts_with(request.object.metadata.name, 'prod-') }}"
+  operator: Equals
+  value: true
+- key: "{{ ends_with(request.object.metadata.name || '', '-tmp') }}"
+  operator: NotEquals
+  value: true
+- key: "{{ contains(request.object.metadata.name || '', 'x') }}"
+  operator: Equals
+  value: false
+- key: "{{ contains(request.object.spec.finalizers || ` + "`[]`" + `, 'kubernetes') }}"
+  operator: Equals
+  value: false`,
 	"pipe-field": `
 any:
 - key: "{{ request.object.metadata | labels.team }}"
@@ -604,6 +635,9 @@ func catalogue(raw []byte) []any {
 		map[string]any{"containers": []any{map[string]any{"image": "nginx:1"}}},
 		map[string]any{"containers": "not-a-list", "initContainers": nil},
 		map[string]any{"labels": map[string]any{"team": "web"}},
+		[]any{map[string]any{"name": "cache", "emptyDir": map[string]any{}}, map[string]any{"name": "host", "hostPath": map[string]any{"path": "/"}}},
+		[]any{map[string]any{"name": "app", "image": "nginx:latest", "port": int64(8080)}, map[string]any{"name": "side", "securityContext": map[string]any{}, "port": 80}},
+		"prod-web", "prod-x-tmp", []any{"kubernetes", "x"},
 	}
 	keys := make([]string, 0, len(literals))
 	for l := range literals {

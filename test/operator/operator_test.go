@@ -502,7 +502,9 @@ func TestCompiledPatternsTypeCheck(t *testing.T) {
 		Name:           "deny-checks",
 		MatchResources: kyvernov1.MatchResources{Any: kyvernov1.ResourceFilters{{Resources: kyvernov1.ResourceDescription{Kinds: []string{"Pod"}}}}},
 		Context:        []apiextensionsv1.JSON{{Raw: []byte(`{"name":"hostNetwork","variable":{"jmesPath":"request.object.spec.hostNetwork","default":false}}`)}},
-		Validation: &kyvernov1.Validation{Message: "Pod {{ request.object.metadata.name }} is refused", Deny: &apiextensionsv1.JSON{Raw: []byte(`{"conditions":{"any":[
+		// allowExistingViolations off: with context variables Kyverno
+		// judges the old object with the new one's values (refused).
+		Validation: &kyvernov1.Validation{Message: "Pod {{ request.object.metadata.name }} is refused", AllowExistingViolations: ptr.To(false), Deny: &apiextensionsv1.JSON{Raw: []byte(`{"conditions":{"any":[
 			{"key":"{{ request.object.spec.containers[].image }}","operator":"AnyNotIn","value":["nginx:*"]},
 			{"key":"{{ request.object.spec.containers[] | length(@) }}","operator":"GreaterThan","value":"3"},
 			{"key":"{{ request.object.metadata.labels.team || '' }}","operator":"Equals","value":""},
