@@ -76,9 +76,28 @@ func CELPatternMatch(value string, patterns []string) string {
 		terms = append(terms, value+" in "+CELStringList(UniqueSorted(exact)))
 	}
 	for _, p := range UniqueSorted(wild) {
-		terms = append(terms, value+".matches("+CELString(wildcardRegex(p))+")")
+		terms = append(terms, wildcardCEL(value, p))
 	}
 	return CELOr(terms)
+}
+
+// wildcardCEL is "value matches the wildcard pattern p": the cheap string
+// functions for a prefix, a suffix or an infix between stars (a star
+// matches any runes, none included), an RE2 match otherwise.
+func wildcardCEL(value, p string) string {
+	inner := strings.Trim(p, "*")
+	if inner != "" && !ContainsWildcard(inner) {
+		leading, trailing := strings.HasPrefix(p, "*"), strings.HasSuffix(p, "*")
+		switch {
+		case leading && trailing && p == "*"+inner+"*":
+			return value + ".contains(" + CELString(inner) + ")"
+		case leading && !trailing && p == "*"+inner:
+			return value + ".endsWith(" + CELString(inner) + ")"
+		case trailing && !leading && p == inner+"*":
+			return value + ".startsWith(" + CELString(inner) + ")"
+		}
+	}
+	return value + ".matches(" + CELString(wildcardRegex(p)) + ")"
 }
 
 // CELAnd joins terms with &&; no terms is true.

@@ -252,6 +252,22 @@ func compileOperator(op string, key string, number bool, v any, at string) (stri
 	return "", model.Refuse(model.ReasonJMESPathNotExpressible, "the operator %q at %s", op, at)
 }
 
+// quantityAlphabet holds every character of a string
+// resource.ParseQuantity accepts (a signed decimal, an exponent, a
+// suffix).
+const quantityAlphabet = "0123456789+-.eEkKMGTPimunI"
+
+// mayMatchQuantity says whether the wildcard pattern could match a
+// quantity: not when its literal characters hold one no quantity has.
+func mayMatchQuantity(pattern string) bool {
+	for _, r := range pattern {
+		if r != '*' && r != '?' && !strings.ContainsRune(quantityAlphabet, r) {
+			return false
+		}
+	}
+	return true
+}
+
 // numeric is NumericOperatorHandler.Evaluate of a key that is always a
 // number with an integral value (length()) and the literal v: a number
 // compared as it is; a string compared as a duration (the key read as
@@ -297,7 +313,10 @@ func equals(k string, number bool, v any, at string) (string, *model.Refusal) {
 		if _, err := resource.ParseQuantity(typed); err == nil {
 			onString = "(isQuantity(" + k + ") && quantity(" + k + ").compareTo(quantity(" + kyverno.CELString(typed) + ")) == 0)"
 		} else if kyverno.ContainsWildcard(typed) {
-			onString = "(!isQuantity(" + k + ") && " + kyverno.CELPatternMatch(k, []string{typed}) + ")"
+			onString = kyverno.CELPatternMatch(k, []string{typed})
+			if mayMatchQuantity(typed) {
+				onString = "(!isQuantity(" + k + ") && " + onString + ")"
+			}
 		} else {
 			onString = k + " == " + kyverno.CELString(typed)
 		}

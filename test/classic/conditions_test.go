@@ -375,7 +375,7 @@ func compareConditions(t *testing.T, cases map[string][]byte, mayRefuse map[stri
 
 // requestEnv is the API server's base CEL environment with the request's
 // variables.
-func requestEnv(t *testing.T) *cel.Env {
+func requestEnv(t testing.TB) *cel.Env {
 	t.Helper()
 	set, err := vap.BaseEnvSet(vap.NewestCompatibilityVersion).Extend(environment.VersionedOptions{
 		IntroducedVersion: version.MajorMinor(1, 0),

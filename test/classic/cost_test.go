@@ -1,0 +1,246 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package classic
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/cel-go/cel"
+	"k8s.io/apiserver/pkg/cel/library"
+	"sigs.k8s.io/yaml"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
+	"github.com/kyvap/kyvap/kyverno"
+	"github.com/kyvap/kyvap/translate"
+)
+
+// costChecks are the same checks written twice: as Kyverno's library
+// writes them in the classic language, compiled by kyvap, and as a person
+// writes them in CEL (the form docs/performance.md's CEL policies use).
+var costChecks = []struct {
+	name, classic, handWritten string
+}{
+	{"disallow-privileged-containers", `
+pattern:
+  spec:
+    =(ephemeralContainers):
+    - =(securityContext):
+        =(privileged): "false"
+    =(initContainers):
+    - =(securityContext):
+        =(privileged): "false"
+    containers:
+    - =(securityContext):
+        =(privileged): "false"`,
+		`[object.spec.containers, has(object.spec.initContainers) ? object.spec.initContainers : [], has(object.spec.ephemeralContainers) ? object.spec.ephemeralContainers : []].all(l, l.all(c, !has(c.securityContext) || !has(c.securityContext.privileged) || !c.securityContext.privileged))`},
+	{"disallow-latest-tag", `
+pattern:
+  spec:
+    containers:
+    - image: "!*:latest"`,
+		`object.spec.containers.all(c, !c.image.endsWith(':latest'))`},
+	{"disallow-host-namespaces", `
+pattern:
+  spec:
+    =(hostPID): "false"
+    =(hostIPC): "false"
+    =(hostNetwork): "false"`,
+		`!(has(object.spec.hostPID) && object.spec.hostPID) && !(has(object.spec.hostIPC) && object.spec.hostIPC) && !(has(object.spec.hostNetwork) && object.spec.hostNetwork)`},
+	{"block-retired-teams (deny, AnyIn)", `
+deny:
+  conditions:
+    any:
+    - key: "{{ request.object.metadata.labels.team || '' }}"
+      operator: AnyIn
+      value: ["legacy", "sandbox-*"]`,
+		`!(has(object.metadata.labels) && 'team' in object.metadata.labels && (object.metadata.labels['team'] == 'legacy' || object.metadata.labels['team'].startsWith('sandbox-')))`},
+	{"no-latest (foreach, deny)", `
+foreach:
+- list: request.object.spec.containers
+  deny:
+    conditions:
+      any:
+      - key: "{{ element.image }}"
+        operator: Equals
+        value: "*:latest"`,
+		`object.spec.containers.all(c, !c.image.endsWith(':latest'))`},
+}
+
+// costPods are compliant Pods of 1 and 5 containers, and a failing one.
+var costPods = []string{
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"one","namespace":"default","labels":{"team":"web"}},"spec":{"containers":[{"name":"app","image":"nginx:1.27","securityContext":{"privileged":false}}]}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"five","namespace":"default","labels":{"team":"web","app":"shop"}},"spec":{"initContainers":[{"name":"init","image":"busybox:1.36"}],"containers":[{"name":"a","image":"nginx:1.27"},{"name":"b","image":"envoy:1.30","securityContext":{"privileged":false}},{"name":"c","image":"redis:7"},{"name":"d","image":"busybox:1.36"},{"name":"e","image":"app:2.0"}]}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"bad","namespace":"default","labels":{"team":"legacy"}},"spec":{"hostNetwork":true,"containers":[{"name":"a","image":"nginx:latest","securityContext":{"privileged":true}}]}}`,
+}
+
+// compiledCheck is a check's rule as kyvap evaluates it: CEL
+// preconditions and validations.
+type compiledCheck struct {
+	conditions, validations []string
+}
+
+// compileCheck lowers a rule (its validate block as YAML) of a Pod
+// ClusterPolicy and returns its compiled CEL, and its cost estimate.
+func compileCheck(t testing.TB, validate string) (compiledCheck, uint64) {
+	t.Helper()
+	doc := "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata:\n  name: cost\n  annotations:\n    pod-policies.kyverno.io/autogen-controllers: none\nspec:\n  validationFailureAction: Audit\n  rules:\n  - name: check\n    match: {any: [{resources: {kinds: [Pod], operations: [CREATE]}}]}\n    validate:\n" + indent(validate, "      ")
+	data, err := yaml.YAMLToJSON([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var policy kyvernov1.ClusterPolicy
+	if err := json.Unmarshal(data, &policy); err != nil {
+		t.Fatal(err)
+	}
+	l, err := clusterpolicy.New(clusterpolicy.InputFor(&policy, nil), kyverno.NewStaticResolver(), clusterpolicy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := l.Screen(0)
+	if o.Fate != clusterpolicy.Lowered || !o.Rule.HasValidateCEL() {
+		t.Fatalf("not compiled: %v", o.Refusal)
+	}
+	var c compiledCheck
+	for _, mc := range o.Rule.CELPreconditions {
+		c.conditions = append(c.conditions, mc.Expression)
+	}
+	for _, v := range o.Rule.Validation.CEL.Expressions {
+		c.validations = append(c.validations, v.Expression)
+	}
+	return c, translate.EstimateRuleCost(o.Rule).Units
+}
+
+func indent(s, prefix string) string {
+	lines := strings.Split(strings.Trim(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = prefix + l
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// programs compiles expressions with cost tracking.
+func programs(t testing.TB, env *cel.Env, expressions []string) []cel.Program {
+	t.Helper()
+	out := make([]cel.Program, len(expressions))
+	for i, e := range expressions {
+		ast, issues := env.Compile(e)
+		if issues != nil && issues.Err() != nil {
+			t.Fatalf("%s: %v", e, issues.Err())
+		}
+		p, err := env.Program(ast, cel.CostTracking(&library.CostEstimator{}), cel.EvalOptions(cel.OptTrackCost))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = p
+	}
+	return out
+}
+
+// run evaluates a check's preconditions, then (when they hold) its
+// validations, on a CREATE of the pod: whether it passes, and the runtime
+// cost CEL counted.
+func run(t testing.TB, conditions, validations []cel.Program, pod map[string]any) (bool, uint64) {
+	vars := map[string]any{"object": pod, "oldObject": nil, "request": map[string]any{"operation": "CREATE", "userInfo": map[string]any{}}}
+	var cost uint64
+	for _, p := range conditions {
+		out, det, err := p.Eval(vars)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cost += *det.ActualCost()
+		if out.Value() != true {
+			return true, cost
+		}
+	}
+	pass := true
+	for _, p := range validations {
+		out, det, err := p.Eval(vars)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cost += *det.ActualCost()
+		pass = pass && out.Value() == true
+	}
+	return pass, cost
+}
+
+func decodePods(t testing.TB) []map[string]any {
+	t.Helper()
+	pods := make([]map[string]any, len(costPods))
+	for i, raw := range costPods {
+		pods[i] = roundTrip(mustJSON(t, raw)).(map[string]any)
+	}
+	return pods
+}
+
+func mustJSON(t testing.TB, raw string) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestCompiledCostAgainstHandWritten measures, for each check, the runtime
+// cost CEL counts for kyvap's compiled rule (its preconditions included)
+// and for the hand-written CEL of the same check, on the same Pods, with
+// the cost estimate of each rule; the two must give the same verdicts.
+// docs/performance.md has the table.
+func TestCompiledCostAgainstHandWritten(t *testing.T) {
+	env := requestEnv(t)
+	pods := decodePods(t)
+	var lines []string
+	for _, check := range costChecks {
+		compiled, compiledEstimate := compileCheck(t, check.classic)
+		_, handEstimate := compileCheck(t, "cel:\n  expressions:\n  - expression: "+strconvQuote(check.handWritten))
+		cc, cv := programs(t, env, compiled.conditions), programs(t, env, compiled.validations)
+		hv := programs(t, env, []string{check.handWritten})
+		var compiledCost, handCost uint64
+		for i, pod := range pods {
+			cp, c := run(t, cc, cv, pod)
+			hp, h := run(t, nil, hv, pod)
+			if cp != hp {
+				t.Errorf("%s: pod %d: compiled says %t, hand-written %t", check.name, i, cp, hp)
+			}
+			compiledCost += c
+			handCost += h
+		}
+		lines = append(lines, fmt.Sprintf("| %s | %d | %d | %.1f | %d | %d |", check.name, compiledCost, handCost, float64(compiledCost)/float64(max(handCost, 1)), compiledEstimate, handEstimate))
+	}
+	sort.Strings(lines)
+	t.Logf("runtime cost on the %d Pods (compiled, hand-written, ratio), estimates:\n%s", len(pods), strings.Join(lines, "\n"))
+}
+
+func strconvQuote(s string) string {
+	data, _ := json.Marshal(s)
+	return string(data)
+}
+
+// BenchmarkCompiledAgainstHandWritten times one evaluation of each check
+// on the 5-container Pod, both ways.
+func BenchmarkCompiledAgainstHandWritten(b *testing.B) {
+	env := requestEnv(b)
+	pod := decodePods(b)[1]
+	for _, check := range costChecks {
+		compiled, _ := compileCheck(b, check.classic)
+		cc, cv := programs(b, env, compiled.conditions), programs(b, env, compiled.validations)
+		hv := programs(b, env, []string{check.handWritten})
+		b.Run(check.name+"/compiled", func(b *testing.B) {
+			for range b.N {
+				run(b, cc, cv, pod)
+			}
+		})
+		b.Run(check.name+"/hand-written", func(b *testing.B) {
+			for range b.N {
+				run(b, nil, hv, pod)
+			}
+		})
+	}
+}
