@@ -141,10 +141,15 @@ func (c *compiler) element(x string, p any, path string) (string, *model.Refusal
 	if fl != nil {
 		return "", fl
 	}
+	onValue, fl := c.scalar("dyn("+x+")", p, path)
+	if fl != nil {
+		return "", fl
+	}
 	// dyn(): the API server type-checks the expression against the
 	// kind's schema, where the branches must agree (a bool field and a
-	// list of it); at run time the value is judged as it is.
-	return "(type(" + x + ") == list ? dyn(" + x + ") : [dyn(" + x + ")]).all(" + e + ", " + check + ")", nil
+	// list of it); at run time the value is judged as it is. The value
+	// that is no list is judged in place (no one-element list to build).
+	return "(type(" + x + ") == list ? dyn(" + x + ").all(" + e + ", " + check + ") : " + onValue + ")", nil
 }
 
 // mapping is Kyverno's validateMap for the forms compiled: plain keys,

@@ -116,7 +116,7 @@ func TestPatternBounds(t *testing.T) {
 func TestAnyPattern(t *testing.T) {
 	for raw, want := range map[string]string{
 		`[]`:                      "true",
-		`[{"spec": {"x": true}}]`: `(type(object) == map && (has(object.spec) && (type(object.spec) == map && (has(object.spec.x) && (type(object.spec.x) == list ? dyn(object.spec.x) : [dyn(object.spec.x)]).all(e1, (type(e1) == bool && e1 == true))))))`,
+		`[{"spec": {"x": true}}]`: `(type(object) == map && (has(object.spec) && (type(object.spec) == map && (has(object.spec.x) && (type(object.spec.x) == list ? dyn(object.spec.x).all(e1, (type(e1) == bool && e1 == true)) : (type(dyn(object.spec.x)) == bool && dyn(object.spec.x) == true))))))`,
 	} {
 		got, fl := AnyPattern([]byte(raw), "object")
 		if fl != nil || got != want {
