@@ -337,6 +337,12 @@ func equals(k string, number bool, v any, at string) (string, *model.Refusal) {
 	default:
 		return "", model.Refuse(model.ReasonJMESPathNotExpressible, "a map or a list compared with Equals at %s", at)
 	}
+	switch {
+	case onNumber == "false" && onBool == "false":
+		return "(type(" + k + ") == string && " + onString + ")", nil
+	case onString == "false" && onNumber == "false":
+		return "(type(" + k + ") == bool && " + onBool + ")", nil
+	}
 	return "(type(" + k + ") == string ? " + onString + " : " + isNumber(k) + " ? " + onNumber + " : type(" + k + ") == bool ? " + onBool + " : false)", nil
 }
 

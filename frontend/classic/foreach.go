@@ -62,7 +62,7 @@ func ForEach(entries [][]byte, scope Scope) (Judgement, *model.Refusal) {
 		return Judgement{}, model.Refuse(model.ReasonJMESPathNotExpressible, "a foreach with %d entries (1 to %d are compiled)", len(entries), MaxForEach)
 	}
 	b := &binder{}
-	var statuses []string
+	var statuses, appliedTerms []string
 	listFails := ""
 	for i, raw := range entries {
 		at := fmt.Sprintf("foreach[%d]", i)
@@ -87,25 +87,31 @@ func ForEach(entries [][]byte, scope Scope) (Judgement, *model.Refusal) {
 		el, ix := b.fresh("el"), b.fresh("ix")
 		elementScope := scope
 		elementScope.Element, elementScope.ElementIndex = el, ix
-		status, usesIndex, fl := elementStatus(e, elementScope, b, el, at)
+		status, applied, usesIndex, fl := elementStatus(e, elementScope, b, el, at)
 		if fl != nil {
 			return Judgement{}, fl
 		}
 		// EvaluateList: a list as it is, anything else one element.
-		elements := "(type(" + list.safe + ") == list ? dyn(" + list.safe + ") : dyn([" + list.safe + "]))"
+		l := b.fresh("list")
+		elements := "[" + list.safe + "].map(" + l + ", type(" + l + ") == list ? dyn(" + l + ") : dyn([" + l + "]))[0]"
 		each := elements + ".map(" + el + ", " + status + ")"
+		anyApplied := elements + ".exists(" + el + ", " + applied + ")"
 		if usesIndex {
 			each = elements + ".transformList(" + ix + ", " + el + ", " + status + ")"
+			anyApplied = "size(" + elements + ".transformList(" + ix + ", " + el + ", " + applied + ").filter(a, a)) > 0"
 		}
 		switch {
 		case list.nf == "" && list.oe == "":
 		case list.oe == "":
 			each = "(" + list.nf + " ? [] : " + each + ")"
+			anyApplied = "(!" + list.nf + " && " + anyApplied + ")"
 		default:
 			each = "(" + joinOr(list.nf, list.oe) + " ? [] : " + each + ")"
+			anyApplied = "(!" + joinOr(list.nf, list.oe) + " && " + anyApplied + ")"
 			listFails = joinOr(listFails, "(!"+orFalse(list.nf)+" && "+list.oe+")")
 		}
 		statuses = append(statuses, each)
+		appliedTerms = append(appliedTerms, anyApplied)
 	}
 	all := "dyn(" + strings.Join(statuses, " + ") + ")"
 	decided := "st.exists(s, s == " + elementFail + " || s == " + elementError + ")"
@@ -113,17 +119,22 @@ func ForEach(entries [][]byte, scope Scope) (Judgement, *model.Refusal) {
 	applied := "st.exists(s, s != " + elementSkip + ")"
 	listFailed := orFalse(listFails)
 	bind := func(p string) string { return b.wrap("[" + all + "].all(st, " + p + ")") }
+	otherwise := "(!" + applied + " && " + listFailed + " ? " + failure("a foreach list failed to evaluate") + " == true : true)"
+	if listFailed == "false" {
+		otherwise = "true"
+	}
 	return Judgement{
-		Passes:   bind("(" + decided + " ? (" + first + " == " + elementError + " ? " + failure("a foreach element failed to evaluate") + " == true : false) : (!" + applied + " && " + listFailed + " ? " + failure("a foreach list failed to evaluate") + " == true : true))"),
+		Passes:   bind("(" + decided + " ? (" + first + " == " + elementError + " ? " + failure("a foreach element failed to evaluate") + " == true : false) : " + otherwise + ")"),
 		Violates: bind("(" + decided + " && " + first + " == " + elementFail + ")"),
 		Fails:    bind("(" + decided + " ? " + first + " == " + elementError + " : !" + applied + " && " + listFailed + ")"),
-		Applies:  bind("(" + applied + " || " + listFailed + ")"),
+		// Whether an element applied needs no element's judgement.
+		Applies: b.wrap(or(strings.Join(appliedTerms, " || "), listFailed)),
 	}, nil
 }
 
 // elementStatus is Kyverno's response for one element el (a foreach
 // validator's validate), as an element status.
-func elementStatus(e forEachEntry, scope Scope, b *binder, el, at string) (status string, usesIndex bool, fl *model.Refusal) {
+func elementStatus(e forEachEntry, scope Scope, b *binder, el, at string) (status, applied string, usesIndex bool, fl *model.Refusal) {
 	usesIndex = strings.Contains(string(e.Preconditions), "elementIndex") || (e.Deny != nil && strings.Contains(string(*e.Deny), "elementIndex"))
 	// AddElementToContext: elementScope true on anything but a map is an
 	// error; a map element is the resource patterns are judged on (an
@@ -139,19 +150,20 @@ func elementStatus(e forEachEntry, scope Scope, b *binder, el, at string) (statu
 			Conditions json.RawMessage `json:"conditions"`
 		}
 		if err := json.Unmarshal(*e.Deny, &deny); err != nil {
-			return "", false, model.Refuse(model.ReasonJMESPathNotExpressible, "%s.deny: %v", at, err)
+			return "", "", false, model.Refuse(model.ReasonJMESPathNotExpressible, "%s.deny: %v", at, err)
 		}
 		if HasConditionMessages(deny.Conditions) {
-			return "", false, model.Refuse(model.ReasonJMESPathNotExpressible, "a message on a deny condition at %s", at)
+			return "", "", false, model.Refuse(model.ReasonJMESPathNotExpressible, "a message on a deny condition at %s", at)
 		}
 		d, fl := conditionBlock(deny.Conditions, scope, b)
 		if fl != nil {
-			return "", false, fl
+			return "", "", false, fl
 		}
 		judge = "(" + d.Fails + " ? " + elementError + " : " + d.Holds + " ? " + elementFail + " : " + elementPass + ")"
+		applied = "true"
 	case len(e.Pattern) > 0 || len(e.AnyPattern) > 0:
 		if len(e.Pattern) > 0 && len(e.AnyPattern) > 0 {
-			return "", false, model.Refuse(model.ReasonJMESPathNotExpressible, "both pattern and anyPattern at %s", at)
+			return "", "", false, model.Refuse(model.ReasonJMESPathNotExpressible, "both pattern and anyPattern at %s", at)
 		}
 		compile := func(resource string) (string, *model.Refusal) {
 			if len(e.Pattern) > 0 {
@@ -161,7 +173,7 @@ func elementStatus(e forEachEntry, scope Scope, b *binder, el, at string) (statu
 		}
 		onElement, fl := compile(el)
 		if fl != nil {
-			return "", false, fl
+			return "", "", false, fl
 		}
 		// The request's object: the old one when Kyverno judges the old
 		// object of an UPDATE.
@@ -171,29 +183,37 @@ func elementStatus(e forEachEntry, scope Scope, b *binder, el, at string) (statu
 		}
 		onObject, fl := compile(object)
 		if fl != nil {
-			return "", false, fl
+			return "", "", false, fl
 		}
 		// validateResourceWithRule: the element when it is a non-empty
 		// map in scope; else the request's object, and nothing on a
 		// DELETE (no result: the element is skipped).
-		judge = "(" + scoped + " && type(" + el + ") == map && size(dyn(" + el + ")) > 0 ? (" + onElement + " ? " + elementPass + " : " + elementFail + ") : " + scope.Operation + " == 'DELETE' ? " + elementSkip + " : (" + onObject + " ? " + elementPass + " : " + elementFail + "))"
+		onElementScope := "(" + scoped + " && type(" + el + ") == map && size(dyn(" + el + ")) > 0)"
+		judge = "(" + onElementScope + " ? (" + onElement + " ? " + elementPass + " : " + elementFail + ") : " + scope.Operation + " == 'DELETE' ? " + elementSkip + " : (" + onObject + " ? " + elementPass + " : " + elementFail + "))"
+		applied = "(" + onElementScope + " || " + scope.Operation + " != 'DELETE')"
 	default:
-		return "", false, model.Refuse(model.ReasonJMESPathNotExpressible, "%s has no deny, pattern or anyPattern", at)
+		return "", "", false, model.Refuse(model.ReasonJMESPathNotExpressible, "%s has no deny, pattern or anyPattern", at)
 	}
 	if strings.Contains(judge, "{{") {
-		return "", false, model.Refuse(model.ReasonJMESPathNotExpressible, "a variable in the pattern at %s", at)
+		return "", "", false, model.Refuse(model.ReasonJMESPathNotExpressible, "a variable in the pattern at %s", at)
 	}
 	if len(e.Preconditions) > 0 && string(e.Preconditions) != "null" {
 		pre, fl := conditionBlock(e.Preconditions, scope, b)
 		if fl != nil {
-			return "", false, fl
+			return "", "", false, fl
 		}
 		// A precondition that fails to evaluate skips the element, as one
 		// that is false.
 		judge = "(" + pre.Fails + " ? " + elementSkip + " : !" + pre.Holds + " ? " + elementSkip + " : " + judge + ")"
+		applied = "(!" + pre.Fails + " && " + pre.Holds + " && " + applied + ")"
 	}
 	status = "(" + el + " == null ? " + elementSkip + " : " + judgeScope(e, el) + judge + ")"
-	return status, usesIndex, nil
+	if scopeError := judgeScope(e, el); scopeError != "" {
+		// elementScope on a value that is no map: an error, applied.
+		applied = "(type(" + el + ") != map || " + applied + ")"
+	}
+	applied = "(" + el + " != null && " + applied + ")"
+	return status, applied, usesIndex, nil
 }
 
 // judgeScope is the error of elementScope: true on an element that is not

@@ -796,9 +796,10 @@ func (c *pathCompiler) requestPath(fields []string) (value, *model.Refusal) {
 	var root string
 	switch fields[1] {
 	case "object":
-		root = c.binder.root("obj", c.scope.Object)
 		if c.query && c.scope.QueryObject != "" && c.scope.QueryObject != c.scope.Object {
 			root = c.binder.root("queryObj", c.scope.QueryObject)
+		} else {
+			root = c.binder.root("obj", c.scope.Object)
 		}
 	case "oldObject":
 		if c.scope.OldObject == "" {
