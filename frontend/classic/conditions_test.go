@@ -1,0 +1,112 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package classic
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/kyvap/kyvap/model"
+)
+
+// TestConditionsRefusals: the forms refused, each with a reason naming
+// the construct, and the bounds on hostile input.
+func TestConditionsRefusals(t *testing.T) {
+	many := make([]map[string]any, MaxConditions+1)
+	for i := range many {
+		many[i] = map[string]any{"key": "{{ request.operation }}", "operator": "Equals", "value": "CREATE"}
+	}
+	tooMany, _ := json.Marshal(map[string]any{"any": many})
+	deep := "request.object" + strings.Repeat(" || request.object", MaxPatternDepth+2)
+	tests := map[string]struct {
+		raw  string
+		want string
+	}{
+		"not conditions":      {`"text"`, "neither a list nor {any, all}"},
+		"too many":            {string(tooMany), fmt.Sprintf("more than %d conditions", MaxConditions)},
+		"too long":            {`[{"key": "{{ ` + strings.Repeat("a.", MaxExpressionLength) + `b }}", "operator": "Equals", "value": "x"}]`, "longer than"},
+		"too deep":            {`[{"key": "{{ ` + deep + ` }}", "operator": "Equals", "value": "x"}]`, "nesting deeper"},
+		"unknown operator":    {`[{"key": "{{ request.operation }}", "operator": "Like", "value": "x"}]`, `the operator "like"`},
+		"deprecated In":       {`[{"key": "{{ request.operation }}", "operator": "In", "value": ["x"]}]`, "the deprecated operator in"},
+		"function":            {`[{"key": "{{ to_upper(request.operation) }}", "operator": "Equals", "value": "x"}]`, "the function to_upper()"},
+		"interpolation":       {`[{"key": "ns/{{ request.namespace }}", "operator": "Equals", "value": "x"}]`, "inside a longer string"},
+		"variable in value":   {`[{"key": "{{ request.operation }}", "operator": "Equals", "value": "{{ request.name }}"}]`, "a variable in the value"},
+		"literal key":         {`[{"key": "x", "operator": "Equals", "value": "x"}]`, "a key without a variable"},
+		"reference":           {`[{"key": "$(./name)", "operator": "Equals", "value": "x"}]`, "a reference $(...)"},
+		"roles":               {`[{"key": "{{ request.roles }}", "operator": "AnyIn", "value": ["x"]}]`, "request.roles"},
+		"duration":            {`[{"key": "{{ request.name }}", "operator": "Equals", "value": "1h"}]`, "the duration"},
+		"numeric on string":   {`[{"key": "{{ request.name }}", "operator": "GreaterThan", "value": 1}]`, "may not be a number"},
+		"range":               {`[{"key": "{{ request.name }}", "operator": "AnyIn", "value": "1-5"}]`, "the range"},
+		"value projection":    {`[{"key": "{{ request.object.spec.*.x }}", "operator": "AnyIn", "value": ["x"]}]`, "ValueProjection"},
+		"contains a variable": {`[{"key": "{{ contains(request.object.spec.a, request.name) }}", "operator": "Equals", "value": true}]`, "no literal"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, fl := Conditions([]byte(tt.raw), RequestScope)
+			if fl == nil {
+				t.Fatalf("compiled; want a refusal naming %q", tt.want)
+			}
+			if fl.Reason != model.ReasonJMESPathNotExpressible || !strings.Contains(fl.Message, tt.want) {
+				t.Errorf("refusal %s: %s; want JMESPathNotExpressible naming %q", fl.Reason, fl.Message, tt.want)
+			}
+			if len(fl.Message) > 4096 {
+				t.Errorf("refusal message of %d bytes", len(fl.Message))
+			}
+		})
+	}
+}
+
+// TestContextRefusals: context entries that read outside the request, and
+// variables that are not plain, are refused by name.
+func TestContextRefusals(t *testing.T) {
+	tests := map[string]struct {
+		raw  string
+		want string
+	}{
+		"api call":          {`{"name": "pods", "apiCall": {"urlPath": "/api/v1/pods"}}`, "reads apiCall, outside the request"},
+		"config map":        {`{"name": "cm", "configMap": {"name": "x", "namespace": "y"}}`, "reads configMap"},
+		"dotted name":       {`{"name": "a.b", "variable": {"value": 1}}`, "a plain name"},
+		"reserved name":     {`{"name": "request", "variable": {"value": 1}}`, "a plain name"},
+		"variable in path":  {`{"name": "v", "variable": {"jmesPath": "{{ x }}"}}`, "a variable in its jmesPath"},
+		"variable in value": {`{"name": "v", "variable": {"default": "{{ x }}"}}`, "a variable in its default"},
+		"not an object":     {`[1]`, "not an object"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, fl := ParseContext([][]byte{[]byte(tt.raw)})
+			if fl == nil || !strings.Contains(fl.Message, tt.want) {
+				t.Errorf("ParseContext = %v; want a refusal naming %q", fl, tt.want)
+			}
+		})
+	}
+}
+
+// TestForEachRefusals: nested foreach, foreach context and missing lists.
+func TestForEachRefusals(t *testing.T) {
+	tests := map[string]struct {
+		raw  string
+		want string
+	}{
+		"nested":      {`{"list": "request.object.spec.containers", "foreach": [{"list": "element.ports", "deny": {}}]}`, "a nested foreach"},
+		"context":     {`{"list": "request.object.spec.containers", "context": [{"name": "x", "variable": {"value": 1}}], "deny": {}}`, "context entries"},
+		"no list":     {`{"deny": {}}`, "no list"},
+		"no check":    {`{"list": "request.object.spec.containers"}`, "has no deny, pattern or anyPattern"},
+		"both":        {`{"list": "request.object.spec.containers", "pattern": {"a": "b"}, "anyPattern": [{"a": "b"}]}`, "both pattern and anyPattern"},
+		"list var":    {`{"list": "{{ request.name }}", "deny": {}}`, "a variable in the list"},
+		"pattern var": {`{"list": "request.object.spec.containers", "pattern": {"name": "{{ request.name }}"}}`, "a variable in"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, fl := ForEach([][]byte{[]byte(tt.raw)}, RequestScope)
+			if fl == nil || !strings.Contains(fl.Message, tt.want) {
+				t.Errorf("ForEach = %v; want a refusal naming %q", fl, tt.want)
+			}
+		})
+	}
+	if _, fl := ForEach(nil, RequestScope); fl == nil {
+		t.Error("an empty foreach compiled")
+	}
+}
