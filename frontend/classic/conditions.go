@@ -127,38 +127,42 @@ func conditionBlock(raw []byte, scope Scope, b *binder) (Predicate, *model.Refus
 	}, nil
 }
 
+// anyConditions is an any block: the first condition that holds decides
+// (true); none holding is false.
 func anyConditions(conditions []condition, scope Scope, b *binder) (Predicate, *model.Refusal) {
-	compiled, fl := compileEach(conditions, scope, b, "any")
-	if fl != nil {
-		return Predicate{}, fl
-	}
-	holds, fails := "false", "false"
-	for i := len(compiled) - 1; i >= 0; i-- {
-		c := compiled[i]
-		if i == len(compiled)-1 {
-			holds, fails = c.Holds, c.Fails
-			continue
-		}
-		holds = "(" + c.Holds + " ? true : " + holds + ")"
-		fails = or(c.Fails, and("!"+c.Holds, fails))
-	}
-	return Predicate{Holds: holds, Fails: fails}, nil
+	return sequence(conditions, scope, b, "any", true)
 }
 
+// all is an all block (or the older list): the first condition that does
+// not hold decides (false); all holding is true.
 func all(conditions []condition, scope Scope, b *binder, block string) (Predicate, *model.Refusal) {
+	return sequence(conditions, scope, b, block, false)
+}
+
+// sequence evaluates conditions in order, as Kyverno does, stopping at
+// the first whose result is decides: the block's value is then decides,
+// and !decides when none is; a failure stops everything, and is the
+// block's failure.
+func sequence(conditions []condition, scope Scope, b *binder, block string, decides bool) (Predicate, *model.Refusal) {
 	compiled, fl := compileEach(conditions, scope, b, block)
 	if fl != nil {
 		return Predicate{}, fl
 	}
-	holds, fails := "true", "false"
+	holds, fails := strconv.FormatBool(!decides), "false"
 	for i := len(compiled) - 1; i >= 0; i-- {
 		c := compiled[i]
 		if i == len(compiled)-1 {
 			holds, fails = c.Holds, c.Fails
 			continue
 		}
-		holds = "(" + c.Holds + " ? " + holds + " : false)"
-		fails = or(c.Fails, and(c.Holds, fails))
+		continues := c.Holds // the next condition runs where this one holds (all)
+		if decides {
+			holds = "(" + c.Holds + " ? true : " + holds + ")"
+			continues = "!" + c.Holds
+		} else {
+			holds = "(" + c.Holds + " ? " + holds + " : false)"
+		}
+		fails = or(c.Fails, and(continues, fails))
 	}
 	return Predicate{Holds: holds, Fails: fails}, nil
 }

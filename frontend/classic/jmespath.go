@@ -284,15 +284,29 @@ func (b *binder) root(name, expression string) string {
 
 // wrap binds the roots around a predicate.
 func (b *binder) wrap(predicate string) string {
+	return b.bindRoots(predicate, func(root, name, inner string) string {
+		return "[" + root + "].all(" + name + ", " + inner + ")"
+	})
+}
+
+// wrapValue binds the roots around an expression of any type.
+func (b *binder) wrapValue(expression string) string {
+	return b.bindRoots(expression, func(root, name, inner string) string {
+		return "[" + root + "].map(" + name + ", " + inner + ")[0]"
+	})
+}
+
+// bindRoots binds each root around inner, in name order, with bind.
+func (b *binder) bindRoots(inner string, bind func(root, name, inner string) string) string {
 	names := make([]string, 0, len(b.roots))
 	for name := range b.roots {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	for i := len(names) - 1; i >= 0; i-- {
-		predicate = "[" + b.roots[names[i]] + "].all(" + names[i] + ", " + predicate + ")"
+		inner = bind(b.roots[names[i]], names[i], inner)
 	}
-	return predicate
+	return inner
 }
 
 type pathCompiler struct {
@@ -874,19 +888,6 @@ func jmesFalse(v any) bool {
 		return len(typed) == 0
 	}
 	return false
-}
-
-// wrapValue binds the roots around an expression of any type.
-func (b *binder) wrapValue(expression string) string {
-	names := make([]string, 0, len(b.roots))
-	for name := range b.roots {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for i := len(names) - 1; i >= 0; i-- {
-		expression = "[" + b.roots[names[i]] + "].map(" + names[i] + ", " + expression + ")[0]"
-	}
-	return expression
 }
 
 // messageVariable is Kyverno's variable syntax in a string

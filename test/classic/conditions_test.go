@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -488,23 +487,7 @@ func askConditions(t *testing.T, oracle string, conditions []byte, contextEntrie
 	for i, e := range contextEntries {
 		entries[i] = e
 	}
-	in, err := json.Marshal(map[string]any{"conditions": json.RawMessage(conditions), "context": entries, "requests": requests})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(oracle)
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("the oracle: %v: %s", err, stderr.String())
-	}
-	lines := strings.Fields(string(out))
-	if len(lines) != len(requests) {
-		t.Fatalf("the oracle answered %d verdicts for %d requests", len(lines), len(requests))
-	}
-	return lines
+	return runOracle(t, oracle, map[string]any{"conditions": json.RawMessage(conditions), "context": entries, "requests": requests}, len(requests))
 }
 
 // requestPath finds the object paths a condition block reads.

@@ -252,19 +252,28 @@ func ask(t *testing.T, oracle string, pattern []byte, resources [][]byte) []stri
 	for i, r := range resources {
 		raws[i] = r
 	}
-	in, err := json.Marshal(map[string]any{"pattern": json.RawMessage(pattern), "resources": raws})
+	return runOracle(t, oracle, map[string]any{"pattern": json.RawMessage(pattern), "resources": raws}, len(resources))
+}
+
+// runOracle runs the oracle on input (as JSON) and returns its answer,
+// one line per case, of which there must be want.
+func runOracle(t *testing.T, oracle string, input any, want int) []string {
+	t.Helper()
+	in, err := json.Marshal(input)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(oracle)
 	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("the oracle: %v", err)
+		t.Fatalf("the oracle: %v: %s", err, stderr.String())
 	}
-	lines := strings.Fields(string(out))
-	if len(lines) != len(resources) {
-		t.Fatalf("the oracle answered %d verdicts for %d resources", len(lines), len(resources))
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != want {
+		t.Fatalf("the oracle answered %d lines for %d cases", len(lines), want)
 	}
 	return lines
 }

@@ -4,9 +4,7 @@
 package classic
 
 import (
-	"bytes"
 	"encoding/json"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -84,21 +82,5 @@ func evaluateMessage(program cel.Program, r admissionRequest) (string, bool) {
 
 func askMessages(t *testing.T, oracle, template string, requests []admissionRequest) []string {
 	t.Helper()
-	in, err := json.Marshal(map[string]any{"message": template, "requests": requests})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(oracle)
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("the oracle: %v: %s", err, stderr.String())
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) != len(requests) {
-		t.Fatalf("the oracle answered %d messages for %d requests", len(lines), len(requests))
-	}
-	return lines
+	return runOracle(t, oracle, map[string]any{"message": template, "requests": requests}, len(requests))
 }

@@ -4,13 +4,10 @@
 package classic
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"sort"
-	"strings"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -273,22 +270,7 @@ func askPolicy(t *testing.T, oracle string, policy []byte, requests []admissionR
 	for i, r := range requests {
 		rs[i] = oracleRequest{admissionRequest: r, Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"}, Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"}}
 	}
-	in, err := json.Marshal(map[string]any{"policy": json.RawMessage(policy), "requests": rs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(oracle)
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("the oracle: %v: %s", err, stderr.String())
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) != len(requests) {
-		t.Fatalf("the oracle answered %d verdicts for %d requests", len(lines), len(requests))
-	}
+	lines := runOracle(t, oracle, map[string]any{"policy": json.RawMessage(policy), "requests": rs}, len(requests))
 	verdicts := make([]map[string]string, len(lines))
 	for i, l := range lines {
 		if err := json.Unmarshal([]byte(l), &verdicts[i]); err != nil {
