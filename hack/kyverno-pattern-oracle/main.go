@@ -128,14 +128,7 @@ func conditions(in input) {
 	jp := jmespath.New(config.NewDefaultConfiguration(false))
 	for _, r := range in.Requests {
 		ctx := enginecontext.NewContext(jp)
-		req := admissionv1.AdmissionRequest{
-			Operation: admissionv1.Operation(r.Operation),
-			Name:      r.Name,
-			Namespace: r.Namespace,
-			UserInfo:  r.UserInfo,
-			Object:    runtime.RawExtension{Raw: r.Object},
-			OldObject: runtime.RawExtension{Raw: r.OldObject},
-		}
+		req := r.admission()
 		if err := ctx.AddRequest(req); err != nil {
 			fail(err)
 		}
@@ -197,16 +190,7 @@ func policy(in input) {
 	isCluster := false
 	eng := engine.NewEngine(cfg, jp, nil, nil, imageverifycache.DisabledImageVerifyCache(), factories.DefaultContextLoaderFactory(nil), nil, &isCluster)
 	for _, r := range in.Requests {
-		req := admissionv1.AdmissionRequest{
-			Kind:      r.Kind,
-			Resource:  r.Resource,
-			Operation: admissionv1.Operation(r.Operation),
-			Name:      r.Name,
-			Namespace: r.Namespace,
-			UserInfo:  r.UserInfo,
-			Object:    runtime.RawExtension{Raw: r.Object},
-			OldObject: runtime.RawExtension{Raw: r.OldObject},
-		}
+		req := r.admission()
 		gvk := schema.GroupVersionKind{Group: r.Kind.Group, Version: r.Kind.Version, Kind: r.Kind.Kind}
 		pc, err := policycontext.NewPolicyContextFromAdmissionRequest(jp, req, kyvernov2.RequestInfo{AdmissionUserInfo: r.UserInfo}, gvk, cfg)
 		if err != nil {
@@ -237,6 +221,20 @@ func verdict(err error) string {
 		return "error"
 	}
 	return "fail"
+}
+
+// admission is the admission request of a case.
+func (r request) admission() admissionv1.AdmissionRequest {
+	return admissionv1.AdmissionRequest{
+		Kind:      r.Kind,
+		Resource:  r.Resource,
+		Operation: admissionv1.Operation(r.Operation),
+		Name:      r.Name,
+		Namespace: r.Namespace,
+		UserInfo:  r.UserInfo,
+		Object:    runtime.RawExtension{Raw: r.Object},
+		OldObject: runtime.RawExtension{Raw: r.OldObject},
+	}
 }
 
 func fail(err error) {
