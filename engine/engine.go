@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -209,6 +210,10 @@ type compiledRule struct {
 	// language, where an expression that fails to evaluate is Kyverno's
 	// error result (FallbackRule.FailuresAreErrors).
 	failuresAreErrors bool
+	// exceptionConditions holds, for each exception with JMESPath
+	// conditions, their compiled form (clusterpolicy.ExceptionConditions):
+	// the exception applies where its match and its conditions hold.
+	exceptionConditions []*celeval.Program
 }
 
 // SetFallbackRules implements controllers.FallbackSink: it compiles the
@@ -365,6 +370,22 @@ func compileRule(policy string, rule kyvernov1.Rule, fr *translate.FallbackRule)
 	// In Kyverno's CEL environment: an expression Kyverno cannot compile
 	// fails there, and must here.
 	env := celeval.Environment{Version: vap.KyvernoCELVersion}
+	c.exceptionConditions = make([]*celeval.Program, len(c.exceptions))
+	for i := range c.exceptions {
+		ex := &c.exceptions[i]
+		if !ex.Spec.HasConditions() {
+			continue
+		}
+		// The translation checked that they compile (NotEnforced).
+		conditions, err := clusterpolicy.ExceptionConditions(ex)
+		if err != nil {
+			conditions = "false"
+		}
+		c.exceptionConditions[i] = celeval.CompileIn(env, policy+"/"+rule.Name+"/exception-"+strconv.Itoa(i), &admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "exception", Expression: conditions}},
+			Validations:     []admissionregistrationv1.Validation{{Expression: "true"}},
+		})
+	}
 	for i, mc := range rule.CELPreconditions {
 		if mc.Name != clusterpolicy.ConditionHasResult {
 			continue
@@ -623,6 +644,14 @@ func (r *compiledRule) evaluate(ctx context.Context, req *Request, mreq *match.R
 		exempt, err := match.Exception(ex, r.policy, r.rule.Name, mreq)
 		if err != nil {
 			return r.errorOutcome(o, fmt.Sprintf("PolicyException %s/%s: %v", ex.Namespace, ex.Name, err)), true, false
+		}
+		if exempt && i < len(r.exceptionConditions) && r.exceptionConditions[i] != nil {
+			resource := schema.GroupVersionResource{Group: req.Admission.Resource.Group, Version: req.Admission.Resource.Version, Resource: req.Admission.Resource.Resource}
+			res := r.exceptionConditions[i].Validate(ctx, celeval.Input{Attributes: attrs, MatchedResource: resource, Namespace: namespace, Authorizer: req.Authorizer})
+			if res.Interrupted {
+				return o, true, true
+			}
+			exempt = !res.Excluded
 		}
 		if exempt {
 			o.Result, o.Message = Skip, fmt.Sprintf("exempted by PolicyException %s/%s", ex.Namespace, ex.Name)

@@ -323,7 +323,7 @@ var skipGenerateDecisions = map[string]struct {
 	"cpol-multiple-validation-failure-action-overrides":           {VerdictTranslated, ""},
 	"cpol-non-cel-rule":                                           {VerdictTranslated, ""},
 	"cpol-validation-failure-action-overrides-with-namespace":     {VerdictTranslated, ""},
-	"cpol-with-exception-and-conditions":                          {VerdictFallback, model.ReasonExceptionNotExpressible},
+	"cpol-with-exception-and-conditions":                          {VerdictTranslated, ""},
 	"cpol-with-exception-and-namespace-selector":                  {VerdictTranslated, ""},
 	"cpol-with-exception-and-object-selector":                     {VerdictTranslated, ""},
 	"cpol-with-exception-in-specific-namespace":                   {VerdictTranslated, ""},

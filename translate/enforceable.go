@@ -8,6 +8,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
 )
@@ -31,8 +32,8 @@ func notEnforceable(rules []kyvernov1.Rule, exceptions []kyvernov2.PolicyExcepti
 		}
 	}
 	for _, ex := range exceptions {
-		if ex.Spec.HasConditions() {
-			return fmt.Sprintf("PolicyException %s/%s has JMESPath conditions, which only Kyverno evaluates", ex.Namespace, ex.Name)
+		if _, err := clusterpolicy.ExceptionConditions(&ex); err != nil {
+			return fmt.Sprintf("PolicyException %s/%s: %v, which only Kyverno evaluates", ex.Namespace, ex.Name, err)
 		}
 	}
 	return ""

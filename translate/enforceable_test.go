@@ -39,6 +39,13 @@ func TestNotEnforced(t *testing.T) {
 			Conditions: &kyvernov2.AnyAllConditions{AnyConditions: []apiextensionsv1.JSON{{Raw: []byte(`{"key":"a","operator":"Equals","value":"a"}`)}}},
 		},
 	}
+	compiled := kyvernov2.PolicyException{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "compiled"},
+		Spec: kyvernov2.PolicyExceptionSpec{
+			Exceptions: []kyvernov2.Exception{{PolicyName: "p", RuleNames: []string{"plain"}}},
+			Conditions: &kyvernov2.AnyAllConditions{AnyConditions: []apiextensionsv1.JSON{{Raw: []byte(`{"key":"{{ request.object.metadata.name }}","operator":"Equals","value":"a"}`)}}},
+		},
+	}
 	for _, tc := range []struct {
 		name       string
 		rule       kyvernov1.Rule
@@ -48,7 +55,8 @@ func TestNotEnforced(t *testing.T) {
 		{"context entries", withContext, nil, `rule "ctx" has context entries, which only Kyverno evaluates`},
 		{"JMESPath preconditions", withPreconditions, nil, `rule "pre" has JMESPath preconditions, which only Kyverno evaluates`},
 		{"empty preconditions", emptyPreconditions, nil, ""},
-		{"exception with conditions", celRule("plain"), []kyvernov2.PolicyException{conditional}, "PolicyException ns/conditional has JMESPath conditions, which only Kyverno evaluates"},
+		{"exception with conditions", celRule("plain"), []kyvernov2.PolicyException{conditional}, `PolicyException ns/conditional: its conditions have no CEL form: a key without a variable ("a") at any[0], which only Kyverno evaluates`},
+		{"exception with conditions compiled", celRule("plain"), []kyvernov2.PolicyException{compiled}, ""},
 		{"plain rule", celRule("plain"), nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -56,15 +56,16 @@ spec:
     schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
 `
 
-// conditionalException names max-five with JMESPath conditions, which a VAP
-// cannot express: the rule falls back when the exception is given.
+// conditionalException names max-five with JMESPath conditions that have
+// no CEL form (base64_decode): the rule falls back when the exception is
+// given.
 const conditionalException = `apiVersion: kyverno.io/v2
 kind: PolicyException
 metadata: {name: big-ones, namespace: kyverno}
 spec:
   exceptions: [{policyName: replicas, ruleNames: [max-five]}]
   match: {any: [{resources: {kinds: [Deployment]}}]}
-  conditions: {any: [{key: "{{ request.object.metadata.name }}", operator: Equals, value: big}]}
+  conditions: {any: [{key: "{{ base64_decode(request.object.metadata.name) }}", operator: Equals, value: big}]}
 `
 
 // invalidPolicy has CEL that does not compile: no engine can run the rule.

@@ -87,6 +87,49 @@ func Conditions(raw []byte, scope Scope) (Predicate, *model.Refusal) {
 	return Predicate{Holds: b.wrap(p.Holds), Fails: b.wrap(p.Fails)}, nil
 }
 
+// ExceptionConditions compiles a PolicyException's conditions, as their
+// JSON ({any, all}), into a CEL predicate that never fails to evaluate and
+// holds exactly where Kyverno v1.19.1 applies the exception
+// (pkg/utils/conditions CheckAnyAllConditions): unlike a rule's
+// conditions, the all block runs first, an any block that is empty holds,
+// and a failing variable means the exception does not apply (Kyverno
+// logs the error and goes on to the next exception).
+func ExceptionConditions(raw []byte, scope Scope) (string, *model.Refusal) {
+	var block anyAll
+	if err := json.Unmarshal(raw, &block); err != nil {
+		return "", model.Refuse(model.ReasonJMESPathNotExpressible, "the exception's conditions are not {any, all}: %v", err)
+	}
+	b := &binder{}
+	allOf, anyOf := Predicate{Holds: "true", Fails: "false"}, Predicate{Holds: "true", Fails: "false"}
+	var fl *model.Refusal
+	if block.All != nil {
+		if allOf, fl = all(*block.All, scope, b, "all"); fl != nil {
+			return "", fl
+		}
+	}
+	if block.Any != nil && len(*block.Any) > 0 {
+		if anyOf, fl = anyConditions(*block.Any, scope, b); fl != nil {
+			return "", fl
+		}
+	}
+	holds := anyOf.Holds
+	if allOf.Holds != "true" {
+		holds = "(" + allOf.Holds + " ? " + anyOf.Holds + " : false)"
+	}
+	// The any block runs where the all block holds: its failures count
+	// there only (an erring all block makes the && below false, and
+	// where it is false the || needs no right side).
+	fails := anyOf.Fails
+	if allOf.Holds != "true" {
+		fails = or(allOf.Fails, and(allOf.Holds, anyOf.Fails))
+	}
+	if fails == "false" {
+		return b.wrap(holds), nil
+	}
+	// !fails first: where it is false, && ignores that holds fails.
+	return b.wrap("(!" + fails + " && " + holds + ")"), nil
+}
+
 func conditionBlock(raw []byte, scope Scope, b *binder) (Predicate, *model.Refusal) {
 	var list []condition
 	if err := json.Unmarshal(raw, &list); err == nil {

@@ -441,7 +441,17 @@ func (l *Lowering) lower(rule *kyvernov1.Rule) (model.Rule, *model.Refusal) {
 	}
 	for i, ex := range l.ExceptionsFor(rule.Name) {
 		if ex.Spec.HasConditions() {
-			return none, model.Refuse(model.ReasonExceptionNotExpressible, "PolicyException %s/%s has JMESPath conditions", ex.Namespace, ex.Name)
+			// The exception applies where its match and its conditions
+			// hold: one condition, the negation of both.
+			applies, err := ExceptionCondition(l.resolver, &ex)
+			switch {
+			case errors.Is(err, ErrExceptionMatchesNothing):
+				continue
+			case err != nil:
+				return none, model.Refuse(model.ReasonExceptionNotExpressible, "PolicyException %s/%s: %v", ex.Namespace, ex.Name, err)
+			}
+			match.conditions = append(match.conditions, admissionregistrationv1.MatchCondition{Name: conditionException + "-" + strconv.Itoa(i), Expression: "!" + applies})
+			continue
 		}
 		var filters []kyvernov1.ResourceFilter
 		conjunctive := false

@@ -5,6 +5,7 @@ package clusterpolicy
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -17,6 +18,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
+	"github.com/kyvap/kyvap/frontend/classic"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
 )
@@ -631,14 +633,47 @@ var ErrExceptionMatchesNothing = errors.New("the exception has no match filters:
 // (operations ignored; a namespace selector not checked for a Namespace;
 // wildcards): what a policies.kyverno.io PolicyException's matchConditions
 // say. It reads namespaceObject where the match has a namespace selector.
-// JMESPath conditions and podSecurity have no such form.
+// JMESPath conditions are compiled by frontend/classic (ExceptionConditions)
+// and joined to the match; conditions it refuses, and podSecurity, have no
+// such form.
 func ExceptionCondition(resolver kyverno.KindResolver, ex *kyvernov2.PolicyException) (string, error) {
-	switch {
-	case ex.Spec.HasConditions():
-		return "", errors.New("it has JMESPath conditions, which have no CEL form")
-	case len(ex.Spec.PodSecurity) > 0:
+	if len(ex.Spec.PodSecurity) > 0 {
 		return "", errors.New("it has podSecurity controls, which apply to Kyverno's pod security rules only")
 	}
+	match, err := exceptionMatch(resolver, ex)
+	if err != nil || !ex.Spec.HasConditions() {
+		return match, err
+	}
+	conditions, err := ExceptionConditions(ex)
+	if err != nil {
+		return "", err
+	}
+	return kyverno.CELAnd([]string{match, conditions}), nil
+}
+
+// ExceptionConditions compiles the JMESPath conditions of an exception
+// into a CEL predicate over the admission request that never fails to
+// evaluate and holds where Kyverno applies the exception ("true" when it
+// has none); conditions frontend/classic refuses are an error naming the
+// construct.
+func ExceptionConditions(ex *kyvernov2.PolicyException) (string, error) {
+	if !ex.Spec.HasConditions() {
+		return "true", nil
+	}
+	raw, err := json.Marshal(ex.Spec.Conditions)
+	if err != nil {
+		return "", fmt.Errorf("its conditions: %w", err)
+	}
+	conditions, fl := classic.ExceptionConditions(raw, classic.RequestScope)
+	if fl != nil {
+		return "", fmt.Errorf("its conditions have no CEL form: %s", fl.Message)
+	}
+	return conditions, nil
+}
+
+// exceptionMatch is the CEL condition under which an exception's match
+// holds.
+func exceptionMatch(resolver kyverno.KindResolver, ex *kyvernov2.PolicyException) (string, error) {
 	if resolver == nil {
 		resolver = kyverno.NewStaticResolver()
 	}

@@ -29,6 +29,11 @@
 // request, true, false or error, as Kyverno's variables.EvaluateConditions
 // judges them in the JSON context of an admission request (its webhook's
 // context: the request as JSON, numbers as float64).
+//
+// Or, for a PolicyException's conditions, {"exceptionConditions": ...,
+// "requests": [...]}: one line per request, true, false or error, as
+// Kyverno's conditions.CheckAnyAllConditions judges them when it matches
+// exceptions (utils.MatchesException).
 package main
 
 import (
@@ -51,6 +56,7 @@ import (
 	"github.com/kyverno/kyverno/pkg/engine/validate"
 	"github.com/kyverno/kyverno/pkg/engine/variables"
 	imageverifycache "github.com/kyverno/kyverno/pkg/image/verification/cache"
+	utilsconditions "github.com/kyverno/kyverno/pkg/utils/conditions"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,13 +66,15 @@ import (
 )
 
 type input struct {
-	Pattern    json.RawMessage          `json:"pattern"`
-	Resources  []json.RawMessage        `json:"resources"`
-	Conditions json.RawMessage          `json:"conditions"`
-	Requests   []request                `json:"requests"`
-	Message    *string                  `json:"message"`
-	Context    []kyvernov1.ContextEntry `json:"context"`
-	Policy     *kyvernov1.ClusterPolicy `json:"policy"`
+	Pattern    json.RawMessage   `json:"pattern"`
+	Resources  []json.RawMessage `json:"resources"`
+	Conditions json.RawMessage   `json:"conditions"`
+	// ExceptionConditions are a PolicyException's conditions.
+	ExceptionConditions json.RawMessage          `json:"exceptionConditions"`
+	Requests            []request                `json:"requests"`
+	Message             *string                  `json:"message"`
+	Context             []kyvernov1.ContextEntry `json:"context"`
+	Policy              *kyvernov1.ClusterPolicy `json:"policy"`
 }
 
 type request struct {
@@ -91,6 +99,10 @@ func main() {
 	}
 	if in.Conditions != nil {
 		conditions(in)
+		return
+	}
+	if in.ExceptionConditions != nil {
+		exceptionConditions(in)
 		return
 	}
 	if in.Message != nil {
@@ -145,6 +157,29 @@ func conditions(in input) {
 			}
 		}
 		ok, _, err := variables.EvaluateConditions(logr.Discard(), ctx, wrapper.Conditions)
+		switch {
+		case err != nil:
+			fmt.Println("error")
+		default:
+			fmt.Println(ok)
+		}
+	}
+}
+
+// exceptionConditions judges the requests as Kyverno judges a
+// PolicyException's conditions, in an admission request's context.
+func exceptionConditions(in input) {
+	var block kyvernov2.AnyAllConditions
+	if err := json.Unmarshal(in.ExceptionConditions, &block); err != nil {
+		fail(err)
+	}
+	jp := jmespath.New(config.NewDefaultConfiguration(false))
+	for _, r := range in.Requests {
+		ctx := enginecontext.NewContext(jp)
+		if err := ctx.AddRequest(r.admission()); err != nil {
+			fail(err)
+		}
+		ok, err := utilsconditions.CheckAnyAllConditions(logr.Discard(), ctx, block)
 		switch {
 		case err != nil:
 			fmt.Println("error")

@@ -362,8 +362,9 @@ func subjectsMatch(subjects []rbacv1.Subject, user authenticationv1.UserInfo) bo
 // (kyverno.AutogenRuleName, kyverno.AutogenCronJobRuleName), and, as in
 // Kyverno, an exception naming only the original rule does not cover it.
 //
-// An exception whose JMESPath conditions would decide returns an error
-// wrapping ErrUnsupported. As with Rule, an error wrapping ErrInvalid
+// The exception's JMESPath conditions are not read here: where they are
+// set, the exception applies where they hold too
+// (clusterpolicy.ExceptionConditions). As with Rule, an error wrapping ErrInvalid
 // reports broken kinds or selectors next to Kyverno's verdict.
 func Exception(ex *kyvernov2.PolicyException, policy, rule string, req *Request) (bool, error) {
 	if ex == nil || req == nil {
@@ -389,16 +390,7 @@ func Exception(ex *kyvernov2.PolicyException, policy, rule string, req *Request)
 	default:
 		// An exception without filters exempts nothing.
 	}
-	if !matched {
-		return false, err
-	}
-	if c := ex.Spec.Conditions; c != nil && len(c.AnyConditions)+len(c.AllConditions) > 0 {
-		// Empty conditions pass in Kyverno; any others need JMESPath.
-		return false, joinErrs([]error{
-			fmt.Errorf("%w: PolicyException %s/%s has JMESPath conditions", ErrUnsupported, ex.Namespace, ex.Name), err,
-		})
-	}
-	return true, err
+	return matched, err
 }
 
 func containsOp(ops []kyvernov1.AdmissionOperation, op kyvernov1.AdmissionOperation) bool {

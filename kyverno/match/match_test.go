@@ -402,7 +402,7 @@ func TestException(t *testing.T) {
 		{name: "no object: kinds still match", ex: `{exceptions: [{policyName: pol, ruleNames: [check]}], match: {any: [{resources: {kinds: [Pod]}}]}}`, req: newReq(func(r *Request) { r.Object = nil }), want: true},
 		{name: "roles", ex: `{exceptions: [{policyName: pol, ruleNames: [check]}], match: {any: [{roles: ["default:editor"]}]}}`, req: newReq(roles("default:editor")), want: true},
 		{name: "no user: user filters still apply", ex: `{exceptions: [{policyName: pol, ruleNames: [check]}], match: {any: [{resources: {kinds: [Pod]}, subjects: [{kind: User, name: bob}]}]}}`, req: newReq(noUser), want: false},
-		{name: "JMESPath conditions", ex: `{exceptions: [{policyName: pol, ruleNames: [check]}], ` + podDefault + `, conditions: {any: [{key: "{{ request.object.metadata.name }}", operator: Equals, value: nginx}]}}`, want: false, wantErr: ErrUnsupported},
+		{name: "JMESPath conditions are the caller's", ex: `{exceptions: [{policyName: pol, ruleNames: [check]}], ` + podDefault + `, conditions: {any: [{key: "{{ request.object.metadata.name }}", operator: Equals, value: other}]}}`, want: true},
 		{name: "JMESPath conditions of a non-matching exception", ex: `{exceptions: [{policyName: pol, ruleNames: [check]}], match: {any: [{resources: {kinds: [Deployment]}}]}, conditions: {all: [{key: a, operator: Equals, value: a}]}}`, want: false},
 		{name: "empty conditions pass", ex: `{exceptions: [{policyName: pol, ruleNames: [check]}], ` + podDefault + `, conditions: {}}`, want: true},
 		{name: "bad selector", ex: `{exceptions: [{policyName: pol, ruleNames: [check]}], match: {any: [{resources: {kinds: [Pod], selector: {matchExpressions: [{key: app, operator: In}]}}}]}}`, want: false, wantErr: ErrInvalid},
