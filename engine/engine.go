@@ -387,7 +387,7 @@ func compileRule(policy string, rule kyvernov1.Rule, fr *translate.FallbackRule)
 		})
 	}
 	for i, mc := range rule.CELPreconditions {
-		if mc.Name != clusterpolicy.ConditionHasResult {
+		if !clusterpolicy.IsHasResultCondition(mc.Name) {
 			continue
 		}
 		c.hasResult = celeval.CompileIn(env, policy+"/"+rule.Name+"/has-result", &admissionregistrationv1.ValidatingAdmissionPolicySpec{

@@ -83,6 +83,9 @@ type compiler struct {
 	// vars numbers the comprehension variables, so that nested ones never
 	// shadow each other.
 	vars int
+	// mayError: the pattern compiled so far has Kyverno's error verdict
+	// (codeError).
+	mayError bool
 }
 
 // measure refuses a pattern past the bounds.

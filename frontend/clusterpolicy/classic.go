@@ -17,9 +17,6 @@ import (
 
 // Names of the preconditions a compiled classic rule carries.
 const (
-	// conditionPatternNotDelete: Kyverno does not validate a pattern on a
-	// DELETE request (validate_resource.go validateResourceWithRule).
-	conditionPatternNotDelete = "kyvap-pattern-not-delete"
 	// ConditionExistingViolations: allowExistingViolations, Kyverno's
 	// default for an Enforce rule, skips an UPDATE whose old object fails
 	// too.
@@ -31,7 +28,24 @@ const (
 	// nothing for the rule, as for a rule that does not match; it is no
 	// skip.
 	ConditionHasResult = "kyvap-foreach-applies"
+	// ConditionPatternNotDelete: a pattern rule has a result: the request
+	// is no DELETE (Kyverno validates no pattern on a DELETE:
+	// validateResourceWithRule returns no response), or the
+	// preconditions decided (false: skip; failing: error). Like
+	// ConditionHasResult, where it is false Kyverno reports nothing.
+	ConditionPatternNotDelete = "kyvap-pattern-not-delete"
+	// ConditionPatternApplies: a pattern's conditional and global anchors
+	// hold. Where they do not, Kyverno skips the rule.
+	ConditionPatternApplies = "kyvap-pattern-applies"
 )
+
+// IsHasResultCondition reports the name of a compiled classic rule's
+// condition that says whether Kyverno reports a result at all
+// (ConditionHasResult, ConditionPatternNotDelete): where it is false the
+// rule has no result, which is no skip.
+func IsHasResultCondition(name string) bool {
+	return name == ConditionHasResult || name == ConditionPatternNotDelete
+}
 
 // isPatternRule reports a classic rule whose whole validation is a
 // validate.pattern or a validate.anyPattern (Kyverno reads the pattern
@@ -99,6 +113,10 @@ type compiled struct {
 	// result ("" when it always has: a foreach none of whose elements
 	// applied has none).
 	applies string
+	// skips, which never fails to evaluate, holds where Kyverno skips the
+	// rule (a pattern's conditional or global anchor did not hold):
+	// "false" when it never does, or "" (a deny or a foreach).
+	skips string
 }
 
 // compileClassic compiles the rule's validation on one object.
@@ -129,12 +147,22 @@ func compileClassic(v *kyvernov1.Validation, resource string, scope classic.Scop
 			return compiled{}, fl
 		}
 		return compiled{passes: "!" + p.Holds, violates: p.Holds, fails: p.Fails}, nil
-	case v.RawAnyPattern != nil:
-		check, fl := classic.AnyPattern(v.RawAnyPattern.Raw, resource)
-		return compiled{passes: check, violates: "!" + check, fails: "false"}, fl
 	}
-	check, fl := classic.Pattern(v.RawPattern.Raw, resource)
-	return compiled{passes: check, violates: "!" + check, fails: "false"}, fl
+	var verdict classic.Verdict
+	var fl *model.Refusal
+	if v.RawAnyPattern != nil {
+		verdict, fl = classic.AnyPatternVerdict(v.RawAnyPattern.Raw, resource)
+	} else {
+		verdict, fl = classic.PatternVerdict(v.RawPattern.Raw, resource)
+	}
+	if fl != nil {
+		return compiled{}, fl
+	}
+	out := compiled{passes: verdict.Passes, violates: "!" + verdict.Passes, fails: "false", skips: verdict.Skips}
+	if verdict.Skips != "false" {
+		out.violates = "(!" + verdict.Skips + " && !" + verdict.Passes + ")"
+	}
+	return out, nil
 }
 
 // classicAsCEL is a classic rule (validate.pattern, anyPattern, deny or
@@ -209,16 +237,38 @@ func classicAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction, r
 		}
 		out.CELPreconditions = append(out.CELPreconditions, admissionregistrationv1.MatchCondition{Name: ConditionHasResult, Expression: applies})
 	}
+	if onNew.skips != "" && onNew.skips != "false" {
+		// Where a conditional or global anchor does not hold, Kyverno
+		// skips the rule (once the preconditions held: where they fail,
+		// the rule is their error).
+		applies := "!" + onNew.skips
+		if pre.Fails != "false" {
+			applies = pre.Fails + " || " + applies
+		}
+		out.CELPreconditions = append(out.CELPreconditions, admissionregistrationv1.MatchCondition{Name: ConditionPatternApplies, Expression: applies})
+	}
 	if v.RawPattern != nil || v.RawAnyPattern != nil {
 		// On a DELETE Kyverno evaluates the preconditions, then judges
-		// nothing: the rule fails where they fail, and is skipped.
+		// nothing (validateResourceWithRule returns no response): the
+		// rule is an error where they fail, a skip where they are false,
+		// and has no result otherwise.
 		notDelete := "request.operation != 'DELETE'"
-		if pre.Fails != "false" {
-			notDelete += " || " + pre.Fails
+		if pre.Holds != "true" {
+			notDelete = "!" + pre.Holds + " || " + notDelete
 		}
-		out.CELPreconditions = append(out.CELPreconditions, admissionregistrationv1.MatchCondition{Name: conditionPatternNotDelete, Expression: notDelete})
+		if pre.Fails != "false" {
+			notDelete = pre.Fails + " || " + notDelete
+		}
+		out.CELPreconditions = append(out.CELPreconditions, admissionregistrationv1.MatchCondition{Name: ConditionPatternNotDelete, Expression: notDelete})
 	}
-	if action.IsEnforce() && (v.AllowExistingViolations == nil || *v.AllowExistingViolations) {
+	// Kyverno's validateOldObject matches the old object with the rule's
+	// raw preconditions (handlers/validation/utils.go matchResource
+	// passes rule.RawAnyAllConditions, which TransformConditions refuses
+	// as "invalid preconditions"): a rule with preconditions, even empty
+	// ones, never matches its old object, and allowExistingViolations
+	// never skips it.
+	preconditionsBlockOldObject := r.RawAnyAllConditions != nil && strings.TrimSpace(string(r.RawAnyAllConditions.Raw)) != "null"
+	if action.IsEnforce() && (v.AllowExistingViolations == nil || *v.AllowExistingViolations) && !preconditionsBlockOldObject {
 		oldMatched, fl := oldObjectMatch(resolver, r)
 		if fl != nil {
 			return nil, fl

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sort"
 	"testing"
 
@@ -102,6 +103,57 @@ spec:
           - key: "{{ team }}"
             operator: AnyIn
             value: [legacy, "sandbox-*"]`,
+	"conditional-anchors": `
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: probes
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    preconditions:
+      all:
+      - key: "{{ request.object.metadata.labels.tier || '' }}"
+        operator: NotEquals
+        value: batch
+    validate:
+      pattern:
+        metadata:
+          (labels):
+            app: "?*"
+        spec:
+          containers:
+          - (name): "web-*"
+            =(imagePullPolicy): Always
+            readinessProbe:
+              periodSeconds: "*"`,
+	"pattern-existing-violations": `
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: probes
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate:
+      pattern:
+        spec:
+          containers:
+          - (name): "web-*"
+            readinessProbe:
+              periodSeconds: "*"`,
+	"global-anypattern": `
+spec:
+  validationFailureAction: Audit
+  rules:
+  - name: public
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate:
+      anyPattern:
+      - metadata:
+          annotations:
+            security-groups: "?*"
+        spec:
+          <(hostNetwork): true
+      - spec:
+          <(hostNetwork): true
+          dnsPolicy: "ClusterFirstWithHostNet"`,
 	"scalar-list-pattern": `
 spec:
   validationFailureAction: Enforce
@@ -140,7 +192,7 @@ func TestPoliciesAgreeWithKyverno(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		eng := kyvapEngine(t, &policy)
-		requests := podRequests(requestsAround(data))
+		requests := podRequests(append(requestsAround(data), patternRequests(&policy)...))
 		kyverno := askPolicy(t, oracle, data, requests)
 		for i, r := range requests {
 			compared++
@@ -151,9 +203,10 @@ func TestPoliciesAgreeWithKyverno(t *testing.T) {
 			}
 			if fmt.Sprint(got) != fmt.Sprint(kyverno[i]) {
 				disagreements++
-				if disagreements <= 20 {
+				if disagreements <= 20 || os.Getenv("KYVAP_ALL_DISAGREEMENTS") != "" {
 					obj, _ := json.Marshal(r.Object)
-					t.Errorf("%s: %s %s: Kyverno says %v, kyvap %v", name, r.Operation, obj, kyverno[i], got)
+					old, _ := json.Marshal(r.OldObject)
+					t.Errorf("%s: %s %s (old %s): Kyverno says %v, kyvap %v", name, r.Operation, obj, old, kyverno[i], got)
 				}
 			}
 		}
@@ -162,6 +215,39 @@ func TestPoliciesAgreeWithKyverno(t *testing.T) {
 	if compared < 500 {
 		t.Errorf("only %d requests compared", compared)
 	}
+}
+
+// patternRequests are requests around the patterns of the policy's rules
+// (each of anyPattern's): each resource around a pattern created, updated
+// from one that follows the pattern and to it, and deleted.
+func patternRequests(policy *kyvernov1.ClusterPolicy) []admissionRequest {
+	var out []admissionRequest
+	for _, r := range policy.Spec.Rules {
+		var patterns []any
+		if v := r.Validation; v != nil && v.RawPattern != nil {
+			var p any
+			_ = json.Unmarshal(v.RawPattern.Raw, &p)
+			patterns = append(patterns, p)
+		}
+		if v := r.Validation; v != nil && v.RawAnyPattern != nil {
+			var ps []any
+			_ = json.Unmarshal(v.RawAnyPattern.Raw, &ps)
+			patterns = append(patterns, ps...)
+		}
+		for _, p := range patterns {
+			follows := witness(p)
+			for _, raw := range around(p) {
+				var object any
+				_ = json.Unmarshal(raw, &object)
+				out = append(out,
+					admissionRequest{Operation: "CREATE", Object: object},
+					admissionRequest{Operation: "UPDATE", Object: object, OldObject: follows},
+					admissionRequest{Operation: "UPDATE", Object: object, OldObject: object},
+					admissionRequest{Operation: "DELETE", OldObject: object})
+			}
+		}
+	}
+	return out
 }
 
 // kyvapEngine is kyvap's engine with every rule of the policy, compiled.

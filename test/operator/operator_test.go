@@ -512,8 +512,16 @@ func TestCompiledPatternsTypeCheck(t *testing.T) {
 			{"key":"{{ request.userInfo.groups || ` + "`[]`" + ` }}","operator":"AnyIn","value":["blocked"]},
 			{"key":"{{ hostNetwork }}","operator":"Equals","value":true}]}}`)}},
 	}
-	cp.CreatePolicy(t, controlplane.ClusterPolicy("typecheck-pattern", kyvernov1.Enforce, pattern, deny), controllers.ReasonAllRulesTranslated)
-	for _, rule := range []string{"privileged", "autogen-privileged", "autogen-cronjob-privileged", "deny-checks", "autogen-deny-checks", "autogen-cronjob-deny-checks"} {
+	// Conditional and global anchors: the outcome codes of the pattern,
+	// in the precondition and the validation.
+	anchors := kyvernov1.Rule{
+		Name:           "anchors",
+		MatchResources: kyvernov1.MatchResources{Any: kyvernov1.ResourceFilters{{Resources: kyvernov1.ResourceDescription{Kinds: []string{"Pod"}}}}},
+		Validation: &kyvernov1.Validation{Message: "web containers need a readiness probe", RawPattern: &apiextensionsv1.JSON{Raw: []byte(
+			`{"metadata":{"(labels)":{"(tier)":"frontend"}},"spec":{"<(hostNetwork)":false,"containers":[{"(name)":"web-*","=(imagePullPolicy)":"Always","X(command)":"null","readinessProbe":{"periodSeconds":"*"}}]}}`)}},
+	}
+	cp.CreatePolicy(t, controlplane.ClusterPolicy("typecheck-pattern", kyvernov1.Enforce, pattern, deny, anchors), controllers.ReasonAllRulesTranslated)
+	for _, rule := range []string{"privileged", "autogen-privileged", "autogen-cronjob-privileged", "deny-checks", "autogen-deny-checks", "autogen-cronjob-deny-checks", "anchors", "autogen-anchors", "autogen-cronjob-anchors"} {
 		vap := &admissionregistrationv1.ValidatingAdmissionPolicy{}
 		err := controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
 			if err := cp.Client.Get(ctx, client.ObjectKey{Name: "kyvap-typecheck-pattern." + rule}, vap); err != nil {
