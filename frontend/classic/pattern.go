@@ -77,6 +77,10 @@ func AnyPattern(raw []byte, resource string) (string, *model.Refusal) {
 	return "(" + strings.Join(alternatives, " || ") + ")", nil
 }
 
+// maxInlinedCheck is the length past which a scalar's check is not
+// written twice (for a list's elements and for a value that is no list).
+const maxInlinedCheck = 1000
+
 // compiler is the state of one Pattern or AnyPattern call.
 type compiler struct {
 	nodes int
@@ -143,6 +147,11 @@ func (c *compiler) element(x string, p any, path string) (string, *model.Refusal
 	check, fl := c.scalar(e, p, path)
 	if fl != nil {
 		return "", fl
+	}
+	if len(check) > maxInlinedCheck {
+		// A long check (a duration parsed) is written once, the value
+		// that is no list judged as a list of one.
+		return "(type(" + x + ") == list ? dyn(" + x + ") : [dyn(" + x + ")]).all(" + e + ", " + check + ")", nil
 	}
 	onValue, fl := c.scalar("dyn("+x+")", p, path)
 	if fl != nil {
@@ -303,7 +312,7 @@ func (c *compiler) scalar(x string, p any, path string) (string, *model.Refusal)
 		// validateNilPattern: the zero value of every scalar type.
 		return "(" + x + " == null || (type(" + x + ") == bool && !" + x + ") || (type(" + x + ") == int && " + x + " == 0) || (type(" + x + ") == double && " + x + " == 0.0) || (type(" + x + ") == string && " + x + " == ''))", nil
 	case string:
-		return valueString(x, typed, path)
+		return c.valueString(x, typed, path)
 	case float64:
 		return "", model.Refuse(model.ReasonPatternNotExpressible, "a number at %s", path)
 	}
@@ -311,7 +320,14 @@ func (c *compiler) scalar(x string, p any, path string) (string, *model.Refusal)
 }
 
 // onNull is Kyverno's verdict for pattern p against a missing or null
-// value, for the forms compiled.
+// value (pattern.Validate of nil): the null pattern, and a value string
+// whose conditions hold on "0" as a duration or a quantity.
 func onNull(p any) bool {
-	return p == nil // only the null pattern accepts null (strings compiled here are no durations or quantities)
+	switch typed := p.(type) {
+	case nil:
+		return true
+	case string:
+		return nilMatches(typed)
+	}
+	return false
 }

@@ -6,9 +6,6 @@ package classic
 import (
 	"regexp"
 	"strings"
-	"time"
-
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
@@ -53,7 +50,7 @@ func operatorOf(pattern string) string {
 // valueString is Kyverno's validateStringPatterns of x against the value
 // string s: the value itself, or any of its |-separated alternatives, each
 // a conjunction of &-separated conditions.
-func valueString(x, s, path string) (string, *model.Refusal) {
+func (c *compiler) valueString(x, s, path string) (string, *model.Refusal) {
 	if strings.Contains(s, "{{") || strings.Contains(s, "$(") {
 		return "", model.Refuse(model.ReasonPatternNotExpressible, "a variable in %q at %s", s, path)
 	}
@@ -64,7 +61,7 @@ func valueString(x, s, path string) (string, *model.Refusal) {
 		var all []string
 		for _, condition := range strings.Split(alternative, "&") {
 			condition = strings.Trim(condition, " ")
-			check, fl := valueCondition(x, condition, path)
+			check, fl := c.valueCondition(x, condition, path)
 			if fl != nil {
 				return "", fl
 			}
@@ -82,23 +79,47 @@ func valueString(x, s, path string) (string, *model.Refusal) {
 	return "(" + strings.Join(alternatives, " || ") + ")", nil
 }
 
-// valueCondition is Kyverno's validateStringPattern for the operators
-// compiled: equality and inequality with a wildcard operand that is
-// neither a duration nor a quantity (compareString).
-func valueCondition(x, condition, path string) (string, *model.Refusal) {
+// valueCondition is Kyverno's validateStringPattern: a range as two
+// comparisons; an operand compared as a duration, a quantity
+// (operandCompare) or a string (compareString).
+func (c *compiler) valueCondition(x, condition, path string) (string, *model.Refusal) {
 	op := operatorOf(condition)
 	switch op {
-	case opEqual, opNotEqual:
-	default:
-		return "", model.Refuse(model.ReasonPatternNotExpressible, "the operator %q in %q at %s", op, condition, path)
+	case opInRange, opNotInRange:
+		re := inRange
+		if op == opNotInRange {
+			re = notInRange
+		}
+		m := re.FindStringSubmatch(condition)
+		if m == nil {
+			return "false", nil
+		}
+		lowOp, highOp, join := ">= ", "<= ", " && "
+		if op == opNotInRange {
+			lowOp, highOp, join = "< ", "> ", " || "
+		}
+		low, fl := c.valueCondition(x, lowOp+m[1], path)
+		if fl != nil {
+			return "", fl
+		}
+		high, fl := c.valueCondition(x, highOp+m[2], path)
+		if fl != nil {
+			return "", fl
+		}
+		return "(" + low + join + high + ")", nil
 	}
 	operand := strings.TrimSpace(condition[len(op):])
-	if _, err := time.ParseDuration(operand); err == nil {
-		return "", model.Refuse(model.ReasonPatternNotExpressible, "a duration comparison (%q) at %s", condition, path)
+	compared, fl := c.operandCompare(x, op, operand, path)
+	if fl != nil || compared != "" {
+		return compared, fl
 	}
-	if _, err := resource.ParseQuantity(operand); err == nil {
-		return "", model.Refuse(model.ReasonPatternNotExpressible, "a quantity comparison (%q) at %s", condition, path)
-	}
+	return compareString(x, op, operand, path)
+}
+
+// compareString is Kyverno's compareString of the value x against the
+// operand, for equality and inequality: a wildcard match on the value's
+// string form.
+func compareString(x, op, operand, path string) (string, *model.Refusal) {
 	negate := op == opNotEqual
 	onDouble, ok := matchesFloatForm(operand)
 	if !ok {

@@ -150,6 +150,31 @@ spec:
     spec:
       <(hostNetwork): true
       dnsPolicy: "ClusterFirstWithHostNet"`,
+	"operators-numbers": `
+spec:
+  replicas: ">0"
+  minReadySeconds: ">=1 & <=5"
+  revisionHistoryLimit: "1-3"
+  progressDeadlineSeconds: "10!-20"
+  paused: "!0"`,
+	"operators-durations": `
+spec:
+  timeout: "<1h"
+  interval: "!10s"
+  grace: ">=100ms | 0"`,
+	"operators-quantities": `
+spec:
+  memory: "<=1.5Gi"
+  cpu: ">=100m"
+  storage: "1Gi"
+  weight: "-10--8"`,
+	"operators-in-anchors": `
+spec:
+  containers:
+  - (name): "web-*"
+    livenessProbe:
+      periodSeconds: ">0"
+      =(timeoutSeconds): "<=10"`,
 	"conditional-map-value": `
 spec:
   (selector):
@@ -548,7 +573,25 @@ func near(pattern any) []any {
 		}
 	}
 	out = append(out, s, strings.TrimSpace(s))
+	if strings.ContainsAny(s, "<>-!0123456789") {
+		out = append(out, operandValues...)
+	}
 	return out
+}
+
+// operandValues are values around Kyverno's comparisons: durations (each
+// unit, fractions, signs, the edges of ParseDuration's overflow), quantities,
+// numbers and strings that are neither.
+var operandValues = []any{
+	"0", "+0", "-0", "00", "1", "5", "-5", "3", "10", "20", "15", "-9", "-10", "-8", "-11",
+	"10s", "9s", "11s", "-10s", "1h30m", "1.5h", ".5s", "5.s", "1µs", "1μs", "1us", "100ms", "99ms", "1h1h", "59m59s", "3600s", "0h",
+	"2562047h", "2562048h", "9223372036854775807ns", "9223372036854775808ns", "-9223372036854775808ns", "-9223372036854775809ns",
+	"2562047h47m16.854775807s", "2562047h47m16.854775808s", "0.000000001s", "0.0000000000000000000001h", "1.9999999999999999999s",
+	"0.00000000000000000000000000000000000000000000000001h", "1.00000000000000000000000000001s", "922337203685477580.9ns",
+	"1Gi", "1024Mi", "1536Mi", "1.5Gi", "1610612737", "500m", "100m", "99m", "0.1", "1e3", "1E", "1.5", "1k", "2Ki",
+	"abc", "", "1hm", "1 s", " 1s", "5m", "-5m", "1ms1", "1.5.5s", "1e3s",
+	int64(0), int64(1), int64(5), int64(-1), int64(3), int64(10), int64(20), int64(-9), int64(1610612736), int64(1610612737),
+	0.5, 1e-7, 2.9999995, 3.0000005, 0.0999995, 0.1000005, -9.5, 1e300, -1e300, true, false,
 }
 
 func patternFor(p map[string]any, key string) any {

@@ -512,13 +512,14 @@ func TestCompiledPatternsTypeCheck(t *testing.T) {
 			{"key":"{{ request.userInfo.groups || ` + "`[]`" + ` }}","operator":"AnyIn","value":["blocked"]},
 			{"key":"{{ hostNetwork }}","operator":"Equals","value":true}]}}`)}},
 	}
-	// Conditional and global anchors: the outcome codes of the pattern,
-	// in the precondition and the validation.
+	// Conditional and global anchors (the outcome codes of the pattern,
+	// in the precondition and the validation) and comparisons (a duration
+	// parsed, quantities, ranges) on typed fields.
 	anchors := kyvernov1.Rule{
 		Name:           "anchors",
 		MatchResources: kyvernov1.MatchResources{Any: kyvernov1.ResourceFilters{{Resources: kyvernov1.ResourceDescription{Kinds: []string{"Pod"}}}}},
 		Validation: &kyvernov1.Validation{Message: "web containers need a readiness probe", RawPattern: &apiextensionsv1.JSON{Raw: []byte(
-			`{"metadata":{"(labels)":{"(tier)":"frontend"}},"spec":{"<(hostNetwork)":false,"containers":[{"(name)":"web-*","=(imagePullPolicy)":"Always","X(command)":"null","readinessProbe":{"periodSeconds":"*"}}]}}`)}},
+			`{"metadata":{"(labels)":{"(tier)":"frontend"}},"spec":{"<(hostNetwork)":false,"=(terminationGracePeriodSeconds)":"<=30","containers":[{"(name)":"web-*","=(imagePullPolicy)":"Always","X(command)":"null","readinessProbe":{"periodSeconds":">0","=(timeoutSeconds)":"1-10"},"resources":{"limits":{"memory":"<=2Gi","cpu":"!0"}}}]}}`)}},
 	}
 	cp.CreatePolicy(t, controlplane.ClusterPolicy("typecheck-pattern", kyvernov1.Enforce, pattern, deny, anchors), controllers.ReasonAllRulesTranslated)
 	for _, rule := range []string{"privileged", "autogen-privileged", "autogen-cronjob-privileged", "deny-checks", "autogen-deny-checks", "autogen-cronjob-deny-checks", "anchors", "autogen-anchors", "autogen-cronjob-anchors"} {

@@ -1,0 +1,365 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package classic
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/kyvap/kyvap/kyverno"
+	"github.com/kyvap/kyvap/model"
+)
+
+// Kyverno compares a value with a value string's operand
+// (pkg/engine/pattern validateString) as a Go duration when both parse as
+// one, else as a resource.Quantity when both parse as one, else as a
+// string (equality and inequality only: the ordering operators are false
+// on strings). The value is read as a string for the first two: null as
+// "0", a string as it is, an int in decimal, a double as "%f"; a bool, a
+// map or a list is neither.
+
+// goDurationUnits are time.ParseDuration's units, in nanoseconds.
+var goDurationUnits = map[string]uint64{
+	"ns": 1, "us": 1e3, "µs": 1e3, "μs": 1e3, "ms": 1e6, "s": 1e9, "m": 6e10, "h": 36e11,
+}
+
+// goDurationSyntax is ParseDuration's grammar: a sign, then "0" or
+// components of digits (with a fraction) and a unit, a unit being the
+// longest run of characters that are neither digits nor '.'.
+const (
+	goDurationUnit      = `(ns|us|µs|μs|ms|s|m|h)`
+	goDurationComponent = `([0-9]+[.]?[0-9]*|[.][0-9]+)` + goDurationUnit
+	goDurationSyntax    = `^[-+]?(0|(` + goDurationComponent + `)+)$`
+)
+
+// goDurationScales are the successive values of ParseDuration's fraction
+// scale (leadingFraction multiplies a float64 by 10 per digit it keeps),
+// rounded as Go rounds them.
+var goDurationScales = func() []string {
+	var out []string
+	scale := 1.0
+	for range 41 {
+		out = append(out, celDouble(scale))
+		scale *= 10
+	}
+	return out
+}()
+
+// goDuration compiles time.ParseDuration of the CEL string s (a
+// variable): where it parses, onValue of its value in nanoseconds (a CEL
+// int); elsewhere onInvalid. It never fails to evaluate where they do not.
+func (c *compiler) goDuration(s string, onValue func(value string) string, onInvalid string) string {
+	units := make([]string, 0, len(goDurationUnits))
+	for _, u := range []string{"ns", "us", "µs", "μs", "ms", "s", "m", "h"} {
+		units = append(units, kyverno.CELString(u)+": "+strconv.FormatUint(goDurationUnits[u], 10)+"u")
+	}
+	const twoTo63 = "9223372036854775808u"
+	const overflowed = "18446744073709551615u"
+	comp, parts, z, g, k, f, t, ns, sum := c.variable(), c.variable(), c.variable(), c.variable(), c.variable(), c.variable(), c.variable(), c.variable(), c.variable()
+	bind := func(value, name, body string) string { return "[" + value + "].map(" + name + ", " + body + ")[0]" }
+	// parts: the integer digits without leading zeros, the fraction's
+	// digits, the unit in nanoseconds.
+	integer, fraction, unit := parts+"[0]", parts+"[1]", parts+"[2]"
+	partsOf := "[dyn(" + comp + ".find('^[0-9]*').find('[1-9][0-9]*')), dyn(" + comp + ".find('[.][0-9]*') == '' ? '' : " + comp + ".find('[.][0-9]*').substring(1)), dyn({" + strings.Join(units, ", ") + "}[" + comp + ".find('[^0-9.]+')])]"
+	// leadingInt overflows past 2^63.
+	intOverflow := "(size(" + integer + ") > 19 || (size(" + integer + ") == 19 && " + integer + " > '9223372036854775808'))"
+	v := "(" + integer + " == '' ? 0u : uint(" + integer + "))"
+	// leadingFraction keeps the leading zeros (z) and up to 18
+	// significant digits (g), or 19 while the value stays at most 2^63:
+	// k digits kept, f their value, the scale 10 per digit kept.
+	kept := "(size(" + g + ") <= 18 ? size(" + g + ") : (uint(" + g + ".substring(0, 18)) < 922337203685477580u || (uint(" + g + ".substring(0, 18)) == 922337203685477580u && " + g + ".substring(18, 19) <= '8')) ? 19 : 18)"
+	value := "(" + k + " == 0 ? 0u : uint(" + g + ".substring(0, " + k + ")))"
+	scales := "[" + strings.Join(goDurationScales, ", ") + "]"
+	// Past the table the fraction adds nothing: it has 21 leading zeros
+	// or more, so its value times the unit is below 1.
+	fracNs := "(" + f + " == 0u || " + z + " + " + k + " >= " + strconv.Itoa(len(goDurationScales)) + " ? 0u : uint(double(" + f + ") * (double(" + unit + ") / " + scales + "[" + z + " + " + k + "])))"
+	total := bind(v+" * "+unit+" + "+fracNs, t, t+" > "+twoTo63+" ? "+overflowed+" : "+t)
+	component := bind(partsOf, parts,
+		"("+intOverflow+" ? "+overflowed+" : "+v+" > "+twoTo63+" / "+unit+" ? "+overflowed+" : "+
+			bind("size("+fraction+".find('^0*'))", z, bind(fraction+".substring("+z+")", g, bind(kept, k, bind(value, f, total))))+")")
+	neg := s + ".startsWith('-')"
+	signed := neg + " ? (" + sum + " == " + twoTo63 + " ? -9223372036854775807 - 1 : -int(" + sum + ")) : int(" + sum + ")"
+	// The sum overflows past 2^63 (ParseDuration checks each partial sum;
+	// the components are not negative); a double sum tells first whether
+	// the exact one fits in a uint.
+	components := s + ".findAll('" + goDurationComponent + "').map(" + comp + ", " + component + ")"
+	summed := bind(components, ns, ns+".map(x, double(x)).sum() < 1.8e19 ? "+
+		bind(ns+".sum()", sum, "("+sum+" < "+twoTo63+" || ("+sum+" == "+twoTo63+" && "+neg+")) ? "+onValue("("+signed+")")+" : "+onInvalid)+" : "+onInvalid)
+	return "(" + s + ".matches('" + goDurationSyntax + "') ? (" + s + ".matches('^[-+]?0$') ? " + onValue("0") + " : " + summed + ") : " + onInvalid + ")"
+}
+
+// operandCompare is Kyverno's validateString of the value x (a CEL
+// expression that never fails to evaluate) against one operand with the
+// operator op, for the ordering operators and for equality with an
+// operand that is a duration or a quantity.
+func (c *compiler) operandCompare(x, op, operand, path string) (string, *model.Refusal) {
+	d, durationErr := time.ParseDuration(operand)
+	q, quantityErr := resource.ParseQuantity(operand)
+	isDuration, isQuantity := durationErr == nil, quantityErr == nil
+	ordering := op != opEqual && op != opNotEqual
+	if !isDuration && !isQuantity && !ordering {
+		return "", nil // compareString: the caller compiles it
+	}
+	compareInt := func(v string, against int64) string {
+		return v + " " + celOperator(op) + " " + strconv.FormatInt(against, 10)
+	}
+	// As compareString reads a value: false for every ordering operator.
+	onString := func(v string) (string, *model.Refusal) {
+		if ordering {
+			return "false", nil
+		}
+		return compareString(v, op, operand, path)
+	}
+	// Static verdicts on a value string known when compiling.
+	static := func(value string) string {
+		if isDuration {
+			if vd, err := time.ParseDuration(value); err == nil {
+				return strconv.FormatBool(compareOrdered(op, int64(vd), int64(d)))
+			}
+		}
+		if isQuantity {
+			if vq, err := resource.ParseQuantity(value); err == nil {
+				return strconv.FormatBool(compareOrdered(op, int64(vq.Cmp(q)), 0))
+			}
+		}
+		return ""
+	}
+	var terms []string
+	// A string.
+	s := c.variable()
+	stringCase, fl := onString(s)
+	if fl != nil {
+		return "", fl
+	}
+	if isQuantity {
+		stringCase = "(isQuantity(" + s + ") ? " + compareQuantity(op, "quantity("+s+")", operand) + " : " + stringCase + ")"
+	}
+	if isDuration {
+		stringCase = c.goDuration(s, func(value string) string { return compareInt(value, int64(d)) }, stringCase)
+	}
+	terms = append(terms, "(type("+x+") == string && ["+x+"].all("+s+", "+stringCase+"))")
+	// null: "0" for the first two, and compareString's false.
+	if verdict := static("0"); verdict == "true" {
+		terms = append(terms, x+" == null")
+	}
+	// An int: "0" parses as a duration; any int as a quantity.
+	intCase, fl := onString("string(" + x + ")")
+	if fl != nil {
+		return "", fl
+	}
+	if isQuantity {
+		intCase = compareQuantity(op, "quantity(string("+x+"))", operand)
+	}
+	if isDuration {
+		intCase = "(" + x + " == 0 ? " + static("0") + " : " + intCase + ")"
+	}
+	terms = append(terms, "(type("+x+") == int && "+intCase+")")
+	// A double: "%f" is never a duration; it is a quantity, whose order
+	// is that of the double around a threshold found when compiling.
+	if isQuantity {
+		threshold, fl := doubleThreshold(op, q, path)
+		if fl != nil {
+			return "", fl
+		}
+		if threshold != "false" {
+			terms = append(terms, "(type("+x+") == double && "+strings.ReplaceAll(threshold, "$", "double("+x+")")+")")
+		}
+	} else if !ordering {
+		doubleCase, fl := compareString("dyn("+x+")", op, operand, path)
+		if fl != nil {
+			return "", fl
+		}
+		terms = append(terms, "(type("+x+") == double && "+doubleCase+")")
+	}
+	// A bool is no number: compareString.
+	if !ordering {
+		boolCase, fl := compareString("dyn("+x+")", op, operand, path)
+		if fl != nil {
+			return "", fl
+		}
+		terms = append(terms, "(type("+x+") == bool && "+boolCase+")")
+	}
+	return "(" + strings.Join(terms, " || ") + ")", nil
+}
+
+// compareOrdered applies op to a and b.
+func compareOrdered(op string, a, b int64) bool {
+	switch op {
+	case opEqual:
+		return a == b
+	case opNotEqual:
+		return a != b
+	case opMore:
+		return a > b
+	case opLess:
+		return a < b
+	case opMoreEqual:
+		return a >= b
+	case opLessEqual:
+		return a <= b
+	}
+	return false
+}
+
+// celOperator is op as a CEL comparison.
+func celOperator(op string) string {
+	switch op {
+	case opEqual:
+		return "=="
+	case opNotEqual:
+		return "!="
+	}
+	return op
+}
+
+// compareQuantity compares the CEL quantity v with the operand.
+func compareQuantity(op, v, operand string) string {
+	return v + ".compareTo(quantity(" + kyverno.CELString(operand) + ")) " + celOperator(op) + " 0"
+}
+
+// doubleThreshold is the comparison, as CEL over "$" (a double), that
+// holds exactly where Kyverno's compareQuantity holds for a double value
+// (read as strconv's "%f", rounded to 6 decimals), or "false": Kyverno's
+// verdict is monotonic in the value, so the doubles where it holds are
+// those past one threshold, which a binary search over the doubles finds
+// with Kyverno's own arithmetic.
+func doubleThreshold(op string, q resource.Quantity, path string) (string, *model.Refusal) {
+	holds := func(v float64) bool {
+		vq, err := resource.ParseQuantity(fmt.Sprintf("%f", v))
+		return err == nil && compareOrdered(op, int64(vq.Cmp(q)), 0)
+	}
+	switch op {
+	case opEqual, opNotEqual:
+		// The doubles that print as the quantity: an interval.
+		low, ok1 := firstDouble(func(v float64) bool { return holdsCmp(v, q) >= 0 })
+		high, ok2 := firstDouble(func(v float64) bool { return holdsCmp(v, q) > 0 })
+		var inside string
+		switch {
+		case !ok1:
+			inside = "false"
+		case !ok2:
+			inside = "$ >= " + celDouble(low)
+		default:
+			inside = "($ >= " + celDouble(low) + " && $ < " + celDouble(high) + ")"
+		}
+		if op == opEqual {
+			return inside, nil
+		}
+		if inside == "false" {
+			return "true", nil
+		}
+		return "!" + inside, nil
+	case opMore, opMoreEqual:
+		first, ok := firstDouble(holds)
+		if !ok {
+			return "false", nil
+		}
+		if !holds(math.MaxFloat64) {
+			return "", model.Refuse(model.ReasonPatternNotExpressible, "the operand of %q at %s against a double (Kyverno's verdict is not monotonic there)", op, path)
+		}
+		return "$ >= " + celDouble(first), nil
+	case opLess, opLessEqual:
+		first, ok := firstDouble(func(v float64) bool { return !holds(v) })
+		if !ok {
+			return "true", nil
+		}
+		if holds(math.MaxFloat64) {
+			return "", model.Refuse(model.ReasonPatternNotExpressible, "the operand of %q at %s against a double (Kyverno's verdict is not monotonic there)", op, path)
+		}
+		return "$ < " + celDouble(first), nil
+	}
+	return "false", nil
+}
+
+// holdsCmp is the comparison of a double's "%f" quantity with q (-2 when
+// it is no quantity).
+func holdsCmp(v float64, q resource.Quantity) int {
+	vq, err := resource.ParseQuantity(fmt.Sprintf("%f", v))
+	if err != nil {
+		return -2
+	}
+	return vq.Cmp(q)
+}
+
+// firstDouble is the least finite double where the monotonic predicate
+// holds, if any.
+func firstDouble(holds func(float64) bool) (float64, bool) {
+	// Doubles in order as integers: the sign bit flipped for positive
+	// ones, all bits for negative ones.
+	key := func(v float64) uint64 {
+		b := math.Float64bits(v)
+		if b>>63 == 1 {
+			return ^b
+		}
+		return b | 1<<63
+	}
+	value := func(k uint64) float64 {
+		if k>>63 == 1 {
+			return math.Float64frombits(k &^ (1 << 63))
+		}
+		return math.Float64frombits(^k)
+	}
+	lo, hi := key(-math.MaxFloat64), key(math.MaxFloat64)
+	if !holds(value(hi)) {
+		return 0, false
+	}
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if holds(value(mid)) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return value(lo), true
+}
+
+// nilMatches is Kyverno's validateStringPatterns of nil against the value
+// string s: nil is "0" to a duration or a quantity operand, and matches
+// no string.
+func nilMatches(s string) bool {
+	for _, alternative := range strings.Split(s, "|") {
+		all := true
+		for _, condition := range strings.Split(strings.Trim(alternative, " "), "&") {
+			all = all && nilMatchesCondition(strings.Trim(condition, " "))
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+func nilMatchesCondition(condition string) bool {
+	op := operatorOf(condition)
+	switch op {
+	case opInRange, opNotInRange:
+		re, join := inRange, "&"
+		if op == opNotInRange {
+			re, join = notInRange, "|"
+		}
+		m := re.FindStringSubmatch(condition)
+		if m == nil {
+			return false
+		}
+		if join == "&" {
+			return nilMatchesCondition(">= "+m[1]) && nilMatchesCondition("<= "+m[2])
+		}
+		return nilMatchesCondition("< "+m[1]) || nilMatchesCondition("> "+m[2])
+	}
+	operand := strings.TrimSpace(condition[len(op):])
+	if d, err := time.ParseDuration(operand); err == nil {
+		return compareOrdered(op, 0, int64(d))
+	}
+	if q, err := resource.ParseQuantity(operand); err == nil {
+		zero := resource.MustParse("0")
+		return compareOrdered(op, int64(zero.Cmp(q)), 0)
+	}
+	return false
+}
