@@ -363,3 +363,72 @@ func nilMatchesCondition(condition string) bool {
 	}
 	return false
 }
+
+// strconv.ParseFloat's grammar (readFloat, underscoreOK, special): a
+// decimal or hexadecimal mantissa with underscores between digits (after
+// a base prefix too), an exponent (required in hexadecimal), or
+// infinities and NaN in any case.
+const (
+	goFloatDecimal = `[0-9](_?[0-9])*`
+	goFloatHex     = `[0-9a-fA-F](_?[0-9a-fA-F])*`
+	goFloatSyntax  = `^([+-]?((` + goFloatDecimal + `([.](` + goFloatDecimal + `)?)?|[.]` + goFloatDecimal + `)([eE][+-]?` + goFloatDecimal + `)?` +
+		`|0[xX](_?` + goFloatHex + `([.](` + goFloatHex + `)?)?|[.]` + goFloatHex + `)[pP][+-]?` + goFloatDecimal +
+		`|[iI][nN][fF]([iI][nN][iI][tT][yY])?)|[nN][aA][nN])$`
+)
+
+// maxFloatOperand bounds the numbers compared with ParseFloat's result:
+// a string that may overflow is told apart by its order of magnitude
+// alone, which needs the operand below 1e299.
+const maxFloatOperand = 1e299
+
+// goParseFloat compiles strconv.ParseFloat(s, 64) of the CEL string s (a
+// variable) for comparisons with numbers below maxFloatOperand: where it
+// parses to a number of that order, onValue of it (a CEL double);
+// elsewhere (a syntax error, an overflow, a larger number: none equal to
+// such a number) onInvalid. It never fails to evaluate where they do not.
+func (c *compiler) goParseFloat(s string, onValue func(value string) string, onInvalid string) string {
+	// The order of magnitude, from the text: digits of the integer part
+	// (or minus the fraction's leading zeros) plus the exponent, in
+	// decimal digits or hexadecimal bits. Past 300 (or 1000 bits) the
+	// value is at least 1e299 and may overflow, which CEL's double()
+	// reports as an error.
+	t, m, e := c.variable(), c.variable(), c.variable()
+	bind := func(value, name, body string) string { return "[" + value + "].map(" + name + ", " + body + ")[0]" }
+	exponent := func(digits string) string {
+		// A signed exponent, its magnitude capped: past 15 digits it is
+		// huge either way.
+		magnitude := digits + ".find('[0-9]+').find('[1-9][0-9]*')"
+		value := "(size(" + magnitude + ") > 15 ? 1000000000000000 : " + magnitude + " == '' ? 0 : int(" + magnitude + "))"
+		return "(" + digits + ".find('[-+]?[0-9]+').startsWith('-') ? -" + value + " : " + value + ")"
+	}
+	order := func(mantissa, exp string, digitsPerDigit string) string {
+		integer := mantissa + ".find('^[0-9a-fA-F]*').find('[1-9a-fA-F][0-9a-fA-F]*')"
+		zeros := "size(" + mantissa + ".find('[.]0*').substring(" + mantissa + ".find('[.]0*') == '' ? 0 : 1))"
+		return "((size(" + integer + ") > 0 ? size(" + integer + ") : -" + zeros + ") * " + digitsPerDigit + " + " + exp + ")"
+	}
+	// t: the text without its sign and underscores.
+	// A mantissa of zeros is zero, whatever the exponent.
+	decimal := bind(t+".find('^[0-9.]*')", m, bind("("+t+".find('[eE][-+]?[0-9]+$'))", e,
+		"(!"+m+".matches('[1-9]') || "+order(m, exponent(e), "1")+" <= 300)"))
+	hex := bind(t+".substring(2).find('^[0-9a-fA-F.]*')", m, bind(t+".find('[pP][-+]?[0-9]+$')", e,
+		"(!"+m+".matches('[1-9a-fA-F]') || "+order(m, exponent(e), "4")+" <= 1000)"))
+	small := bind(s+".replace('_', '').find('[^+-].*')", t,
+		"("+t+".matches('^[iInN]') || ("+t+".matches('^0[xX]') ? "+hex+" : "+decimal+"))")
+	return "(" + s + ".matches('" + goFloatSyntax + "') && " + small + " ? " + onValue("double("+s+")") + " : " + onInvalid + ")"
+}
+
+// numberPattern is Kyverno's validateFloatPattern of the value x against
+// the number p (a pattern's numbers are float64): an int equal to it (p
+// integral), a double equal to it, a string ParseFloat reads as it.
+func (c *compiler) numberPattern(x string, p float64, path string) (string, *model.Refusal) {
+	if math.Abs(p) >= maxFloatOperand || math.Abs(p) >= 1<<63 {
+		return "", model.Refuse(model.ReasonPatternNotExpressible, "the number %v at %s (too large to compare exactly)", p, path)
+	}
+	terms := []string{"(type(" + x + ") == double && " + x + " == " + celDouble(p) + ")"}
+	if p == math.Trunc(p) {
+		terms = append(terms, "(type("+x+") == int && "+x+" == "+strconv.FormatInt(int64(p), 10)+")")
+	}
+	s := c.variable()
+	terms = append(terms, "(type("+x+") == string && ["+x+"].all("+s+", "+c.goParseFloat(s, func(v string) string { return v + " == " + celDouble(p) }, "false")+"))")
+	return "(" + strings.Join(terms, " || ") + ")", nil
+}

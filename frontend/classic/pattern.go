@@ -314,7 +314,7 @@ func (c *compiler) scalar(x string, p any, path string) (string, *model.Refusal)
 	case string:
 		return c.valueString(x, typed, path)
 	case float64:
-		return "", model.Refuse(model.ReasonPatternNotExpressible, "a number at %s", path)
+		return c.numberPattern(x, typed, path)
 	}
 	return "", model.Refuse(model.ReasonPatternNotExpressible, "a value of type %T at %s", p, path)
 }

@@ -150,6 +150,13 @@ spec:
     spec:
       <(hostNetwork): true
       dnsPolicy: "ClusterFirstWithHostNet"`,
+	"numbers": `
+spec:
+  replicas: 3
+  ratio: 0.5
+  =(hostPort): 0
+  big: 1e15
+  negative: -2`,
 	"operators-numbers": `
 spec:
   replicas: ">0"
@@ -562,7 +569,7 @@ func witness(pattern any) any {
 func near(pattern any) []any {
 	s, ok := pattern.(string)
 	if !ok {
-		return nil
+		return nearNumber(pattern)
 	}
 	var out []any
 	for _, alternative := range strings.Split(s, "|") {
@@ -579,6 +586,19 @@ func near(pattern any) []any {
 	return out
 }
 
+func init() {
+	// near() of a number pattern: ParseFloat's forms.
+	nearNumber = func(pattern any) []any {
+		if _, ok := pattern.(float64); ok {
+			return numberValues
+		}
+		return nil
+	}
+}
+
+// nearNumber are the values near a number pattern.
+var nearNumber func(any) []any
+
 // operandValues are values around Kyverno's comparisons: durations (each
 // unit, fractions, signs, the edges of ParseDuration's overflow), quantities,
 // numbers and strings that are neither.
@@ -592,6 +612,18 @@ var operandValues = []any{
 	"abc", "", "1hm", "1 s", " 1s", "5m", "-5m", "1ms1", "1.5.5s", "1e3s",
 	int64(0), int64(1), int64(5), int64(-1), int64(3), int64(10), int64(20), int64(-9), int64(1610612736), int64(1610612737),
 	0.5, 1e-7, 2.9999995, 3.0000005, 0.0999995, 0.1000005, -9.5, 1e300, -1e300, true, false,
+}
+
+// numberValues are values around a number pattern: ParseFloat's forms
+// (signs, underscores, exponents, hexadecimal, infinities, overflow and
+// underflow) and numbers of every JSON type.
+var numberValues = []any{
+	"3", "+3", "3.0", "3.", "03", "3e0", "30e-1", "0.3e1", "3_0e-1", "3__0", "_3", "3_", "0x3p0", "0x1.8p1", "0X_3P0", "0x3", "0x1p1_0",
+	"0", "-0", "+0", "0.0", "0e999999999999999999", "0x0p0", "0.5", ".5", "5e-1", "0x1p-1", "0.50000000000000000001",
+	"1e15", "1000000000000000", "1E+15", "1e20", "1e400", "-1e400", "1e-400", "0x1p2000", "0x1p-2000", "1e", "1e+", ".", "",
+	"inf", "-Inf", "infinity", "NaN", "+nan", "infin", "-2", "-2.0", "- 2", " 3", "3 ", "three",
+	"0.00000000000000000000000000000000000000000000000000000000000000000000000000001e77",
+	int64(3), int64(0), int64(-2), int64(1), 3.0000000000000004, 0.5, 1e20, -2.0, true, nil, map[string]any{}, []any{int64(3)},
 }
 
 func patternFor(p map[string]any, key string) any {
