@@ -165,13 +165,30 @@ func elementStatus(e forEachEntry, scope Scope, b *binder, el, at string) (statu
 		if len(e.Pattern) > 0 && len(e.AnyPattern) > 0 {
 			return "", "", false, model.Refuse(model.ReasonJMESPathNotExpressible, "both pattern and anyPattern at %s", at)
 		}
-		compile := func(resource string) (string, *model.Refusal) {
+		// A pattern's verdict as an element's status: its error, its skip
+		// (a conditional or global anchor that does not hold: Kyverno
+		// leaves the element out), pass or fail.
+		compile := func(resource string) (string, string, *model.Refusal) {
+			var v Verdict
+			var fl *model.Refusal
 			if len(e.Pattern) > 0 {
-				return Pattern(e.Pattern, resource)
+				v, fl = PatternVerdict(e.Pattern, resource)
+			} else {
+				v, fl = AnyPatternVerdict(e.AnyPattern, resource)
 			}
-			return AnyPattern(e.AnyPattern, resource)
+			if fl != nil {
+				return "", "", fl
+			}
+			status := "(" + v.Passes + " ? " + elementPass + " : " + elementFail + ")"
+			if v.Skips != "false" {
+				status = "(" + v.Skips + " ? " + elementSkip + " : " + status + ")"
+			}
+			if v.Fails != "false" {
+				status = "(" + v.Fails + " ? " + elementError + " : " + status + ")"
+			}
+			return status, v.Skips, nil
 		}
-		onElement, fl := compile(el)
+		onElement, elementSkips, fl := compile(el)
 		if fl != nil {
 			return "", "", false, fl
 		}
@@ -181,7 +198,7 @@ func elementStatus(e forEachEntry, scope Scope, b *binder, el, at string) (statu
 		if object == "" {
 			object = scope.Object
 		}
-		onObject, fl := compile(object)
+		onObject, objectSkips, fl := compile(object)
 		if fl != nil {
 			return "", "", false, fl
 		}
@@ -189,8 +206,12 @@ func elementStatus(e forEachEntry, scope Scope, b *binder, el, at string) (statu
 		// map in scope; else the request's object, and nothing on a
 		// DELETE (no result: the element is skipped).
 		onElementScope := "(" + scoped + " && type(" + el + ") == map && size(dyn(" + el + ")) > 0)"
-		judge = "(" + onElementScope + " ? (" + onElement + " ? " + elementPass + " : " + elementFail + ") : " + scope.Operation + " == 'DELETE' ? " + elementSkip + " : (" + onObject + " ? " + elementPass + " : " + elementFail + "))"
-		applied = "(" + onElementScope + " || " + scope.Operation + " != 'DELETE')"
+		judge = "(" + onElementScope + " ? " + onElement + " : " + scope.Operation + " == 'DELETE' ? " + elementSkip + " : " + onObject + ")"
+		// An element whose pattern skips is no applied one.
+		applied = "(" + onElementScope + " ? !" + elementSkips + " : " + scope.Operation + " != 'DELETE' && !" + objectSkips + ")"
+		if elementSkips == "false" && objectSkips == "false" {
+			applied = "(" + onElementScope + " || " + scope.Operation + " != 'DELETE')"
+		}
 	default:
 		return "", "", false, model.Refuse(model.ReasonJMESPathNotExpressible, "%s has no deny, pattern or anyPattern", at)
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -138,6 +139,19 @@ spec:
           - (name): "web-*"
             readinessProbe:
               periodSeconds: "*"`,
+	"foreach-anchors": `
+spec:
+  validationFailureAction: Audit
+  rules:
+  - name: latest-pull-always
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate:
+      foreach:
+      - list: request.object.spec.containers
+        pattern:
+          (name): "web-*"
+          <(image): "*:latest"
+          imagePullPolicy: Always`,
 	"global-anypattern": `
 spec:
   validationFailureAction: Audit
@@ -244,6 +258,31 @@ func patternRequests(policy *kyvernov1.ClusterPolicy) []admissionRequest {
 					admissionRequest{Operation: "UPDATE", Object: object, OldObject: follows},
 					admissionRequest{Operation: "UPDATE", Object: object, OldObject: object},
 					admissionRequest{Operation: "DELETE", OldObject: object})
+			}
+		}
+		// A foreach's element patterns, on lists at a plain path of the
+		// object: each element around the pattern, alone and beside one
+		// that follows it.
+		if v := r.Validation; v != nil {
+			for _, raw := range v.ForEachValidation {
+				var entry struct {
+					List    string `json:"list"`
+					Pattern any    `json:"pattern"`
+				}
+				_ = json.Unmarshal(raw.Raw, &entry)
+				m := requestPath.FindStringSubmatch(entry.List)
+				if entry.Pattern == nil || m == nil || m[0] != entry.List || m[1] != "object" {
+					continue
+				}
+				path := strings.Split(strings.TrimPrefix(m[2], "."), ".")
+				follows := witness(entry.Pattern)
+				for _, raw := range around(entry.Pattern) {
+					var element any
+					_ = json.Unmarshal(raw, &element)
+					for _, list := range [][]any{{element}, {follows, element}, {element, follows}} {
+						out = append(out, admissionRequest{Operation: "CREATE", Object: build(path, list, true)})
+					}
+				}
 			}
 		}
 	}
