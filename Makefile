@@ -92,7 +92,7 @@ conformance: ## Run the Kyverno CLI test corpus through the generated VAPs and t
 	go run ./cmd/kyvap test test/conformance
 
 .PHONY: differential
-differential: ## Compare compiled classic patterns with Kyverno's own pattern matcher on generated resources, with the counts (test/classic; make test runs it too).
+differential: ## Compare compiled classic rules (patterns, conditions, exceptions' conditions, messages, whole policies) with Kyverno's own code on generated requests, with the counts (test/classic; make test runs it too).
 	go test -count=1 -v -run 'Agree' ./test/classic
 
 ##@ Benchmarks

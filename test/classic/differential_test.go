@@ -327,6 +327,9 @@ func corpusPatterns(t *testing.T, dir string) (map[string][]byte, int) {
 					seen[string(raw)] = true
 					if _, fl := classic.PatternVerdict(raw, "object"); fl != nil {
 						refused++
+						if os.Getenv("KYVAP_CORPUS_REASONS") != "" {
+							t.Logf("refused: %s", fl.Message)
+						}
 						continue
 					}
 					rel, _ := filepath.Rel(dir, path)
