@@ -1,0 +1,506 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package classic
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	kyvernov2 "github.com/kyvap/kyvap/api/v2"
+	"github.com/kyvap/kyvap/engine"
+	"github.com/kyvap/kyvap/frontend/clusterpolicy"
+	"github.com/kyvap/kyvap/kyverno"
+	"github.com/kyvap/kyvap/translate"
+)
+
+// Floors of TestKyvernoChainsawValidate: rows evaluated, and chainsaw
+// tests all of whose rows are.
+const (
+	minChainsawRows  = 100
+	minChainsawTests = 60
+)
+
+// chainsawTest is the part of a chainsaw Test this harness reads.
+type chainsawTest struct {
+	Spec struct {
+		Steps []struct {
+			Name string `json:"name"`
+			Use  *struct {
+				Template string `json:"template"`
+				With     struct {
+					Bindings []struct {
+						Name  string `json:"name"`
+						Value any    `json:"value"`
+					} `json:"bindings"`
+				} `json:"with"`
+			} `json:"use"`
+			Try []map[string]json.RawMessage `json:"try"`
+		} `json:"steps"`
+	} `json:"spec"`
+}
+
+// chainsawApply is an apply (or create) operation of a step.
+type chainsawApply struct {
+	File   string `json:"file"`
+	Expect []struct {
+		Check map[string]any `json:"check"`
+	} `json:"expect"`
+}
+
+// chainsawRow is one object a chainsaw test applies, with what Kyverno
+// did with it in Kyverno's CI (admitted or denied).
+type chainsawRow struct {
+	// objects are the file's; the test expects an error (denied) when
+	// one of them is denied (kubectl applies the others).
+	objects []map[string]any
+	denied  bool
+	// policies is how many of the test's policies exist when the object
+	// is applied (in the order the test creates them).
+	policies int
+}
+
+// TestKyvernoChainsawValidate replays the conformance tests of Kyverno's
+// module for validate policies (test/conformance/chainsaw/validate: each
+// applies ClusterPolicies and Policies, then objects that a real cluster
+// with Kyverno admits or denies) through kyvap's compiled rules: each
+// applied object is an admission request (a CREATE, or an UPDATE of the
+// object applied before), denied where some Enforce rule fails or errs.
+// Kyverno's expectation is the test's own. A test whose policies kyvap
+// does not compile entirely is counted as refused, with the reason; every
+// evaluated row must agree.
+func TestKyvernoChainsawValidate(t *testing.T) {
+	root := filepath.Join(kyvernoModule(t), "test", "conformance", "chainsaw", "validate")
+	var files []string
+	if err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.Name() == "chainsaw-test.yaml" {
+			files = append(files, path)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(files)
+	evaluated, agreed, testsEvaluated := 0, 0, 0
+	refused := map[string]int{}
+	for _, file := range files {
+		name, _ := filepath.Rel(root, filepath.Dir(file))
+		policies, rows, why := loadChainsaw(file)
+		if why != "" {
+			refused[why]++
+			if os.Getenv("KYVAP_CORPUS_REASONS") != "" {
+				t.Logf("%s: %s", name, why)
+			}
+			continue
+		}
+		// The test's CRDs are served too.
+		var crds []apiextensionsv1.CustomResourceDefinition
+		for _, row := range rows {
+			for _, o := range row.objects {
+				if o["kind"] == "CustomResourceDefinition" {
+					var crd apiextensionsv1.CustomResourceDefinition
+					data, _ := json.Marshal(o)
+					if json.Unmarshal(data, &crd) == nil {
+						crds = append(crds, crd)
+					}
+				}
+			}
+		}
+		resolver := kyverno.NewStaticResolver(crds...)
+		// Every policy must compile.
+		if _, why := chainsawEngine(policies, nil, resolver); why != "" {
+			refused[why]++
+			if os.Getenv("KYVAP_CORPUS_REASONS") != "" {
+				t.Logf("%s: %s", name, why)
+			}
+			continue
+		}
+		testsEvaluated++
+		state := map[string]map[string]any{}
+		// The engines with the policies and exceptions created so far.
+		engines := map[string]*engine.Engine{}
+		var applied []kyvernov2.PolicyException
+		for _, row := range rows {
+			denied := false
+			var violations []string
+			var admitted []map[string]any
+			for _, o := range row.objects {
+				if o["kind"] == "PolicyException" {
+					var ex kyvernov2.PolicyException
+					data, _ := json.Marshal(o)
+					if json.Unmarshal(data, &ex) == nil {
+						applied = append(applied, ex)
+					}
+					continue
+				}
+				if row.policies == 0 {
+					admitted = append(admitted, o) // no policy yet
+					continue
+				}
+				key := fmt.Sprint(row.policies, "/", len(applied))
+				if engines[key] == nil {
+					eng, why := chainsawEngine(policies[:row.policies], applied, resolver)
+					if why != "" {
+						t.Errorf("%s: %s", name, why)
+						continue
+					}
+					engines[key] = eng
+				}
+				eng := engines[key]
+				req, ns, err := chainsawRequest(o, state, resolver)
+				if err != nil {
+					t.Errorf("%s: %v", name, err)
+					continue
+				}
+				outcomes, err := eng.Evaluate(context.Background(), engine.Request{Admission: req, Namespace: ns, Params: chainsawParams(state)})
+				if err != nil {
+					t.Errorf("%s: %v", name, err)
+					continue
+				}
+				objectDenied := false
+				for _, out := range outcomes {
+					if out.Blocking && out.Action.IsEnforce() {
+						objectDenied = true
+						violations = append(violations, req.Kind.Kind+"/"+req.Name+": "+out.Policy+"/"+out.Rule+": "+string(out.Result)+": "+out.Message)
+					}
+				}
+				denied = denied || objectDenied
+				if !objectDenied {
+					admitted = append(admitted, o)
+				}
+			}
+			for _, o := range admitted {
+				state[stateKey(o)] = o
+			}
+			if row.policies == 0 {
+				continue
+			}
+			evaluated++
+			if denied != row.denied {
+				t.Errorf("%s: %d objects: Kyverno's test says denied=%t, kyvap's rules denied=%t %v", name, len(row.objects), row.denied, denied, violations)
+				continue
+			}
+			agreed++
+		}
+	}
+	t.Logf("Kyverno's chainsaw validate tests: %d; %d evaluated (%d files applied, %d agree); refused by reason %v", len(files), testsEvaluated, evaluated, agreed, refused)
+	if evaluated < minChainsawRows || testsEvaluated < minChainsawTests {
+		t.Errorf("%d rows of %d tests evaluated, fewer than the floors %d and %d", evaluated, testsEvaluated, minChainsawRows, minChainsawTests)
+	}
+}
+
+// loadChainsaw reads a chainsaw test: the policies its steps create and
+// the objects it applies, in order, or why the harness does not replay it.
+func loadChainsaw(file string) ([]*kyvernov1.ClusterPolicy, []chainsawRow, string) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, nil, "unreadable"
+	}
+	var test chainsawTest
+	if err := yaml.Unmarshal(data, &test); err != nil {
+		return nil, nil, "not a chainsaw Test"
+	}
+	dir := filepath.Dir(file)
+	var policies []*kyvernov1.ClusterPolicy
+	var rows []chainsawRow
+	for _, step := range test.Spec.Steps {
+		if step.Use != nil {
+			if !strings.HasSuffix(step.Use.Template, "create-policy.yaml") {
+				continue
+			}
+			for _, b := range step.Use.With.Bindings {
+				if b.Name != "file" {
+					continue
+				}
+				docs, err := readObjects(filepath.Join(dir, fmt.Sprint(b.Value)))
+				if err != nil {
+					return nil, nil, "a policy file that does not load"
+				}
+				for _, d := range docs {
+					switch d["kind"] {
+					case "ClusterPolicy", "Policy":
+					default:
+						return nil, nil, "a policy of another kind"
+					}
+					raw, _ := json.Marshal(d)
+					var p kyvernov1.ClusterPolicy
+					if err := json.Unmarshal(raw, &p); err != nil {
+						return nil, nil, "a policy that does not decode"
+					}
+					policies = append(policies, &p)
+				}
+			}
+			continue
+		}
+		for _, op := range step.Try {
+			raw, ok := op["apply"]
+			if !ok {
+				raw, ok = op["create"]
+			}
+			if script, isScript := op["script"]; isScript {
+				// kubectl apply -f FILE, with its check on the error.
+				var sc struct {
+					Content string         `json:"content"`
+					Check   map[string]any `json:"check"`
+				}
+				if json.Unmarshal(script, &sc) == nil {
+					if m := kubectlApply.FindStringSubmatch(strings.TrimSpace(sc.Content)); m != nil {
+						converted := map[string]any{"file": m[2]}
+						if sc.Check != nil {
+							converted["expect"] = []any{map[string]any{"check": sc.Check}}
+						}
+						raw, _ = json.Marshal(converted)
+						ok = true
+					}
+				}
+			}
+			if !ok {
+				if _, other := op["update"]; other {
+					return nil, nil, "an update step"
+				}
+				if _, other := op["patch"]; other {
+					return nil, nil, "a patch step"
+				}
+				// assert, error, delete of test data, sleep; a script
+				// (kubectl scale, exec...) checks what the harness does
+				// not replay, and leaves the objects applied as they are.
+				continue
+			}
+			var apply chainsawApply
+			if err := json.Unmarshal(raw, &apply); err != nil || apply.File == "" {
+				return nil, nil, "an apply without a file"
+			}
+			// Denied where the test expects an error, or a message on
+			// the error output (only a denial writes one); the message
+			// itself is not compared.
+			denied, explicit := false, false
+			for _, e := range apply.Expect {
+				for k, v := range e.Check {
+					switch {
+					case strings.HasPrefix(k, "($error != "):
+						denied, explicit = v == true, true
+					case strings.HasPrefix(k, "(contains($error") || strings.HasPrefix(k, "(contains($stderr"):
+						if v == true && !explicit {
+							denied = true
+						}
+					default:
+						return nil, nil, "an expectation on something else than the error"
+					}
+				}
+			}
+			docs, err := readObjects(filepath.Join(dir, apply.File))
+			if err != nil {
+				return nil, nil, "an object file that does not load"
+			}
+			var objects []map[string]any
+			for _, d := range docs {
+				if d["kind"] == "ClusterPolicy" || d["kind"] == "Policy" {
+					if denied {
+						continue // Kyverno refused the policy
+					}
+					raw, _ := json.Marshal(d)
+					var p kyvernov1.ClusterPolicy
+					if err := json.Unmarshal(raw, &p); err != nil {
+						return nil, nil, "a policy that does not decode"
+					}
+					policies = append(policies, &p)
+					continue
+				}
+				objects = append(objects, d)
+			}
+			if len(objects) > 0 {
+				rows = append(rows, chainsawRow{objects: objects, denied: denied, policies: len(policies)})
+			}
+		}
+	}
+	switch {
+	case len(policies) == 0:
+		return nil, nil, "no policy"
+	case len(rows) == 0:
+		return nil, nil, "nothing applied"
+	}
+	return policies, rows, ""
+}
+
+// readObjects reads the YAML documents of a file.
+func readObjects(path string) ([]map[string]any, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []map[string]any
+	for {
+		var obj map[string]any
+		if err := dec.Decode(&obj); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, err
+		}
+		if obj != nil {
+			out = append(out, roundTrip(obj).(map[string]any))
+		}
+	}
+}
+
+// chainsawEngine is kyvap's engine with the policies' rules compiled, or
+// why not every rule is.
+func chainsawEngine(policies []*kyvernov1.ClusterPolicy, exceptions []kyvernov2.PolicyException, resolver kyverno.KindResolver) (*engine.Engine, string) {
+	e := engine.New()
+	for _, p := range policies {
+		for _, r := range p.Spec.Rules {
+			if r.Validation == nil {
+				return nil, "a rule that does not validate"
+			}
+		}
+		in := clusterpolicy.InputFor(p, exceptions)
+		plan, err := translate.Translate(in, resolver, translate.Options{})
+		if err != nil {
+			return nil, "translate: " + err.Error()
+		}
+		var rules []translate.FallbackRule
+		for _, rr := range plan.Rules {
+			switch {
+			case rr.Fallback == nil:
+				return nil, string(rr.Reason)
+			case rr.Fallback.NotEnforced != "":
+				return nil, string(rr.Fallback.Reason)
+			}
+			rules = append(rules, *rr.Fallback)
+		}
+		e.SetFallbackRules(clusterpolicy.PolicyKey(in.Namespace, p.Name), rules)
+	}
+	return e, ""
+}
+
+// kubectlApply is a script that applies a file.
+var kubectlApply = regexp.MustCompile(`^kubectl (apply|create) -f (\S+)$`)
+
+// chainsawNamespace is where chainsaw puts an object without a namespace.
+const chainsawNamespace = "chainsaw-test"
+
+func stateKey(o map[string]any) string {
+	meta, _ := o["metadata"].(map[string]any)
+	apiVersion, _ := o["apiVersion"].(string)
+	kind, _ := o["kind"].(string)
+	namespace, _ := meta["namespace"].(string)
+	name, _ := meta["name"].(string)
+	return apiVersion + "/" + kind + "/" + namespace + "/" + name
+}
+
+// chainsawParams are the parameters a rule reads: the objects applied so
+// far.
+type chainsawParams map[string]map[string]any
+
+// Params implements engine.ParamSource.
+func (s chainsawParams) Params(_ context.Context, kind *admissionregistrationv1.ParamKind, ref *admissionregistrationv1.ParamRef, namespace string) ([]runtime.Object, error) {
+	if ref.Namespace != "" {
+		namespace = ref.Namespace
+	}
+	var selector labels.Selector
+	if ref.Selector != nil {
+		var err error
+		if selector, err = metav1.LabelSelectorAsSelector(ref.Selector); err != nil {
+			return nil, err
+		}
+	}
+	keys := make([]string, 0, len(s))
+	for k := range s {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []runtime.Object
+	for _, k := range keys {
+		u := &unstructured.Unstructured{Object: s[k]}
+		switch {
+		case u.GetAPIVersion() != kind.APIVersion || u.GetKind() != kind.Kind:
+		case u.GetNamespace() != "" && u.GetNamespace() != namespace:
+		case ref.Name != "" && u.GetName() != ref.Name:
+		case selector != nil && !selector.Matches(labels.Set(u.GetLabels())):
+		default:
+			out = append(out, u.DeepCopy())
+		}
+	}
+	return out, nil
+}
+
+// chainsawRequest is the admission request of applying the object: a
+// CREATE, or an UPDATE of the object applied before; by chainsaw's user,
+// a cluster admin.
+func chainsawRequest(o map[string]any, state map[string]map[string]any, resolver kyverno.KindResolver) (*admissionv1.AdmissionRequest, *corev1.Namespace, error) {
+	apiVersion, _ := o["apiVersion"].(string)
+	kind, _ := o["kind"].(string)
+	resources, err := resolver.Resolve(apiVersion + "/" + kind)
+	if err != nil || len(resources) == 0 {
+		return nil, nil, fmt.Errorf("kind %s/%s is not served", apiVersion, kind)
+	}
+	res := resources[0]
+	meta, _ := o["metadata"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+		o["metadata"] = meta
+	}
+	name, _ := meta["name"].(string)
+	namespace, _ := meta["namespace"].(string)
+	if res.Namespaced && namespace == "" {
+		namespace = chainsawNamespace
+		meta["namespace"] = namespace
+	}
+	raw := func(v any) runtime.RawExtension {
+		if v == nil {
+			return runtime.RawExtension{}
+		}
+		data, _ := json.Marshal(v)
+		return runtime.RawExtension{Raw: data}
+	}
+	req := &admissionv1.AdmissionRequest{
+		UID:       "uid",
+		Kind:      metav1.GroupVersionKind{Group: res.Group, Version: res.Version, Kind: res.Kind},
+		Resource:  metav1.GroupVersionResource{Group: res.Group, Version: res.Version, Resource: res.Resource},
+		Operation: admissionv1.Create,
+		Name:      name,
+		Namespace: namespace,
+		UserInfo:  authenticationv1.UserInfo{Username: "kubernetes-admin", Groups: []string{"kubeadm:cluster-admins", "system:authenticated"}},
+		Object:    raw(o),
+	}
+	if old, ok := state[stateKey(o)]; ok {
+		req.Operation, req.OldObject = admissionv1.Update, raw(old)
+	}
+	var ns *corev1.Namespace
+	if res.Namespaced {
+		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: map[string]string{"kubernetes.io/metadata.name": namespace}}}
+		if applied, ok := state["v1/Namespace//"+namespace]; ok {
+			data, _ := json.Marshal(applied)
+			_ = json.Unmarshal(data, ns)
+			if ns.Labels == nil {
+				ns.Labels = map[string]string{}
+			}
+			ns.Labels["kubernetes.io/metadata.name"] = namespace
+		}
+	}
+	return req, ns, nil
+}
