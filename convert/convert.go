@@ -116,6 +116,9 @@ type Result struct {
 	Source      model.Source
 	Policies    []Converted
 	Unconverted []Unconverted
+	// ExceptionGuards are, by rule (and variant) name, the lowered rules'
+	// model.Rule.ExceptionGuard: where their exceptions do not apply.
+	ExceptionGuards map[string]string
 	// Warnings change no verdict (the translator's, e.g. rewritten orValue).
 	Warnings []string
 }
@@ -139,7 +142,12 @@ func Policy(p *kyvernov1.ClusterPolicy, opts Options) (Result, error) {
 			m.ObjectSelector = vap.AndLabelSelectors(m.ObjectSelector, cfg.ObjectSelector)
 		}
 	}
-	res := Result{Source: lowered.Source, Warnings: lowering.Warnings}
+	res := Result{Source: lowered.Source, Warnings: lowering.Warnings, ExceptionGuards: map[string]string{}}
+	for _, r := range lowered.Rules {
+		if r.ExceptionGuard != "" {
+			res.ExceptionGuards[r.Name] = r.ExceptionGuard
+		}
+	}
 	for _, o := range lowering.Outcomes {
 		if o.Fate != clusterpolicy.Lowered {
 			res.Unconverted = append(res.Unconverted, Unconverted{Rule: o.Name, Reason: unloweredReason(o.Refusal)})

@@ -53,6 +53,10 @@ func Exception(ex *kyvernov2.PolicyException, results []Result, opts Options) Ex
 		return out
 	}
 	var refs []policiesv1.PolicyRef
+	// Where a named rule's preconditions fail, Kyverno reports the rule's
+	// error before it looks at exceptions: the converted exception must
+	// not apply there (one guard for every rule it names).
+	guard, guarded := "", false
 	for i := range results {
 		res := &results[i]
 		key := clusterpolicy.PolicyKey(res.Source.Namespace, res.Source.Name)
@@ -72,6 +76,14 @@ func Exception(ex *kyvernov2.PolicyException, results []Result, opts Options) Ex
 				out.Reason = fmt.Sprintf("it names %s of %s but not %s, which %s evaluates too", strings.Join(named, ", "), res.Source, strings.Join(unnamed, ", "), c.Name())
 				return out
 			default:
+				for _, r := range named {
+					g := res.ExceptionGuards[r]
+					if guarded && g != guard {
+						out.Reason = fmt.Sprintf("the rules it names fail their preconditions on different requests (%s among them), where Kyverno reports their error before it looks at exceptions; one policies.kyverno.io PolicyException cannot say so", r)
+						return out
+					}
+					guard, guarded = g, true
+				}
 				kind := "ValidatingPolicy"
 				if c.NamespacedValidatingPolicy != nil {
 					kind = "NamespacedValidatingPolicy"
@@ -92,11 +104,28 @@ func Exception(ex *kyvernov2.PolicyException, results []Result, opts Options) Ex
 		},
 		Spec: policiesv1.PolicyExceptionSpec{
 			PolicyRefs:      refs,
-			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: ConditionException, Expression: condition}},
+			MatchConditions: exceptionConditions(condition, guard),
 		},
 	}
 	return out
 }
+
+// exceptionConditions are a converted exception's match conditions: its
+// match, and, where the rules it names have preconditions that can fail,
+// that they do not (ConditionPreconditionsEvaluate).
+func exceptionConditions(condition, guard string) []admissionregistrationv1.MatchCondition {
+	out := []admissionregistrationv1.MatchCondition{{Name: ConditionException, Expression: condition}}
+	if guard != "" {
+		out = append(out, admissionregistrationv1.MatchCondition{Name: ConditionPreconditionsEvaluate, Expression: "!(" + guard + ")"})
+	}
+	return out
+}
+
+// ConditionPreconditionsEvaluate is the match condition of a converted
+// exception that the preconditions of the rules it names evaluate: Kyverno
+// checks them first, and where they fail the rule is an error, exempted or
+// not.
+const ConditionPreconditionsEvaluate = "kyvap-preconditions-evaluate"
 
 // ExceptionYAML writes converted exceptions like YAML writes policies:
 // refused ones as comments first.

@@ -214,6 +214,10 @@ type compiledRule struct {
 	// conditions, their compiled form (clusterpolicy.ExceptionConditions):
 	// the exception applies where its match and its conditions hold.
 	exceptionConditions []*celeval.Program
+	// preconditions, when set, evaluates a compiled classic rule's
+	// JMESPath preconditions (clusterpolicy.ConditionPreconditions) as a
+	// validation: Kyverno evaluates them before the rule's exceptions.
+	preconditions *celeval.Program
 }
 
 // SetFallbackRules implements controllers.FallbackSink: it compiles the
@@ -370,6 +374,13 @@ func compileRule(policy string, rule kyvernov1.Rule, fr *translate.FallbackRule)
 	// In Kyverno's CEL environment: an expression Kyverno cannot compile
 	// fails there, and must here.
 	env := celeval.Environment{Version: vap.KyvernoCELVersion}
+	for _, mc := range rule.CELPreconditions {
+		if mc.Name == clusterpolicy.ConditionPreconditions && len(c.exceptions) > 0 {
+			c.preconditions = celeval.CompileIn(env, policy+"/"+rule.Name+"/preconditions", &admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				Validations: []admissionregistrationv1.Validation{{Expression: mc.Expression}},
+			})
+		}
+	}
 	c.exceptionConditions = make([]*celeval.Program, len(c.exceptions))
 	for i := range c.exceptions {
 		ex := &c.exceptions[i]
@@ -639,6 +650,25 @@ func (r *compiledRule) evaluate(ctx context.Context, req *Request, mreq *match.R
 		return o, false, false
 	}
 	o.Action = action(r.spec, r.rule, mreq)
+	if r.preconditions != nil {
+		// Kyverno's engine checks a rule's preconditions before its
+		// exceptions (invokeRuleHandler): failing ones are the rule's
+		// error, false ones its skip, exempted or not.
+		resource := schema.GroupVersionResource{Group: req.Admission.Resource.Group, Version: req.Admission.Resource.Version, Resource: req.Admission.Resource.Resource}
+		res := r.preconditions.Validate(ctx, celeval.Input{Attributes: attrs, MatchedResource: resource, Namespace: namespace, Authorizer: req.Authorizer})
+		if res.Interrupted {
+			return o, true, true
+		}
+		for _, d := range res.Decisions {
+			switch {
+			case d.Evaluation == celeval.EvalError:
+				return r.errorOutcome(o, "failed to evaluate preconditions: "+d.Message), true, false
+			case d.Action == celeval.ActionDeny:
+				o.Result, o.Message = Skip, "preconditions not met"
+				return o, true, false
+			}
+		}
+	}
 	for i := range r.exceptions {
 		ex := &r.exceptions[i]
 		exempt, err := match.Exception(ex, r.policy, r.rule.Name, mreq)

@@ -147,6 +147,12 @@ type Rule struct {
 	// Kyverno's variable substitution fails, which Kyverno reports as an
 	// error (blocking under Enforce, as the VAP's failure policy does).
 	FailuresAreErrors bool
+	// ExceptionGuard, when set, is a CEL predicate (never failing to
+	// evaluate) that holds where the rule's PolicyExceptions do not apply
+	// however they match: a compiled classic rule's JMESPath preconditions
+	// fail to evaluate there, and Kyverno checks them before exceptions,
+	// so the rule is an error, exempted or not.
+	ExceptionGuard string
 }
 
 // Semantics names the Kyverno engine a rule's verdicts follow; the two

@@ -173,8 +173,12 @@ func compileClassic(v *kyvernov1.Validation, resource string, scope classic.Scop
 // JMESPath preconditions and what Kyverno's validate handler does around
 // the validation (a pattern is not judged on DELETE; allowExistingViolations
 // on UPDATE). action is the rule's failure action (its own, or the
-// policy's). A construct without an exact form is refused, naming it.
-func classicAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction, resolver kyverno.KindResolver) (*kyvernov1.Rule, *model.Refusal) {
+// policy's). It returns, with the rule, the CEL predicate (never failing)
+// that holds where the compiled preconditions fail to evaluate ("false"
+// when they never do): Kyverno evaluates them before the rule's
+// PolicyExceptions. A construct without an exact form is refused, naming
+// it.
+func classicAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction, resolver kyverno.KindResolver) (*kyvernov1.Rule, string, *model.Refusal) {
 	v := r.Validation
 	entries := make([][]byte, len(r.Context))
 	for i := range r.Context {
@@ -182,7 +186,7 @@ func classicAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction, r
 	}
 	variables, fl := classic.ParseContext(entries)
 	if fl != nil {
-		return nil, fl
+		return nil, "", fl
 	}
 	requestScope, oldObjectScope := classic.RequestScope, oldObjectScope
 	requestScope.Variables, oldObjectScope.Variables = variables, variables
@@ -190,23 +194,23 @@ func classicAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction, r
 	if strings.Contains(v.Message, "{{") || strings.Contains(v.Message, "$(") {
 		var fl *model.Refusal
 		if messageExpression, fl = classic.Message(v.Message, requestScope); fl != nil {
-			return nil, &model.Refusal{Reason: fl.Reason, Message: "the message: " + fl.Message}
+			return nil, "", &model.Refusal{Reason: fl.Reason, Message: "the message: " + fl.Message}
 		}
 	}
 	pre := classic.Predicate{Holds: "true", Fails: "false"}
 	jmesPathPreconditions := r.RawAnyAllConditions != nil && !kyverno.NoPreconditions(r.RawAnyAllConditions.Raw)
 	if jmesPathPreconditions {
 		if len(r.CELPreconditions) > 0 {
-			return nil, model.Refuse(model.ReasonJMESPathNotExpressible, "JMESPath preconditions beside celPreconditions (Kyverno evaluates them at different stages)")
+			return nil, "", model.Refuse(model.ReasonJMESPathNotExpressible, "JMESPath preconditions beside celPreconditions (Kyverno evaluates them at different stages)")
 		}
 		var fl *model.Refusal
 		if pre, fl = classic.Conditions(r.RawAnyAllConditions.Raw, requestScope); fl != nil {
-			return nil, &model.Refusal{Reason: fl.Reason, Message: "preconditions: " + fl.Message}
+			return nil, "", &model.Refusal{Reason: fl.Reason, Message: "preconditions: " + fl.Message}
 		}
 	}
 	onNew, fl := compileClassic(v, "object", requestScope)
 	if fl != nil {
-		return nil, fl
+		return nil, "", fl
 	}
 	out := r.DeepCopy()
 	out.RawAnyAllConditions, out.Context = nil, nil
@@ -271,7 +275,7 @@ func classicAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction, r
 	if action.IsEnforce() && (v.AllowExistingViolations == nil || *v.AllowExistingViolations) && !preconditionsBlockOldObject {
 		oldMatched, fl := oldObjectMatch(resolver, r)
 		if fl != nil {
-			return nil, fl
+			return nil, "", fl
 		}
 		if len(variables) > 0 {
 			text, _ := json.Marshal([]any{r.RawAnyAllConditions, v.Deny, v.ForEachValidation})
@@ -279,25 +283,25 @@ func classicAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction, r
 				// validateOldObject reloads the context, but a variable
 				// loaded for the new object keeps its value: which ones
 				// depends on the order the conditions ran in.
-				return nil, model.Refuse(model.ReasonJMESPathNotExpressible, "allowExistingViolations (on unless set to false) with context variables: Kyverno judges the old object with the variables it loaded for the new one")
+				return nil, "", model.Refuse(model.ReasonJMESPathNotExpressible, "allowExistingViolations (on unless set to false) with context variables: Kyverno judges the old object with the variables it loaded for the new one")
 			}
 		}
 		oldPre := classic.Predicate{Holds: "true", Fails: "false"}
 		if jmesPathPreconditions {
 			if oldPre, fl = classic.Conditions(r.RawAnyAllConditions.Raw, oldObjectScope); fl != nil {
-				return nil, &model.Refusal{Reason: fl.Reason, Message: "preconditions, on the old object of an UPDATE: " + fl.Message}
+				return nil, "", &model.Refusal{Reason: fl.Reason, Message: "preconditions, on the old object of an UPDATE: " + fl.Message}
 			}
 		}
 		onOld, fl := compileClassic(v, "oldObject", oldObjectScope)
 		if fl != nil {
-			return nil, &model.Refusal{Reason: fl.Reason, Message: "on the old object of an UPDATE: " + fl.Message}
+			return nil, "", &model.Refusal{Reason: fl.Reason, Message: "on the old object of an UPDATE: " + fl.Message}
 		}
 		out.CELPreconditions = append(out.CELPreconditions, admissionregistrationv1.MatchCondition{
 			Name:       ConditionExistingViolations,
 			Expression: "!(request.operation == 'UPDATE' && " + judged(pre, onNew) + " && " + oldMatched + judged(oldPre, onOld) + ")",
 		})
 	}
-	return out, nil
+	return out, pre.Fails, nil
 }
 
 // oldObjectMatchUnknown says what of the rule's match or exclude blocks can

@@ -195,6 +195,12 @@ type Lowering struct {
 	// classic names the rules (and variants) compiled from Kyverno's
 	// classic language by Screen.
 	classic map[string]bool
+	// preconditionFailures holds, by rule (or variant) name, where a
+	// compiled classic rule's JMESPath preconditions fail to evaluate (a
+	// CEL predicate; "false" or absent when they never do). Kyverno
+	// evaluates them before the rule's PolicyExceptions: there the rule
+	// is an error, exempted or not.
+	preconditionFailures map[string]string
 }
 
 // FailuresAreErrors reports a rule (or variant), by name, that Screen
@@ -209,11 +215,12 @@ func New(in Input, resolver kyverno.KindResolver, opts Options) (*Lowering, erro
 		return nil, ErrNilPolicy
 	}
 	l := &Lowering{
-		policy:    in.Policy.DeepCopy(),
-		resolver:  resolver,
-		opts:      opts,
-		namespace: in.Namespace,
-		classic:   map[string]bool{},
+		policy:               in.Policy.DeepCopy(),
+		resolver:             resolver,
+		opts:                 opts,
+		namespace:            in.Namespace,
+		classic:              map[string]bool{},
+		preconditionFailures: map[string]string{},
 	}
 	for i := range in.Exceptions {
 		l.exceptions = append(l.exceptions, *in.Exceptions[i].DeepCopy())
@@ -338,16 +345,18 @@ func (l *Lowering) compileClassic(rule *kyvernov1.Rule, variants []kyvernov1.Rul
 	if rule.Validation.FailureAction != nil {
 		action = *rule.Validation.FailureAction
 	}
-	compiled, fl := classicAsCEL(rule, action, l.resolver)
+	compiled, preFails, fl := classicAsCEL(rule, action, l.resolver)
 	if fl != nil {
 		return nil, nil, fl
 	}
+	l.preconditionFailures[compiled.Name] = preFails
 	var out []kyvernov1.Rule
 	for i := range variants {
-		variant, fl := classicAsCEL(&variants[i], action, l.resolver)
+		variant, variantPreFails, fl := classicAsCEL(&variants[i], action, l.resolver)
 		if fl != nil {
 			return nil, nil, &model.Refusal{Reason: fl.Reason, Message: "pod-controller variant " + variants[i].Name + ": " + fl.Message}
 		}
+		l.preconditionFailures[variant.Name] = variantPreFails
 		out = append(out, *variant)
 	}
 	return compiled, out, nil
@@ -402,6 +411,9 @@ func (l *Lowering) outcome(rule *kyvernov1.Rule, of string) Outcome {
 		o.Fate, o.Refusal = NoVAPForm, fl
 	default:
 		lowered.FailuresAreErrors = l.classic[rule.Name]
+		if guard := l.preconditionFailures[rule.Name]; guard != "false" {
+			lowered.ExceptionGuard = guard
+		}
 		o.Fate, o.Lowered = Lowered, &lowered
 		if of != rule.Name {
 			lowered.AutogenOf = of
@@ -439,7 +451,22 @@ func (l *Lowering) lower(rule *kyvernov1.Rule) (model.Rule, *model.Refusal) {
 			return none, fl
 		}
 	}
+	guard := l.preconditionFailures[rule.Name]
 	for i, ex := range l.ExceptionsFor(rule.Name) {
+		if guard != "" && guard != "false" {
+			// Kyverno evaluates the rule's preconditions before its
+			// exceptions: where they fail, the rule is an error, exempted
+			// or not. The exception is one condition, which holds there.
+			applies, err := ExceptionCondition(l.resolver, &ex)
+			switch {
+			case errors.Is(err, ErrExceptionMatchesNothing):
+				continue
+			case err != nil:
+				return none, model.Refuse(model.ReasonExceptionNotExpressible, "PolicyException %s/%s: %v", ex.Namespace, ex.Name, err)
+			}
+			match.conditions = append(match.conditions, admissionregistrationv1.MatchCondition{Name: conditionException + "-" + strconv.Itoa(i), Expression: "!(" + applies + ") || " + guard})
+			continue
+		}
 		if ex.Spec.HasConditions() {
 			// The exception applies where its match and its conditions
 			// hold: one condition, the negation of both.
