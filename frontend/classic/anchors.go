@@ -49,6 +49,8 @@ type Verdict struct {
 	// is); Passes fails to evaluate there. Where none of the three holds
 	// the verdict is fail.
 	Fails string
+	// Violates holds where the verdict is fail.
+	Violates string
 }
 
 // PatternVerdict compiles a validate.pattern, as its JSON, into Kyverno's
@@ -77,7 +79,7 @@ func AnyPatternVerdict(raw []byte, resource string) (Verdict, *model.Refusal) {
 		return Verdict{}, model.Refuse(model.ReasonPatternNotExpressible, "anyPattern is not a list of patterns: %v", err)
 	}
 	if len(patterns) == 0 {
-		return Verdict{Passes: "true", Skips: "false", Fails: "false"}, nil
+		return Verdict{Passes: "true", Skips: "false", Fails: "false", Violates: "false"}, nil
 	}
 	c := &compiler{}
 	if fl := c.measure(patterns, 0); fl != nil {
@@ -99,6 +101,9 @@ func AnyPatternVerdict(raw []byte, resource string) (Verdict, *model.Refusal) {
 	if out.Skips != "false" {
 		// Every pattern skipped: none passed, since a skip is no pass.
 		out.Skips = "(" + out.Skips + ")"
+		out.Violates = "(!" + out.Skips + " && !" + out.Passes + ")"
+	} else {
+		out.Violates = "!" + out.Passes
 	}
 	return out, nil
 }
@@ -133,7 +138,7 @@ func joinTerms(terms []string, op, unit string) string {
 func (c *compiler) verdict(resource string, pattern any, path string) (Verdict, *model.Refusal) {
 	if !hasSkippingAnchors(pattern) {
 		check, fl := c.element(resource, pattern, path)
-		return Verdict{Passes: check, Skips: "false", Fails: "false"}, fl
+		return Verdict{Passes: check, Skips: "false", Fails: "false", Violates: "!" + check}, fl
 	}
 	if fl := checkAnchors(pattern, path, anchorPath{}); fl != nil {
 		return Verdict{}, fl
@@ -149,9 +154,10 @@ func (c *compiler) verdict(resource string, pattern any, path string) (Verdict, 
 	// At the root a skip of either kind is the rule's skip (MatchPattern
 	// skip()); codeError is an error; any other is fail.
 	out := Verdict{
-		Passes: bindInt(code, v, v+" == "+codePass),
-		Skips:  bindInt(code, v, v+" >= "+codeAnchorSkip),
-		Fails:  "false",
+		Passes:   bindInt(code, v, v+" == "+codePass),
+		Skips:    bindInt(code, v, v+" >= "+codeAnchorSkip),
+		Fails:    "false",
+		Violates: bindInt(code, v, v+" == "+codeFail),
 	}
 	if c.mayError {
 		out.Passes = bindInt(code, v, "("+v+" == "+codeError+" ? "+failure("a pattern's conditional anchor key is missing from every element (Kyverno's error)")+" == 0 : "+v+" == "+codePass+")")

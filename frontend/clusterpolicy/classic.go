@@ -158,11 +158,9 @@ func compileClassic(v *kyvernov1.Validation, resource string, scope classic.Scop
 	if fl != nil {
 		return compiled{}, fl
 	}
-	out := compiled{passes: verdict.Passes, violates: "!" + verdict.Passes, fails: "false", skips: verdict.Skips}
-	if verdict.Skips != "false" {
-		out.violates = "(!" + verdict.Skips + " && !" + verdict.Passes + ")"
-	}
-	return out, nil
+	// violates holds where the verdict is fail, never where it is an
+	// error: fails is not needed beside it.
+	return compiled{passes: verdict.Passes, violates: verdict.Violates, fails: "false", skips: verdict.Skips}, nil
 }
 
 // classicAsCEL is a classic rule (validate.pattern, anyPattern, deny or
