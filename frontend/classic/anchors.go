@@ -244,7 +244,7 @@ func hasSkippingAnchors(p any) bool {
 
 // anchorPath is what lies between the pattern's root and a map: how many
 // lists, whether the map is the nearest list's element itself, and
-// whether an equality anchor leads to it.
+// whether an equality anchor with sibling anchors leads to it.
 type anchorPath struct {
 	lists         int
 	listElement   bool
@@ -260,8 +260,9 @@ type anchorPath struct {
 // rule skips, the order is moot) unless something absorbs it: a list one
 // of whose elements applied (which, when the map is that element, had
 // every key), or an equality anchor's map, where another anchor applied.
-// So conditional anchors compile on a map under no equality anchor, and
-// under no list or as the element of the one list above it.
+// So conditional anchors compile on a map under no equality anchor that
+// has sibling anchors, and under no list or as the element of the one
+// list above it.
 func checkAnchors(p any, path string, at anchorPath) *model.Refusal {
 	switch typed := p.(type) {
 	case map[string]any:
@@ -284,14 +285,22 @@ func checkAnchors(p any, path string, at anchorPath) *model.Refusal {
 				return model.Refuse(model.ReasonPatternNotExpressible, "the conditional anchor %q at %s below a list's element (whether Kyverno reports fail or error depends on the order it visits maps in)", k, path)
 			}
 		}
+		// The anchors of this map's anchor phase (all but global ones): a
+		// skip an equality anchor's value returns is absorbed here only
+		// where another of them applied.
+		anchors := 0
+		for _, k := range keys {
+			if m := anchorKey.FindStringSubmatch(k); m != nil && m[1] != "<" {
+				anchors++
+			}
+		}
 		for _, k := range keys {
 			next := at
 			next.listElement = false
 			key := k
 			if m := anchorKey.FindStringSubmatch(k); m != nil {
 				key = m[2]
-				switch m[1] {
-				case "=":
+				if m[1] == "=" && anchors > 1 {
 					next.underEquality = true
 				}
 			}
@@ -457,9 +466,13 @@ func (c *compiler) mappingCode(m string, p map[string]any, path string) (string,
 	// skips (none applied, or one of them the anchor's own) skip the map.
 	h, k := c.variable(), c.variable()
 	exists := func(cond string) string { return h + ".exists(" + k + ", " + cond + ")" }
-	decided := exists(k+" == "+codeFail+" || "+k+" == "+codeAnchorSkip) + " && " + h + ".filter(" + k + ", " + k + " == " + codeFail + " || " + k + " == " + codeAnchorSkip + ")[0] == " + codeFail
+	// An error (a fail, or Kyverno's error from a list below) before any
+	// anchor's own skip decides, as it is.
+	errorOrOwnSkip := k + " == " + codeFail + " || " + k + " == " + codeError + " || " + k + " == " + codeAnchorSkip
+	first := h + ".filter(" + k + ", " + errorOrOwnSkip + ")[0]"
+	decided := exists(errorOrOwnSkip) + " && " + first + " != " + codeAnchorSkip
 	skipped := exists(k+" >= "+codeAnchorSkip) + " && (" + exists(k+" == "+codeAnchorSkip) + " || !" + exists(k+" == "+codePass) + ")"
-	return "[[" + strings.Join(anchors, ", ") + "]].map(" + h + ", (" + decided + ") ? " + codeFail + " : (" + skipped + ") ? " + codeSkip + " : " + resources + ")[0]", nil
+	return "[[" + strings.Join(anchors, ", ") + "]].map(" + h + ", (" + decided + ") ? " + first + " : (" + skipped + ") ? " + codeSkip + " : " + resources + ")[0]", nil
 }
 
 // firstNonZero is the first code that is no pass, in order, or a pass.

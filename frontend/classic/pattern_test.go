@@ -74,7 +74,7 @@ func TestPatternGolden(t *testing.T) {
 func TestPatternRefusals(t *testing.T) {
 	for pattern, want := range map[string]string{
 		`{"spec": {"^(containers)": [{"name": "x"}]}}`:                                                  `the existence anchor`,
-		`{"spec": {"=(securityContext)": {"(privileged)": true, "runAsNonRoot": true}}}`:                `the conditional anchor "(privileged)" at /spec/securityContext/ under an equality anchor`,
+		`{"spec": {"=(securityContext)": {"(privileged)": true, "runAsNonRoot": true}, "=(hostPID)": false}}`:                `the conditional anchor "(privileged)" at /spec/securityContext/ under an equality anchor`,
 		`{"spec": {"containers": [{"ports": [{"(name)": "http", "containerPort": 80}]}]}}`:              `the conditional anchor "(name)" at /spec/containers/0/ports/0/ under nested lists`,
 		`{"spec": {"containers": [{"securityContext": {"(privileged)": true, "runAsNonRoot": true}}]}}`: `the conditional anchor "(privileged)" at /spec/containers/0/securityContext/ below a list's element`,
 		`{"spec": {"containers": [{"(name)": "a"}], "initContainers": [{"(name)": "b"}]}}`:              `the conditional anchor "(name)" at /spec/containers/0/ and at /spec/initContainers/0/`,

@@ -144,6 +144,13 @@ spec:
   - (name): "*"
     <(securityContext):
       privileged: "false"`,
+	"conditional-under-equality": `
+spec:
+  =(initContainers):
+  - (image): "*:latest"
+    imagePullPolicy: Always
+  containers:
+  - name: "?*"`,
 	"global-under-equality": `
 spec:
   =(template):
