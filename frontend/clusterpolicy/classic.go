@@ -6,6 +6,7 @@ package clusterpolicy
 import (
 	"encoding/json"
 	"strings"
+	"unicode/utf8"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
@@ -299,7 +300,42 @@ func classicAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction, r
 			Expression: "!(request.operation == 'UPDATE' && " + judged(pre, onNew) + " && " + oldMatched + judged(oldPre, onOld) + ")",
 		})
 	}
+	if fl := checkCompiledSize(out, v); fl != nil {
+		return nil, "", fl
+	}
 	return out, pre.Fails, nil
+}
+
+// maxCompiledCodePoints is the longest CEL expression the API server
+// parses (cel-go's default expression size limit, which the API server
+// keeps).
+const maxCompiledCodePoints = 100000
+
+// checkCompiledSize refuses a compiled rule one of whose expressions is
+// too long for the API server to parse (a pattern with many comparisons,
+// each carrying Go's duration grammar): Kyverno evaluates it, kyvap cannot.
+func checkCompiledSize(r *kyvernov1.Rule, v *kyvernov1.Validation) *model.Refusal {
+	reason := model.ReasonJMESPathNotExpressible
+	if v.RawPattern != nil || v.RawAnyPattern != nil {
+		reason = model.ReasonPatternNotExpressible
+	}
+	check := func(what, expression string) *model.Refusal {
+		if n := utf8.RuneCountInString(expression); n > maxCompiledCodePoints {
+			return model.Refuse(reason, "the compiled %s has %d code points, more than the %d the API server parses", what, n, maxCompiledCodePoints)
+		}
+		return nil
+	}
+	for _, e := range r.Validation.CEL.Expressions {
+		if fl := check("validation", e.Expression); fl != nil {
+			return fl
+		}
+	}
+	for _, mc := range r.CELPreconditions {
+		if fl := check("precondition "+mc.Name, mc.Expression); fl != nil {
+			return fl
+		}
+	}
+	return nil
 }
 
 // oldObjectMatchUnknown says what of the rule's match or exclude blocks can
