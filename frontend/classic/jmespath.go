@@ -612,7 +612,7 @@ func comparatorOf(token any) (string, bool) {
 // an error, as Kyverno's argument check.
 func (c *pathCompiler) function(node parsing.ASTNode, cur string, depth int) (value, *model.Refusal) {
 	name, _ := node.Value.(string)
-	arity := map[string]int{"length": 1, "contains": 2, "starts_with": 2, "ends_with": 2}[name]
+	arity := map[string]int{"length": 1, "contains": 2, "starts_with": 2, "ends_with": 2, "type": 1, "abs": 1}[name]
 	if arity == 0 || len(node.Children) != arity {
 		return value{}, c.refuse("the function %s()", name)
 	}
@@ -649,6 +649,16 @@ func (c *pathCompiler) function(node parsing.ASTNode, cur string, depth int) (va
 		// any other value (null included) is an error, as CEL's size().
 		v := "[" + args[0].safe + "].map(" + x + ", double(size(dyn(" + x + "))))[0]"
 		wrong := guarded(args[0].oe, "["+args[0].safe+"].exists("+x+", !(type("+x+") == string || type("+x+") == list || type("+x+") == map))")
+		return value{cel: v, safe: v, oe: joinOr(oe, wrong), number: true}, nil
+	case "type":
+		// The fork's jpfType: JSON's type names, numbers as "number".
+		v := "[" + args[0].safe + "].map(" + x + ", type(" + x + ") == int || type(" + x + ") == double ? 'number' : type(" + x + ") == string ? 'string' : type(" + x + ") == list ? 'array' : type(" + x + ") == map ? 'object' : type(" + x + ") == null_type ? 'null' : 'boolean')[0]"
+		return value{cel: v, safe: v, oe: oe}, nil
+	case "abs":
+		// abs() of a number (math.Abs: -0 is 0); anything else is the
+		// fork's argument type error.
+		v := "[" + args[0].safe + "].map(" + x + ", type(" + x + ") == int || type(" + x + ") == double ? (double(" + x + ") <= 0.0 ? 0.0 - double(" + x + ") : double(" + x + ")) : " + failure("abs() of a value that is not a number") + ")[0]"
+		wrong := guarded(args[0].oe, "["+args[0].safe+"].exists("+x+", !(type("+x+") == int || type("+x+") == double))")
 		return value{cel: v, safe: v, oe: joinOr(oe, wrong), number: true}, nil
 	case "starts_with", "ends_with":
 		y := c.binder.fresh("g")

@@ -33,6 +33,19 @@ any:
 - key: "{{ request.object.metadata.labels.team || '' }}"
   operator: AnyIn
   value: ["payments", "web-*", ""]`,
+	"type-function": `
+any:
+- key: "{{ type(request.object.spec.replicas) }}"
+  operator: Equals
+  value: number
+- key: "{{ type(request.object.metadata.labels) }}"
+  operator: AnyIn
+  value: [object, "null"]`,
+	"abs-function": `
+all:
+- key: "{{ abs(request.object.spec.replicas) }}"
+  operator: GreaterThan
+  value: 2`,
 	"team-anynotin": `
 all:
 - key: "{{ request.object.metadata.labels.team }}"
