@@ -612,7 +612,10 @@ func comparatorOf(token any) (string, bool) {
 // an error, as Kyverno's argument check.
 func (c *pathCompiler) function(node parsing.ASTNode, cur string, depth int) (value, *model.Refusal) {
 	name, _ := node.Value.(string)
-	arity := map[string]int{"length": 1, "contains": 2, "starts_with": 2, "ends_with": 2, "type": 1, "abs": 1}[name]
+	arity := map[string]int{"length": 1, "contains": 2, "starts_with": 2, "ends_with": 2, "type": 1, "abs": 1, "split": 2, "replace_all": 3, "join": 2}[name]
+	if name == "not_null" && len(node.Children) > 0 {
+		arity = len(node.Children) // variadic
+	}
 	if arity == 0 || len(node.Children) != arity {
 		return value{}, c.refuse("the function %s()", name)
 	}
@@ -650,6 +653,44 @@ func (c *pathCompiler) function(node parsing.ASTNode, cur string, depth int) (va
 		v := "[" + args[0].safe + "].map(" + x + ", double(size(dyn(" + x + "))))[0]"
 		wrong := guarded(args[0].oe, "["+args[0].safe+"].exists("+x+", !(type("+x+") == string || type("+x+") == list || type("+x+") == map))")
 		return value{cel: v, safe: v, oe: joinOr(oe, wrong), number: true}, nil
+	case "split", "replace_all":
+		// Kyverno's jpfSplit (strings.Split) and jpfReplaceAll
+		// (strings.ReplaceAll): CEL's split() and replace() are the same
+		// functions; an argument that is no string is an error.
+		var names []string
+		for range args {
+			names = append(names, c.binder.fresh("s"))
+		}
+		allStrings := make([]string, len(args))
+		for i, n := range names {
+			allStrings[i] = "type(" + n + ") == string"
+		}
+		call := "string(" + names[0] + ").split(string(" + names[1] + "))"
+		if name == "replace_all" {
+			call = "string(" + names[0] + ").replace(string(" + names[1] + "), string(" + names[2] + "))"
+		}
+		v := "(" + strings.Join(allStrings, " && ") + " ? dyn(" + call + ") : " + failure(name+"() of a value that is not a string") + ")"
+		wrongTerm := "!(" + strings.Join(allStrings, " && ") + ")"
+		for i := len(args) - 1; i >= 0; i-- {
+			v = "[" + args[i].safe + "].map(" + names[i] + ", " + v + ")[0]"
+			wrongTerm = "[" + args[i].safe + "].exists(" + names[i] + ", " + wrongTerm + ")"
+		}
+		return value{cel: v, safe: v, oe: joinOr(oe, guarded(oe, wrongTerm))}, nil
+	case "join":
+		// The fork's jpfJoin: a string glue and a list of strings.
+		y := c.binder.fresh("g")
+		ok := "type(" + x + ") == string && type(" + y + ") == list && dyn(" + y + ").all(i, type(i) == string)"
+		v := "[" + args[0].safe + "].map(" + x + ", [" + args[1].safe + "].map(" + y + ", " + ok + " ? dyn(dyn(" + y + ").map(i, string(i)).join(string(" + x + "))) : " + failure("join() of a value that is not a string, or a list of strings") + ")[0])[0]"
+		wrong := "[" + args[0].safe + "].exists(" + x + ", [" + args[1].safe + "].exists(" + y + ", !(" + ok + ")))"
+		return value{cel: v, safe: v, oe: joinOr(oe, guarded(oe, wrong))}, nil
+	case "not_null":
+		// The fork's jpfNotNull: the first argument that is not null.
+		v := "null"
+		for i := len(args) - 1; i >= 0; i-- {
+			n := c.binder.fresh("n")
+			v = "[" + args[i].safe + "].map(" + n + ", type(" + n + ") != null_type ? dyn(" + n + ") : " + v + ")[0]"
+		}
+		return value{cel: v, safe: v, oe: oe}, nil
 	case "type":
 		// The fork's jpfType: JSON's type names, numbers as "number".
 		v := "[" + args[0].safe + "].map(" + x + ", type(" + x + ") == int || type(" + x + ") == double ? 'number' : type(" + x + ") == string ? 'string' : type(" + x + ") == list ? 'array' : type(" + x + ") == map ? 'object' : type(" + x + ") == null_type ? 'null' : 'boolean')[0]"

@@ -41,6 +41,20 @@ any:
 - key: "{{ type(request.object.metadata.labels) }}"
   operator: AnyIn
   value: [object, "null"]`,
+	"split-join-replace-notnull": `
+any:
+- key: "{{ split(request.object.spec.image, ':') }}"
+  operator: AnyIn
+  value: [latest, "v1*"]
+- key: "{{ replace_all(request.object.metadata.name, '-', '.') }}"
+  operator: Equals
+  value: "web.*"
+- key: "{{ join('/', request.object.spec.args) }}"
+  operator: Equals
+  value: "--a/*"
+- key: "{{ not_null(request.object.metadata.labels.team, request.object.metadata.name, 'none') }}"
+  operator: Equals
+  value: payments`,
 	"abs-function": `
 all:
 - key: "{{ abs(request.object.spec.replicas) }}"
