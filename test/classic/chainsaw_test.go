@@ -34,6 +34,7 @@ import (
 	"github.com/kyvap/kyvap/engine"
 	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
+	"github.com/kyvap/kyvap/policytest/vapsim"
 	"github.com/kyvap/kyvap/translate"
 )
 
@@ -104,7 +105,7 @@ func TestKyvernoChainsawValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	sort.Strings(files)
-	evaluated, agreed, testsEvaluated := 0, 0, 0
+	evaluated, agreed, testsEvaluated, vapRows := 0, 0, 0, 0
 	refused := map[string]int{}
 	for _, file := range files {
 		name, _ := filepath.Rel(root, filepath.Dir(file))
@@ -141,7 +142,7 @@ func TestKyvernoChainsawValidate(t *testing.T) {
 		testsEvaluated++
 		state := map[string]map[string]any{}
 		// The engines with the policies and exceptions created so far.
-		engines := map[string]*engine.Engine{}
+		engines := map[string]*chainsawPaths{}
 		var applied []kyvernov2.PolicyException
 		for _, row := range rows {
 			denied := false
@@ -167,25 +168,62 @@ func TestKyvernoChainsawValidate(t *testing.T) {
 						t.Errorf("%s: %s", name, why)
 						continue
 					}
-					engines[key] = eng
+					vaps, webhook, hasVAPs, why := chainsawVAPs(policies[:row.policies], applied, resolver)
+					if why != "" {
+						t.Errorf("%s: %s", name, why)
+						continue
+					}
+					engines[key] = &chainsawPaths{engine: eng, vaps: vaps, webhook: webhook, hasVAPs: hasVAPs}
 				}
-				eng := engines[key]
+				paths := engines[key]
 				req, ns, err := chainsawRequest(o, state, resolver)
 				if err != nil {
 					t.Errorf("%s: %v", name, err)
 					continue
 				}
-				outcomes, err := eng.Evaluate(context.Background(), engine.Request{Admission: req, Namespace: ns, Params: chainsawParams(state)})
-				if err != nil {
-					t.Errorf("%s: %v", name, err)
-					continue
-				}
-				objectDenied := false
-				for _, out := range outcomes {
-					if out.Blocking && out.Action.IsEnforce() {
-						objectDenied = true
-						violations = append(violations, req.Kind.Kind+"/"+req.Name+": "+out.Policy+"/"+out.Rule+": "+string(out.Result)+": "+out.Message)
+				byEngine := func(e *engine.Engine) (bool, []string) {
+					outcomes, err := e.Evaluate(context.Background(), engine.Request{Admission: req, Namespace: ns, Params: chainsawParams(state)})
+					if err != nil {
+						t.Errorf("%s: %v", name, err)
+						return false, nil
 					}
+					denied := false
+					var why []string
+					for _, out := range outcomes {
+						if out.Blocking && out.Action.IsEnforce() {
+							denied = true
+							why = append(why, req.Kind.Kind+"/"+req.Name+": "+out.Policy+"/"+out.Rule+": "+string(out.Result)+": "+out.Message)
+						}
+					}
+					return denied, why
+				}
+				objectDenied, why := byEngine(paths.engine)
+				violations = append(violations, why...)
+				// The production path: the VAPs, then kyvap's webhook with
+				// the rules left to it.
+				vapDenied, whyWebhook := byEngine(paths.webhook)
+				if paths.hasVAPs {
+					var namespaces []corev1.Namespace
+					if ns != nil {
+						namespaces = append(namespaces, *ns)
+					}
+					var params []unstructured.Unstructured
+					for _, k := range sortedKeys(state) {
+						params = append(params, unstructured.Unstructured{Object: state[k]})
+					}
+					resp, err := paths.vaps.Evaluate(context.Background(), vapsim.Request{Admission: req, Namespaces: namespaces, Params: params})
+					if err != nil {
+						t.Errorf("%s: %v", name, err)
+						continue
+					}
+					if !resp.Allowed {
+						vapDenied = true
+						whyWebhook = append(whyWebhook, "VAP: "+resp.Message)
+					}
+					vapRows++
+				}
+				if vapDenied != objectDenied {
+					t.Errorf("%s: %s/%s: the engine says denied=%t %v, the VAPs with kyvap's webhook denied=%t %v", name, req.Kind.Kind, req.Name, objectDenied, why, vapDenied, whyWebhook)
 				}
 				denied = denied || objectDenied
 				if !objectDenied {
@@ -206,7 +244,7 @@ func TestKyvernoChainsawValidate(t *testing.T) {
 			agreed++
 		}
 	}
-	t.Logf("Kyverno's chainsaw validate tests: %d; %d evaluated (%d files applied, %d agree); refused by reason %v", len(files), testsEvaluated, evaluated, agreed, refused)
+	t.Logf("Kyverno's chainsaw validate tests: %d; %d evaluated (%d files applied, %d agree; %d objects judged by VAPs too, both paths agreeing); refused by reason %v", len(files), testsEvaluated, evaluated, agreed, vapRows, refused)
 	if evaluated < minChainsawRows || testsEvaluated < minChainsawTests {
 		t.Errorf("%d rows of %d tests evaluated, fewer than the floors %d and %d", evaluated, testsEvaluated, minChainsawRows, minChainsawTests)
 	}
@@ -367,6 +405,41 @@ func readObjects(path string) ([]map[string]any, error) {
 	}
 }
 
+// chainsawPaths are kyvap's two paths for the policies created so far:
+// the engine with every rule compiled, and the production setup, the VAPs
+// the API server evaluates beside the engine with the rules that stay with
+// kyvap's webhook.
+type chainsawPaths struct {
+	engine  *engine.Engine
+	vaps    *vapsim.Simulator
+	webhook *engine.Engine
+	hasVAPs bool
+}
+
+// chainsawVAPs is the VAP path of the policies.
+func chainsawVAPs(policies []*kyvernov1.ClusterPolicy, exceptions []kyvernov2.PolicyException, resolver kyverno.KindResolver) (*vapsim.Simulator, *engine.Engine, bool, string) {
+	webhook := engine.New()
+	var vaps []admissionregistrationv1.ValidatingAdmissionPolicy
+	var bindings []admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	for _, p := range policies {
+		in := clusterpolicy.InputFor(p, exceptions)
+		plan, err := translate.Translate(in, resolver, translate.Options{GenerateValidatingAdmissionPolicy: true})
+		if err != nil {
+			return nil, nil, false, "translate: " + err.Error()
+		}
+		vaps = append(vaps, plan.ValidatingAdmissionPolicies...)
+		bindings = append(bindings, plan.Bindings...)
+		var rules []translate.FallbackRule
+		for _, rr := range plan.Rules {
+			if rr.Fallback != nil {
+				rules = append(rules, *rr.Fallback)
+			}
+		}
+		webhook.SetFallbackRules(clusterpolicy.PolicyKey(in.Namespace, p.Name), rules)
+	}
+	return vapsim.New(vaps, bindings), webhook, len(vaps) > 0, ""
+}
+
 // chainsawEngine is kyvap's engine with the policies' rules compiled, or
 // why not every rule is.
 func chainsawEngine(policies []*kyvernov1.ClusterPolicy, exceptions []kyvernov2.PolicyException, resolver kyverno.KindResolver) (*engine.Engine, string) {
@@ -402,6 +475,15 @@ var kubectlApply = regexp.MustCompile(`^kubectl (apply|create) -f (\S+)$`)
 
 // chainsawNamespace is where chainsaw puts an object without a namespace.
 const chainsawNamespace = "chainsaw-test"
+
+func sortedKeys(m map[string]map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
 
 func stateKey(o map[string]any) string {
 	meta, _ := o["metadata"].(map[string]any)
