@@ -73,11 +73,11 @@ func TestPatternGolden(t *testing.T) {
 // reason that names it and where it stands.
 func TestPatternRefusals(t *testing.T) {
 	for pattern, want := range map[string]string{
-		`{"spec": {"^(containers)": [{"name": "x"}]}}`:                                                  `the existence anchor`,
-		`{"spec": {"=(securityContext)": {"(privileged)": true, "runAsNonRoot": true}, "=(hostPID)": false}}`:                `the conditional anchor "(privileged)" at /spec/securityContext/ under an equality anchor`,
-		`{"spec": {"containers": [{"ports": [{"(name)": "http", "containerPort": 80}]}]}}`:              `the conditional anchor "(name)" at /spec/containers/0/ports/0/ under nested lists`,
-		`{"spec": {"containers": [{"securityContext": {"(privileged)": true, "runAsNonRoot": true}}]}}`: `the conditional anchor "(privileged)" at /spec/containers/0/securityContext/ below a list's element`,
-		`{"spec": {"containers": [{"(name)": "a"}], "initContainers": [{"(name)": "b"}]}}`:              `the conditional anchor "(name)" at /spec/containers/0/ and at /spec/initContainers/0/`,
+		`{"spec": {"^(containers)": [{"name": "x"}]}}`:                                                        `the existence anchor`,
+		`{"spec": {"=(securityContext)": {"(privileged)": true, "runAsNonRoot": true}, "=(hostPID)": false}}`: `the conditional anchor "(privileged)" at /spec/securityContext/ under an equality anchor`,
+		`{"spec": {"containers": [{"ports": [{"(name)": "http", "containerPort": 80}]}]}}`:                    `the conditional anchor "(name)" at /spec/containers/0/ports/0/ under nested lists`,
+		`{"spec": {"containers": [{"securityContext": {"(privileged)": true, "runAsNonRoot": true}}]}}`:       `the conditional anchor "(privileged)" at /spec/containers/0/securityContext/ below a list's element`,
+		`{"spec": {"containers": [{"(name)": "a"}], "initContainers": [{"(name)": "b"}]}}`:                    `the conditional anchor "(name)" at /spec/containers/0/ and at /spec/initContainers/0/`,
 		`{"spec": {"+(name)": "x"}}`:                        `the add-if-not-present anchor`,
 		`{"metadata": {"labels": {"app*": "x"}}}`:           `a wildcard key at /metadata/labels/app*/`,
 		`{"metadata": {"name": "{{request.namespace}}-x"}}`: `a variable in "{{request.namespace}}-x" at /metadata/name/`,
