@@ -24,8 +24,11 @@ const (
 )
 
 // anchorKey is Kyverno's anchor syntax (pkg/engine/anchor/anchor.go):
-// an optional modifier, then the key in parentheses.
-var anchorKey = regexp.MustCompile(`^([+<=X^])?\((.+)\)$`)
+// an optional modifier, then the key in parentheses; but for the
+// add-if-not-present modifier +, a mutation anchor: Kyverno's validation
+// reads a key +(k) as the literal key "+(k)" (CreateElementHandler's
+// default handler), and counts it among no anchors.
+var anchorKey = regexp.MustCompile(`^([<=X^])?\((.+)\)$`)
 
 // Pattern compiles a validate.pattern, as its JSON, into a CEL predicate
 // over resource (a CEL expression for the resource, such as "object") that
@@ -271,8 +274,6 @@ func anchorName(modifier string) string {
 		return "the global"
 	case "^":
 		return "the existence"
-	case "+":
-		return "the add-if-not-present"
 	}
 	return "the " + modifier
 }

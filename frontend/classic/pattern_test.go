@@ -78,13 +78,12 @@ func TestPatternRefusals(t *testing.T) {
 		`{"spec": {"containers": [{"ports": [{"(name)": "http", "containerPort": 80}]}]}}`:                    `the conditional anchor "(name)" at /spec/containers/0/ports/0/ under nested lists`,
 		`{"spec": {"containers": [{"securityContext": {"(privileged)": true, "runAsNonRoot": true}}]}}`:       `the conditional anchor "(privileged)" at /spec/containers/0/securityContext/ below a list's element`,
 		`{"spec": {"containers": [{"(name)": "a"}], "initContainers": [{"(name)": "b"}]}}`:                    `the conditional anchor "(name)" at /spec/containers/0/ and at /spec/initContainers/0/`,
-		`{"spec": {"+(name)": "x"}}`:                        `the add-if-not-present anchor`,
-		`{"metadata": {"labels": {"app*": "x"}}}`:           `a wildcard key at /metadata/labels/app*/`,
-		`{"metadata": {"name": "{{request.namespace}}-x"}}`: `a variable in "{{request.namespace}}-x" at /metadata/name/`,
-		`{"spec": {"replicas": 1e20}}`:                      `the number 1e+20 at /spec/replicas/ (too large to compare exactly)`,
-		`{"spec": {"x": [["a"]]}}`:                          `a list of lists at /spec/x/`,
-		`{"spec": {"x": "1*"}}`:                             `the wildcard "1*" against a floating-point value`,
-		`not json`:                                          `the pattern is not JSON`,
+		`{"metadata": {"labels": {"app*": "x"}}}`:                                                             `a wildcard key at /metadata/labels/app*/`,
+		`{"metadata": {"name": "{{request.namespace}}-x"}}`:                                                   `a variable in "{{request.namespace}}-x" at /metadata/name/`,
+		`{"spec": {"replicas": 1e20}}`:                                                                        `the number 1e+20 at /spec/replicas/ (too large to compare exactly)`,
+		`{"spec": {"x": [["a"]]}}`:                                                                            `a list of lists at /spec/x/`,
+		`{"spec": {"x": "1*"}}`:                                                                               `the wildcard "1*" against a floating-point value`,
+		`not json`:                                                                                            `the pattern is not JSON`,
 	} {
 		_, fl := PatternVerdict([]byte(pattern), "object")
 		if fl == nil || !strings.Contains(fl.Message, want) || fl.Reason != "PatternNotExpressible" {

@@ -157,6 +157,11 @@ spec:
     spec:
       <(hostNetwork): true
       dnsPolicy: "ClusterFirstWithHostNet"`,
+	"add-if-not-present-literal": `
+metadata:
+  labels:
+    +(team): "?*"
+    app: "*"`,
 	"numbers": `
 spec:
   replicas: 3
