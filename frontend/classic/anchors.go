@@ -222,19 +222,24 @@ func bindInt(value, name, body string) string {
 
 // hasSkippingAnchors reports a conditional or global anchor in p.
 func hasSkippingAnchors(p any) bool {
+	return hasKey(p, func(k string) bool {
+		m := anchorKey.FindStringSubmatch(k)
+		return m != nil && (m[1] == "" || m[1] == "<")
+	})
+}
+
+// hasKey reports a key of p's maps, at any depth, that holds.
+func hasKey(p any, holds func(key string) bool) bool {
 	switch typed := p.(type) {
 	case map[string]any:
 		for k, v := range typed {
-			if m := anchorKey.FindStringSubmatch(k); m != nil && (m[1] == "" || m[1] == "<") {
-				return true
-			}
-			if hasSkippingAnchors(v) {
+			if holds(k) || hasKey(v, holds) {
 				return true
 			}
 		}
 	case []any:
 		for _, v := range typed {
-			if hasSkippingAnchors(v) {
+			if hasKey(v, holds) {
 				return true
 			}
 		}
@@ -392,15 +397,8 @@ func (c *compiler) mappingCode(m string, p map[string]any, path string) (string,
 	var anchors []string
 	var front, back []string // resource codes, in Kyverno's list order
 	for _, k := range keys {
-		modifier, key := "plain", k
-		if match := anchorKey.FindStringSubmatch(k); match != nil {
-			modifier, key = match[1], match[2]
-			if modifier == "" {
-				modifier = "("
-			}
-		}
-		at := path + key + "/"
-		if fl := plainKey(key, at); fl != nil {
+		modifier, key, at, fl := patternKey(k, path)
+		if fl != nil {
 			return "", fl
 		}
 		present, value := presence(m, key), field(m, key)
@@ -432,7 +430,7 @@ func (c *compiler) mappingCode(m string, p map[string]any, path string) (string,
 			// Kyverno pushes global anchors, and keys with anchors below,
 			// to the front: the last one pushed runs first.
 			front = append([]string{"(" + present + " ? (" + v + " == " + codePass + " ? " + codePass + " : " + codeAnchorSkip + ") : " + codePass + ")"}, front...)
-		case "plain":
+		case "":
 			var v string
 			if s, ok := p[k].(string); ok && s == "*" {
 				v = "(" + present + " && dyn(" + value + ") != null ? " + codePass + " : " + codeFail + ")"
@@ -490,19 +488,5 @@ func firstNonZero(c *compiler, codes []string) string {
 // hasAnchors is Kyverno's hasNestedAnchors: an anchor of any kind in p's
 // maps at any depth.
 func hasAnchors(p any) bool {
-	switch typed := p.(type) {
-	case map[string]any:
-		for k, v := range typed {
-			if anchorKey.MatchString(k) || hasAnchors(v) {
-				return true
-			}
-		}
-	case []any:
-		for _, v := range typed {
-			if hasAnchors(v) {
-				return true
-			}
-		}
-	}
-	return false
+	return hasKey(p, anchorKey.MatchString)
 }

@@ -179,15 +179,8 @@ func (c *compiler) mapping(m string, p map[string]any, path string) (string, *mo
 	sort.Strings(keys)
 	terms := make([]string, 0, len(keys))
 	for _, k := range keys {
-		modifier, key := "", k
-		if match := anchorKey.FindStringSubmatch(k); match != nil {
-			modifier, key = match[1], match[2]
-			if modifier == "" {
-				modifier = "("
-			}
-		}
-		at := path + key + "/"
-		if fl := plainKey(key, at); fl != nil {
+		modifier, key, at, fl := patternKey(k, path)
+		if fl != nil {
 			return "", fl
 		}
 		present, value := presence(m, key), field(m, key)
@@ -252,6 +245,21 @@ func presence(m, key string) string {
 		return "has(" + m + "." + key + ")"
 	}
 	return kyverno.CELString(key) + " in " + m
+}
+
+// patternKey reads a pattern's key at path: its anchor's modifier ("(" for
+// a conditional anchor, "" for a plain key), the key it names, and the
+// path below it; keys Kyverno reads otherwise are refused (plainKey).
+func patternKey(k, path string) (modifier, key, at string, fl *model.Refusal) {
+	key = k
+	if match := anchorKey.FindStringSubmatch(k); match != nil {
+		modifier, key = match[1], match[2]
+		if modifier == "" {
+			modifier = "("
+		}
+	}
+	at = path + key + "/"
+	return modifier, key, at, plainKey(key, at)
 }
 
 // plainKey refuses the keys compiled differently by Kyverno: wildcard
