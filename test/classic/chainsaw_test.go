@@ -552,13 +552,7 @@ func chainsawRequest(o map[string]any, state map[string]map[string]any, resolver
 		namespace = chainsawNamespace
 		meta["namespace"] = namespace
 	}
-	raw := func(v any) runtime.RawExtension {
-		if v == nil {
-			return runtime.RawExtension{}
-		}
-		data, _ := json.Marshal(v)
-		return runtime.RawExtension{Raw: data}
-	}
+	raw := rawExtension
 	req := &admissionv1.AdmissionRequest{
 		UID:       "uid",
 		Kind:      metav1.GroupVersionKind{Group: res.Group, Version: res.Version, Kind: res.Kind},

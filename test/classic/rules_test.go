@@ -362,15 +362,18 @@ func podRequests(in []admissionRequest) []admissionRequest {
 	return out
 }
 
+// rawExtension is v as an admission request's object (none for nil).
+func rawExtension(v any) runtime.RawExtension {
+	if v == nil {
+		return runtime.RawExtension{}
+	}
+	data, _ := json.Marshal(v)
+	return runtime.RawExtension{Raw: data}
+}
+
 // admissionV1 is the admission request of a generated one, for a Pod.
 func admissionV1(r admissionRequest) admissionv1.AdmissionRequest {
-	raw := func(v any) runtime.RawExtension {
-		if v == nil {
-			return runtime.RawExtension{}
-		}
-		data, _ := json.Marshal(v)
-		return runtime.RawExtension{Raw: data}
-	}
+	raw := rawExtension
 	return admissionv1.AdmissionRequest{
 		UID:       "uid",
 		Kind:      metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
