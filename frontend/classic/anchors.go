@@ -173,11 +173,7 @@ func (c *compiler) verdict(resource string, pattern any, path string) (Verdict, 
 func checkConditionalKeys(p any, path string, seen map[string]string) *model.Refusal {
 	switch typed := p.(type) {
 	case map[string]any:
-		keys := make([]string, 0, len(typed))
-		for k := range typed {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := patternKeys(typed)
 		for _, k := range keys {
 			if m := anchorKey.FindStringSubmatch(k); m != nil && m[1] == "" {
 				if first, ok := seen[k]; ok {
@@ -271,11 +267,7 @@ type anchorPath struct {
 func checkAnchors(p any, path string, at anchorPath) *model.Refusal {
 	switch typed := p.(type) {
 	case map[string]any:
-		keys := make([]string, 0, len(typed))
-		for k := range typed {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := patternKeys(typed)
 		for _, k := range keys {
 			m := anchorKey.FindStringSubmatch(k)
 			if m == nil || m[1] != "" {
@@ -389,11 +381,7 @@ func (c *compiler) code(x string, p any, path string) (string, *model.Refusal) {
 // mappingCode is Kyverno's validateMap of the map m: the anchors first, in
 // key order, then the other keys in getSortedNestedAnchorResource's order.
 func (c *compiler) mappingCode(m string, p map[string]any, path string) (string, *model.Refusal) {
-	keys := make([]string, 0, len(p))
-	for k := range p {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := patternKeys(p)
 	var anchors []string
 	var front, back []string // resource codes, in Kyverno's list order
 	for _, k := range keys {

@@ -172,11 +172,7 @@ func (c *compiler) element(x string, p any, path string) (string, *model.Refusal
 // evaluation order (anchors first) changes no verdict here: none of them
 // skips.
 func (c *compiler) mapping(m string, p map[string]any, path string) (string, *model.Refusal) {
-	keys := make([]string, 0, len(p))
-	for k := range p {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := patternKeys(p)
 	terms := make([]string, 0, len(keys))
 	for _, k := range keys {
 		modifier, key, at, fl := patternKey(k, path)
@@ -245,6 +241,17 @@ func presence(m, key string) string {
 		return "has(" + m + "." + key + ")"
 	}
 	return kyverno.CELString(key) + " in " + m
+}
+
+// patternKeys are a pattern map's keys, sorted (the order Kyverno sorts
+// anchors and plain keys in).
+func patternKeys(p map[string]any) []string {
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // patternKey reads a pattern's key at path: its anchor's modifier ("(" for

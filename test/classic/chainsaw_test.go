@@ -283,12 +283,11 @@ func loadChainsaw(file string) ([]*kyvernov1.ClusterPolicy, []chainsawRow, strin
 					default:
 						return nil, nil, "a policy of another kind"
 					}
-					raw, _ := json.Marshal(d)
-					var p kyvernov1.ClusterPolicy
-					if err := json.Unmarshal(raw, &p); err != nil {
+					p, err := decodePolicy(d)
+					if err != nil {
 						return nil, nil, "a policy that does not decode"
 					}
-					policies = append(policies, &p)
+					policies = append(policies, p)
 				}
 			}
 			continue
@@ -359,12 +358,11 @@ func loadChainsaw(file string) ([]*kyvernov1.ClusterPolicy, []chainsawRow, strin
 					if denied {
 						continue // Kyverno refused the policy
 					}
-					raw, _ := json.Marshal(d)
-					var p kyvernov1.ClusterPolicy
-					if err := json.Unmarshal(raw, &p); err != nil {
+					p, err := decodePolicy(d)
+					if err != nil {
 						return nil, nil, "a policy that does not decode"
 					}
-					policies = append(policies, &p)
+					policies = append(policies, p)
 					continue
 				}
 				objects = append(objects, d)
@@ -381,6 +379,16 @@ func loadChainsaw(file string) ([]*kyvernov1.ClusterPolicy, []chainsawRow, strin
 		return nil, nil, "nothing applied"
 	}
 	return policies, rows, ""
+}
+
+// decodePolicy reads a ClusterPolicy or a Policy (carried as one).
+func decodePolicy(d map[string]any) (*kyvernov1.ClusterPolicy, error) {
+	raw, err := json.Marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	var p kyvernov1.ClusterPolicy
+	return &p, json.Unmarshal(raw, &p)
 }
 
 // readObjects reads the YAML documents of a file.
