@@ -261,7 +261,7 @@ func compileCondition(c condition, scope Scope, b *binder, at string) (Predicate
 	}
 	// The key is bound once; binding it fails where it fails.
 	k := b.fresh("k")
-	holds, fl := compileOperator(strings.ToLower(c.Operator), k, key.number, val.literal, at)
+	holds, fl := compileOperator(func() string { return b.fresh("n") }, strings.ToLower(c.Operator), k, key.number, val.literal, at)
 	if fl != nil {
 		return Predicate{}, fl
 	}
@@ -272,16 +272,16 @@ func compileCondition(c condition, scope Scope, b *binder, at string) (Predicate
 // compileOperator is Kyverno's operator handler (pkg/engine/variables/
 // operator) applied to a key known at run time, bound to the variable
 // key, and a literal value.
-func compileOperator(op string, key string, number bool, v any, at string) (string, *model.Refusal) {
+func compileOperator(fresh func() string, op string, key string, number bool, v any, at string) (string, *model.Refusal) {
 	k := "dyn(" + key + ")"
 	switch op {
 	case "greaterthan", "greaterthanorequals", "lessthan", "lessthanorequals":
 		if !number {
-			return "", model.Refuse(model.ReasonJMESPathNotExpressible, "the operator %s on a key that may not be a number (a string key is read as a duration, a quantity, a number or a version) at %s", op, at)
+			return numericOnAnyKey(fresh, op, k, v, at)
 		}
 		return numeric(op, k, v), nil
 	case "equal", "equals", "notequal", "notequals":
-		eq, fl := equals(k, number, v, at)
+		eq, fl := equals(fresh, k, number, v, at)
 		if fl != nil {
 			return "", fl
 		}
@@ -348,13 +348,10 @@ func isDuration(s string) bool {
 
 // equals is EqualHandler.Evaluate of the key k (dyn, not null) and the
 // literal v, by the key's type.
-func equals(k string, number bool, v any, at string) (string, *model.Refusal) {
+func equals(fresh func() string, k string, number bool, v any, at string) (string, *model.Refusal) {
 	onString, onNumber, onBool := "false", "false", "false"
 	switch typed := v.(type) {
 	case string:
-		if isDuration(typed) {
-			return "", model.Refuse(model.ReasonJMESPathNotExpressible, "the duration %q compared at %s", typed, at)
-		}
 		// validateValueWithStringPattern: a quantity key is compared as a
 		// quantity, any other string as a wildcard match of the value.
 		if _, err := resource.ParseQuantity(typed); err == nil {
@@ -367,6 +364,15 @@ func equals(k string, number bool, v any, at string) (string, *model.Refusal) {
 		} else {
 			onString = k + " == " + kyverno.CELString(typed)
 		}
+		if isDuration(typed) {
+			// parseDuration first: a key that is a duration (but "0") is
+			// compared with it in seconds.
+			d, _ := time.ParseDuration(typed)
+			s := fresh()
+			onString = "[string(" + k + ")].all(" + s + ", " + s + " != '0' ? " + goDuration(fresh, s, func(ns string) string {
+				return celSeconds(ns) + " == " + celDouble(d.Seconds())
+			}, onString) + " : " + onString + ")"
+		}
 		// validateValueWithFloatPattern: a number key against the value
 		// read as a float.
 		if f, err := strconv.ParseFloat(typed, 64); err == nil {
@@ -376,11 +382,20 @@ func equals(k string, number bool, v any, at string) (string, *model.Refusal) {
 		onBool = k + " == " + strconv.FormatBool(typed)
 	case nil:
 	case float64:
-		if !number {
-			return "", model.Refuse(model.ReasonJMESPathNotExpressible, "a number compared with Equals at %s (a string key would be read as a duration)", at)
-		}
 		// validateValueWithFloatPattern: a number key against a number.
 		onNumber = "double(" + k + ") == " + celDouble(typed)
+		if !number {
+			// A string key that is a duration (but "0") against the number
+			// of seconds (parseDuration); no other string equals a number.
+			seconds, _, fl := literalDurationSeconds(typed, at)
+			if fl != nil {
+				return "", fl
+			}
+			s := fresh()
+			onString = "[string(" + k + ")].all(" + s + ", " + s + " != '0' && " + goDuration(fresh, s, func(ns string) string {
+				return celSeconds(ns) + " == " + celDouble(seconds)
+			}, "false") + ")"
+		}
 	default:
 		return "", model.Refuse(model.ReasonJMESPathNotExpressible, "a map or a list compared with Equals at %s", at)
 	}

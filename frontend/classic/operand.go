@@ -6,6 +6,7 @@ package classic
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 	"time"
@@ -55,13 +56,19 @@ var goDurationScales = func() []string {
 // variable): where it parses, onValue of its value in nanoseconds (a CEL
 // int); elsewhere onInvalid. It never fails to evaluate where they do not.
 func (c *compiler) goDuration(s string, onValue func(value string) string, onInvalid string) string {
+	return goDuration(c.variable, s, onValue, onInvalid)
+}
+
+// goDuration is (*compiler).goDuration with the comprehension variables
+// named by fresh.
+func goDuration(fresh func() string, s string, onValue func(value string) string, onInvalid string) string {
 	units := make([]string, 0, len(goDurationUnits))
 	for _, u := range []string{"ns", "us", "µs", "μs", "ms", "s", "m", "h"} {
 		units = append(units, kyverno.CELString(u)+": "+strconv.FormatUint(goDurationUnits[u], 10)+"u")
 	}
 	const twoTo63 = "9223372036854775808u"
 	const overflowed = "18446744073709551615u"
-	comp, parts, z, g, k, f, t, ns, sum := c.variable(), c.variable(), c.variable(), c.variable(), c.variable(), c.variable(), c.variable(), c.variable(), c.variable()
+	comp, parts, z, g, k, f, t, ns, sum := fresh(), fresh(), fresh(), fresh(), fresh(), fresh(), fresh(), fresh(), fresh()
 	bind := func(value, name, body string) string { return "[" + value + "].map(" + name + ", " + body + ")[0]" }
 	// parts: the integer digits without leading zeros, the fraction's
 	// digits, the unit in nanoseconds.
@@ -376,23 +383,29 @@ const (
 		`|[iI][nN][fF]([iI][nN][iI][tT][yY])?)|[nN][aA][nN])$`
 )
 
-// maxFloatOperand bounds the numbers compared with ParseFloat's result:
-// a string that may overflow is told apart by its order of magnitude
-// alone, which needs the operand below 1e299.
+// maxFloatOperand bounds the numbers compared with ParseFloat's result,
+// so that a hexadecimal string past 2^1000 (undecided) equals none.
 const maxFloatOperand = 1e299
 
 // goParseFloat compiles strconv.ParseFloat(s, 64) of the CEL string s (a
-// variable) for comparisons with numbers below maxFloatOperand: where it
-// parses to a number of that order, onValue of it (a CEL double);
-// elsewhere (a syntax error, an overflow, a larger number: none equal to
-// such a number) onInvalid. It never fails to evaluate where they do not.
+// variable): where it parses, onValue of it (a CEL double); where it does
+// not (a syntax error, an overflow), onInvalid. It never fails to
+// evaluate where they do not.
 func (c *compiler) goParseFloat(s string, onValue func(value string) string, onInvalid string) string {
+	return goParseFloat(c.variable, s, onValue, onInvalid, onInvalid)
+}
+
+// goParseFloat is (*compiler).goParseFloat with the comprehension
+// variables named by fresh, and onUndecided for a hexadecimal number past
+// 2^1000, which may or may not overflow (the compiler's callers compare
+// with numbers below maxFloatOperand, which none of those equals).
+func goParseFloat(fresh func() string, s string, onValue func(value string) string, onInvalid, onUndecided string) string {
 	// The order of magnitude, from the text: digits of the integer part
 	// (or minus the fraction's leading zeros) plus the exponent, in
 	// decimal digits or hexadecimal bits. Past 300 (or 1000 bits) the
 	// value is at least 1e299 and may overflow, which CEL's double()
 	// reports as an error.
-	t, m, e := c.variable(), c.variable(), c.variable()
+	t, m, e := fresh(), fresh(), fresh()
 	bind := func(value, name, body string) string { return "[" + value + "].map(" + name + ", " + body + ")[0]" }
 	exponent := func(digits string) string {
 		// A signed exponent, its magnitude capped: past 15 digits it is
@@ -407,15 +420,29 @@ func (c *compiler) goParseFloat(s string, onValue func(value string) string, onI
 		return "((size(" + integer + ") > 0 ? size(" + integer + ") : -" + zeros + ") * " + digitsPerDigit + " + " + exp + ")"
 	}
 	// t: the text without its sign and underscores.
-	// A mantissa of zeros is zero, whatever the exponent.
+	// A mantissa of zeros is zero, whatever the exponent. A decimal
+	// number of order 309 is compared, digit by digit, with the least one
+	// ParseFloat rounds to infinity (maxDecimalDigits): it overflows from
+	// there.
+	c := fresh()
 	decimal := bind(t+".find('^[0-9.]*')", m, bind("("+t+".find('[eE][-+]?[0-9]+$'))", e,
-		"(!"+m+".matches('[1-9]') || "+order(m, exponent(e), "1")+" <= 300)"))
+		"(!"+m+".matches('[1-9]') ? 0 : "+bind(order(m, exponent(e), "1"), c,
+			c+" <= 308 ? 0 : "+c+" > 309 ? 1 : "+m+".replace('.', '').find('[1-9]([0-9]*[1-9])?') >= '"+overflowDigits+"' ? 1 : 0")+")"))
+	// A hexadecimal number of order past 1000 bits is left undecided.
 	hex := bind(t+".substring(2).find('^[0-9a-fA-F.]*')", m, bind(t+".find('[pP][-+]?[0-9]+$')", e,
-		"(!"+m+".matches('[1-9a-fA-F]') || "+order(m, exponent(e), "4")+" <= 1000)"))
-	small := bind(s+".replace('_', '').find('[^+-].*')", t,
-		"("+t+".matches('^[iInN]') || ("+t+".matches('^0[xX]') ? "+hex+" : "+decimal+"))")
-	return "(" + s + ".matches('" + goFloatSyntax + "') && " + small + " ? " + onValue("double("+s+")") + " : " + onInvalid + ")"
+		"(!"+m+".matches('[1-9a-fA-F]') || "+order(m, exponent(e), "4")+" <= 1000 ? 0 : 2)"))
+	class := bind(s+".replace('_', '').find('[^+-].*')", t,
+		"("+t+".matches('^[iInN]') ? 0 : "+t+".matches('^0[xX]') ? "+hex+" : "+decimal+")")
+	return "(" + s + ".matches('" + goFloatSyntax + "') ? " + bind(class, c, c+" == 0 ? "+onValue("double("+s+")")+" : "+c+" == 1 ? "+onInvalid+" : "+onUndecided) + " : " + onInvalid + ")"
 }
+
+// overflowDigits are the significant digits of 2^1024 - 2^970, the
+// least number strconv.ParseFloat rounds to infinity (half way between
+// the largest float64 and 2^1024, rounded to even).
+var overflowDigits = func() string {
+	t := new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 1024), new(big.Int).Lsh(big.NewInt(1), 970))
+	return strings.TrimRight(t.String(), "0")
+}()
 
 // numberPattern is Kyverno's validateFloatPattern of the value x against
 // the number p (a pattern's numbers are float64): an int equal to it (p

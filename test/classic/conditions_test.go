@@ -226,6 +226,45 @@ any:
 - key: "{{ request.object.metadata | labels.team }}"
   operator: Equals
   value: "web"`,
+	// A string key read as a duration, a quantity, a float, a version.
+	"lifetime-greaterthan-duration": `
+any:
+- key: "{{ request.object.metadata.annotations.lifetime }}"
+  operator: GreaterThan
+  value: 8h`,
+	"lifetime-lessthanorequals-seconds": `
+any:
+- key: "{{ request.object.metadata.annotations.lifetime }}"
+  operator: LessThanOrEquals
+  value: 3600`,
+	"memory-greaterthanorequals-quantity": `
+any:
+- key: "{{ request.object.spec.memory }}"
+  operator: GreaterThanOrEquals
+  value: 1Gi`,
+	"version-lessthan-semver": `
+any:
+- key: "{{ request.object.spec.version }}"
+  operator: LessThan
+  value: 1.2.3`,
+	"ratio-greaterthan-float-string": `
+any:
+- key: "{{ request.object.spec.ratio }}"
+  operator: GreaterThan
+  value: "1.5"`,
+	"timeout-equals-seconds": `
+any:
+- key: "{{ request.object.spec.timeout }}"
+  operator: Equals
+  value: 3600`,
+	"timeout-equals-notequals-duration": `
+all:
+- key: "{{ request.object.spec.timeout }}"
+  operator: NotEquals
+  value: 90m
+- key: "{{ request.object.spec.period }}"
+  operator: Equals
+  value: 1h`,
 	"nested-or": "\nany:\n- key: \"{{ request.object.spec.a || request.object.spec.b || `[]` }}\"\n  operator: AnyIn\n  value: [\"on\"]",
 }
 
@@ -648,6 +687,16 @@ func catalogue(raw []byte) []any {
 		[]any{map[string]any{"name": "cache", "emptyDir": map[string]any{}}, map[string]any{"name": "host", "hostPath": map[string]any{"path": "/"}}},
 		[]any{map[string]any{"name": "app", "image": "nginx:latest", "port": int64(8080)}, map[string]any{"name": "side", "securityContext": map[string]any{}, "port": 80}},
 		"prod-web", "prod-x-tmp", []any{"kubernetes", "x"},
+		// Durations, quantities, floats and versions, read in that order
+		// by the numeric operators; floats that time.Duration wraps or
+		// cannot hold.
+		"8h", "7h59m59.999999999s", "8h0m0.000000001s", "28800", "28800.5", "-1s", "0s", "-0", "1ms", "1h", "60m", "3600s",
+		"500m", "1G", "1e3", "1e19", "9223372037", "-9300000000", "1e300", "1e400", "Inf", "-inf", "NaN", "0x1p4", "1_000",
+		// Around the least decimal ParseFloat rounds to infinity.
+		"1.7976931348623157e308", "1.7976931348623158e308", "1.7976931348623159e308", "-1.8e308", "0.00017976931348623158079372897140530341507993413271003782693617377898044496829276475094664901797758720709633028641669288791094655554785194040263065748867150582068190890200070838367627385484581771153176447573027006985557136695962284291481986083493647529271907416844436551070434271155969950809304288017790417449779e312",
+		"179769313486231580793728971405303415079934132710037826936173778980444968292764750946649017977587207096330286416692887910946555547851940402630657488671505820681908902000708383676273854845817711531764475730270069855571366959622842914819860834936475292719074168444365510704342711559699508093042880177904174497791",
+		"1.2.3", "1.2.3-rc.1", "1.2.4", "01.2.3", "v1.2.3", "1.2",
+		28800.0, 28800.5, int64(3600), 3600.5, 9.3e9, -9.3e9, 1e19, -1e19, 1e300, int64(9223372036854775807),
 	}
 	keys := make([]string, 0, len(literals))
 	for l := range literals {
