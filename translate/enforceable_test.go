@@ -36,7 +36,7 @@ func TestNotEnforced(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "conditional"},
 		Spec: kyvernov2.PolicyExceptionSpec{
 			Exceptions: []kyvernov2.Exception{{PolicyName: "p", RuleNames: []string{"plain"}}},
-			Conditions: &kyvernov2.AnyAllConditions{AnyConditions: []apiextensionsv1.JSON{{Raw: []byte(`{"key":"a","operator":"Equals","value":"a"}`)}}},
+			Conditions: &kyvernov2.AnyAllConditions{AnyConditions: []apiextensionsv1.JSON{{Raw: []byte(`{"key":"{{ to_upper(request.name) }}","operator":"Equals","value":"a"}`)}}},
 		},
 	}
 	compiled := kyvernov2.PolicyException{
@@ -55,7 +55,7 @@ func TestNotEnforced(t *testing.T) {
 		{"context entries", withContext, nil, `rule "ctx" has context entries, which only Kyverno evaluates`},
 		{"JMESPath preconditions", withPreconditions, nil, `rule "pre" has JMESPath preconditions, which only Kyverno evaluates`},
 		{"empty preconditions", emptyPreconditions, nil, ""},
-		{"exception with conditions", celRule("plain"), []kyvernov2.PolicyException{conditional}, `PolicyException ns/conditional: its conditions have no CEL form: a key without a variable ("a") at any[0], which only Kyverno evaluates`},
+		{"exception with conditions", celRule("plain"), []kyvernov2.PolicyException{conditional}, `PolicyException ns/conditional: its conditions have no CEL form: the function to_upper() in the JMESPath expression "to_upper(request.name)" at any[0].key, which only Kyverno evaluates`},
 		{"exception with conditions compiled", celRule("plain"), []kyvernov2.PolicyException{compiled}, ""},
 		{"plain rule", celRule("plain"), nil, ""},
 	} {

@@ -253,15 +253,28 @@ func compileCondition(c condition, scope Scope, b *binder, at string) (Predicate
 	if fl != nil {
 		return Predicate{}, fl
 	}
-	if key.isLiteral {
-		return Predicate{}, model.Refuse(model.ReasonJMESPathNotExpressible, "a key without a variable (%s) at %s", celLiteral(key.literal), at)
-	}
-	if !val.isLiteral {
-		return Predicate{}, model.Refuse(model.ReasonJMESPathNotExpressible, "a variable in the value at %s", at)
-	}
+	fresh := func() string { return b.fresh("n") }
+	op := strings.ToLower(c.Operator)
 	// The key is bound once; binding it fails where it fails.
 	k := b.fresh("k")
-	holds, fl := compileOperator(func() string { return b.fresh("n") }, strings.ToLower(c.Operator), k, key.number, val.literal, at)
+	if !val.isLiteral {
+		// Kyverno substitutes the key, then the value.
+		if op != "equal" && op != "equals" && op != "notequal" && op != "notequals" {
+			return Predicate{}, model.Refuse(model.ReasonJMESPathNotExpressible, "a variable in the value of the operator %s at %s", c.Operator, at)
+		}
+		v := b.fresh("v")
+		eq := equalsAny(fresh, "dyn("+k+")", "dyn("+v+")")
+		if op == "notequal" || op == "notequals" {
+			eq = "!" + eq
+		}
+		holds := "[" + key.cel + "].all(" + k + ", [" + val.cel + "].all(" + v + ", type(" + k + ") == null_type ? false : " + eq + "))"
+		fails := key.fails()
+		if vf := val.fails(); vf != "false" {
+			fails = or(fails, guarded(fails, vf))
+		}
+		return Predicate{Holds: holds, Fails: fails}, nil
+	}
+	holds, fl := compileOperator(fresh, op, k, key.number, val.literal, at)
 	if fl != nil {
 		return Predicate{}, fl
 	}
@@ -545,12 +558,19 @@ func matchesExactly(s string, values []string) string {
 // expression with * and ? made wildcards (as kyverno's wildcardRegex does
 // at compile time).
 func runtimePatternMatches(s string, values []string) string {
+	return "((" + s + ".contains('*') || " + s + ".contains('?')) && " + kyverno.CELStringList(values) + ".exists(v, v.matches(" + runtimeWildcardRegex(s) + ")))"
+}
+
+// runtimeWildcardRegex is the RE2 expression of the runtime string s read
+// as a Kyverno wildcard pattern: s quoted, with * and ? made wildcards
+// (as kyverno's wildcardRegex does at compile time).
+func runtimeWildcardRegex(s string) string {
 	quoted := s
 	for _, meta := range []string{`\`, `.`, `+`, `(`, `)`, `|`, `[`, `]`, `{`, `}`, `^`, `$`} {
 		quoted += ".replace(" + kyverno.CELString(meta) + ", " + kyverno.CELString(`\`+meta) + ")"
 	}
 	quoted += `.replace('*', '.*').replace('?', '.')`
-	return "((" + s + ".contains('*') || " + s + ".contains('?')) && " + kyverno.CELStringList(values) + ".exists(v, v.matches('^(?s:' + " + quoted + " + ')$')))"
+	return "'^(?s:' + " + quoted + " + ')$'"
 }
 
 // setCheck is isAnyIn, isAllIn, isAnyNotIn or isAllNotIn of the string

@@ -945,11 +945,33 @@ func jmesFalse(v any) bool {
 // (variables/regex RegexVariables, without its escape prefix).
 var messageVariable = regexp.MustCompile(`\{\{(?:\{[^{}]*\}|[^{}])*\}\}`)
 
+// jsonNumber is encoding/json's text of the number x as Kyverno holds
+// it, a float64: an int as it is up to 2^53; else the shortest digits
+// (CEL's string of a double, Go's %g), written without an exponent from
+// 1e-6 up to 1e21 and with %g's exponent (two digits at least)
+// elsewhere, as Kyverno's message shows them.
+func jsonNumber(x string, b *binder) string {
+	d, g, m, e, digits := b.fresh("d"), b.fresh("g"), b.fresh("m"), b.fresh("e"), b.fresh("s")
+	bind := func(value, name, body string) string { return "[" + value + "].map(" + name + ", " + body + ")[0]" }
+	const zeros = "'000000000000000000000000'"
+	// The mantissa's digits D (n of them) and the exponent E of
+	// d.ddd×10^E, written out.
+	n := "size(" + digits + ")"
+	sign := "(" + m + ".startsWith('-') ? '-' : '')"
+	fixed := bind(m+".replace('-', '').replace('.', '')", digits,
+		e+" >= "+n+" - 1 ? "+sign+" + "+digits+" + "+zeros+".substring(0, "+e+" - ("+n+" - 1)) : "+
+			e+" >= 0 ? "+sign+" + "+digits+".substring(0, "+e+" + 1) + '.' + "+digits+".substring("+e+" + 1) : "+
+			sign+" + '0.' + "+zeros+".substring(0, -"+e+" - 1) + "+digits)
+	exponent := bind(g+".split('e')[0]", m, bind("int("+g+".split('e')[1])", e, fixed))
+	onDouble := bind("string("+d+")", g, "!"+g+".contains('e') ? "+g+" : ("+d+" >= 1e21 || "+d+" <= -1e21 || ("+d+" < 1e-6 && "+d+" > -1e-6)) ? "+g+" : "+exponent)
+	return "(type(" + x + ") == int && " + x + " <= 9007199254740992 && " + x + " >= -9007199254740992 ? string(" + x + ") : " + bind("double("+x+")", d, onDouble) + ")"
+}
+
 // Message compiles a rule's message that holds variables into a CEL
 // messageExpression: the text with each variable's value in its place, as
 // Kyverno substitutes it (a string as it is, any other value as JSON; CEL
-// formats a null as "null", a bool and an int as JSON does, a double in
-// the shortest form, which JSON writes without an exponent below 1e21). A
+// formats a null as "null" and a bool as JSON does, a number as
+// jsonNumber). A
 // map or a list, and a variable that fails (a missing key), make the
 // expression fail: the API server then shows the static message, the
 // template. A variable of a form the compiler does not take is refused.
@@ -973,7 +995,7 @@ func Message(template string, scope Scope) (string, *model.Refusal) {
 			return "", fl
 		}
 		x := b.fresh("m")
-		parts = append(parts, "["+v.cel+"].map("+x+", type("+x+") == string ? string("+x+") : type("+x+") == null_type ? 'null' : string("+x+"))[0]")
+		parts = append(parts, "["+v.cel+"].map("+x+", type("+x+") == string ? string("+x+") : type("+x+") == null_type ? 'null' : "+isNumber(x)+" ? "+jsonNumber(x, b)+" : string("+x+"))[0]")
 		offset = loc[1]
 	}
 	if offset < len(template) {

@@ -144,6 +144,11 @@ func numericOnLargeFloat(op string, v any, negative bool) bool {
 	return true
 }
 
+// CPUDependent is the failure of a compiled condition where Kyverno's
+// verdict depends on the CPU it runs on: Go leaves the conversion of a
+// float at or past 2^63 to a time.Duration to the CPU.
+var CPUDependent = failure("a float past 2^63 read as a duration, which Kyverno converts as its CPU does")
+
 // numericCELOperator is CEL's operator of each ordering operator.
 var numericCELOperator = map[string]string{"greaterthan": ">", "greaterthanorequals": ">=", "lessthan": "<", "lessthanorequals": "<="}
 
@@ -174,13 +179,10 @@ func celSeconds(ns string) string {
 	return "(double(" + ns + " / 1000000000) + double(" + ns + " % 1000000000) / 1e9)"
 }
 
-// durationOfFloatCompare compares time.Duration(f)*time.Second (the
-// float truncated to an int64, times 10^9 with two's complement
-// wrapping) in seconds with the constant against. Go leaves the
-// conversion of a float at or past 2^63 to the CPU: 0s on amd64, -1s on
-// arm64 (which saturates); where the two verdicts differ Kyverno has
-// none, and the expression fails to evaluate. NaN and floats at or below
-// -2^63 are 0s on both.
+// durationOfFloatCompare compares time.Duration(f)*time.Second in
+// seconds with the constant against (durationOfFloat); where the two
+// CPUs' verdicts differ, Kyverno has none, and the expression fails to
+// evaluate.
 func durationOfFloatCompare(fresh func() string, op, f string, against float64) string {
 	cmp := numericCELOperator[op]
 	holds := func(seconds float64) bool {
@@ -194,10 +196,22 @@ func durationOfFloatCompare(fresh func() string, op, f string, against float64) 
 		}
 		return seconds <= against
 	}
-	large := failure("a float past 2^63 read as a duration, which Kyverno converts as its CPU does")
+	onCPU := CPUDependent
 	if holds(0) == holds(-1) {
-		large = strconv.FormatBool(holds(0))
+		onCPU = strconv.FormatBool(holds(0))
 	}
+	return durationOfFloat(fresh, f, func(seconds string) string {
+		return seconds + " " + cmp + " " + celDouble(against)
+	}, onCPU)
+}
+
+// durationOfFloat is onSeconds of time.Duration(f)*time.Second in
+// seconds (a CEL double), f a CEL double that never fails: the float
+// truncated to an int64, times 10^9 with two's complement wrapping. Go
+// leaves the conversion of a float at or past 2^63 to the CPU (0s on
+// amd64, -1s on arm64, which saturates): onCPU there. NaN and floats at
+// or below -2^63 are 0s on both.
+func durationOfFloat(fresh func() string, f string, onSeconds func(seconds string) string, onCPU string) string {
 	t, u, d := fresh(), fresh(), fresh()
 	bind := func(value, name, body string) string { return "[" + value + "].map(" + name + ", " + body + ")[0]" }
 	const m = "18446744073709551615u"
@@ -210,7 +224,7 @@ func durationOfFloatCompare(fresh func() string, op, f string, against float64) 
 	signed := bind(sum, u, "("+u+" < 9223372036854775808u ? int("+u+") : "+u+" == 9223372036854775808u ? -9223372036854775807 - 1 : -int("+m+" - "+u+") - 1)")
 	wrapped := bind(twos, u, signed)
 	product := "(" + t + " >= -9223372036 && " + t + " <= 9223372036 ? " + t + " * 1000000000 : " + wrapped + ")"
-	inRange := bind("int("+f+")", t, bind(product, d, celSeconds(d)+" "+cmp+" "+celDouble(against)))
-	return "(" + f + " != " + f + " || " + f + " <= -9223372036854775808.0 ? " + strconv.FormatBool(holds(0)) +
-		" : " + f + " >= 9223372036854775808.0 ? " + large + " : " + inRange + ")"
+	inRange := bind("int("+f+")", t, bind(product, d, onSeconds(celSeconds(d))))
+	return "(" + f + " != " + f + " || " + f + " <= -9223372036854775808.0 ? " + onSeconds("0.0") +
+		" : " + f + " >= 9223372036854775808.0 ? " + onCPU + " : " + inRange + ")"
 }
