@@ -140,38 +140,83 @@ func UniqueSorted(values []string) []string {
 type ParsedSelector struct {
 	Source   *metav1.LabelSelector
 	selector labels.Selector
+	// wildcards are the matchLabels entries whose key or value holds a
+	// Kyverno wildcard, by key.
+	wildcards map[string]string
 }
 
 // ParseSelector validates a Kyverno label selector. Kyverno substitutes
-// wildcards in selectors against the actual labels; that has no CEL or
-// VAP form, so such selectors are refused.
+// wildcards in matchLabels against the actual labels (pkg/engine/
+// wildcards ReplaceInSelector): an entry with a wildcard holds where some
+// label's key and value match it, which CEL says. It is refused where the
+// substitution's outcome depends on Go's map order (a plain key that a
+// wildcard key matches), and for wildcards in matchExpressions, which
+// Kyverno does not substitute.
 func ParseSelector(sel *metav1.LabelSelector) (ParsedSelector, error) {
+	plain := &metav1.LabelSelector{MatchExpressions: sel.MatchExpressions}
+	wildcards := map[string]string{}
 	for k, v := range sel.MatchLabels {
 		if ContainsWildcard(k) || ContainsWildcard(v) {
-			return ParsedSelector{}, fmt.Errorf("label selector %q uses Kyverno wildcards", metav1.FormatLabelSelector(sel))
+			wildcards[k] = v
+			continue
+		}
+		if plain.MatchLabels == nil {
+			plain.MatchLabels = map[string]string{}
+		}
+		plain.MatchLabels[k] = v
+	}
+	for w := range wildcards {
+		for k := range plain.MatchLabels {
+			if WildcardMatch(w, k) {
+				return ParsedSelector{}, fmt.Errorf("label selector %q has the key %q and the wildcard key %q that matches it (Kyverno's substitution then depends on map order)", metav1.FormatLabelSelector(sel), k, w)
+			}
 		}
 	}
 	for _, req := range sel.MatchExpressions {
 		if ContainsWildcard(req.Key) {
-			return ParsedSelector{}, fmt.Errorf("label selector %q uses Kyverno wildcards", metav1.FormatLabelSelector(sel))
+			return ParsedSelector{}, fmt.Errorf("label selector %q uses Kyverno wildcards in matchExpressions", metav1.FormatLabelSelector(sel))
 		}
 		for _, v := range req.Values {
 			if ContainsWildcard(v) {
-				return ParsedSelector{}, fmt.Errorf("label selector %q uses Kyverno wildcards", metav1.FormatLabelSelector(sel))
+				return ParsedSelector{}, fmt.Errorf("label selector %q uses Kyverno wildcards in matchExpressions", metav1.FormatLabelSelector(sel))
 			}
 		}
 	}
-	s, err := metav1.LabelSelectorAsSelector(sel)
+	s, err := metav1.LabelSelectorAsSelector(plain)
 	if err != nil {
 		return ParsedSelector{}, fmt.Errorf("invalid label selector: %w", err)
 	}
-	return ParsedSelector{Source: sel, selector: s}, nil
+	if len(wildcards) == 0 {
+		wildcards = nil
+	}
+	return ParsedSelector{Source: sel, selector: s, wildcards: wildcards}, nil
 }
+
+// celValidLabelKey is "the string k is a valid label key" (a qualified
+// name: an optional DNS subdomain prefix of at most 253 characters and a
+// slash, then a name of at most 63), as labels.NewRequirement checks it.
+func celValidLabelKey(k string) string {
+	const subdomain = `[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*`
+	const name = `[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?`
+	return "(" + k + ".matches(" + CELString("^("+subdomain+"/)?"+name+"$") + ") && size(" + k + ") - " + k + ".lastIndexOf('/') - 1 <= 63 && " + k + ".lastIndexOf('/') <= 253)"
+}
+
+// celValidLabelValue is "the string v is a valid label value".
+func celValidLabelValue(v string) string {
+	return "(size(" + v + ") <= 63 && " + v + ".matches(" + CELString(`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`) + "))"
+}
+
+// HasWildcards reports whether the selector's matchLabels hold Kyverno
+// wildcards, which a Kubernetes label selector cannot carry.
+func (p ParsedSelector) HasWildcards() bool { return len(p.wildcards) > 0 }
 
 // MatchesEmpty reports whether the selector matches an empty label set,
 // which is what Kyverno checks namespace selectors against for
 // cluster-scoped resources.
-func (p ParsedSelector) MatchesEmpty() bool { return p.selector.Matches(labels.Set{}) }
+// A wildcard entry matches no label there.
+func (p ParsedSelector) MatchesEmpty() bool {
+	return !p.HasWildcards() && p.selector.Matches(labels.Set{})
+}
 
 // CEL renders the selector as a predicate over the label map expression.
 func (p ParsedSelector) CEL(labelMap string) string {
@@ -182,7 +227,18 @@ func (p ParsedSelector) CEL(labelMap string) string {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		terms = append(terms, fmt.Sprintf("(%s in %s && %s[%s] == %s)", CELString(k), labelMap, labelMap, CELString(k), CELString(p.Source.MatchLabels[k])))
+		v := p.Source.MatchLabels[k]
+		if _, ok := p.wildcards[k]; ok {
+			// The label whose key and value match the entry's (the least
+			// key, where Kyverno takes the first in Go's map order), which
+			// must make a valid requirement: an invalid key or value, or
+			// no such label (the entry with its wildcards made '0', which
+			// no label has), matches nothing.
+			matching := fmt.Sprintf("%s.filter(k, %s && %s)", labelMap, CELPatternMatch("k", []string{k}), CELPatternMatch(labelMap+"[k]", []string{v}))
+			terms = append(terms, fmt.Sprintf("[%s].all(ks, size(ks) > 0 && [ks.min()].all(k, %s && %s))", matching, celValidLabelKey("k"), celValidLabelValue(labelMap+"[k]")))
+			continue
+		}
+		terms = append(terms, fmt.Sprintf("(%s in %s && %s[%s] == %s)", CELString(k), labelMap, labelMap, CELString(k), CELString(v)))
 	}
 	for _, req := range p.Source.MatchExpressions {
 		key := CELString(req.Key)

@@ -4,6 +4,7 @@
 package clusterpolicy
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
@@ -213,6 +214,9 @@ func overrideRequirements(o *kyvernov1.ValidationFailureActionOverride) (reqs []
 	}
 	if o.NamespaceSelector != nil {
 		sel, err := kyverno.ParseSelector(o.NamespaceSelector)
+		if err == nil && sel.HasWildcards() {
+			err = fmt.Errorf("label selector %q uses Kyverno wildcards, which a binding's namespace selector cannot carry", metav1.FormatLabelSelector(o.NamespaceSelector))
+		}
 		if err != nil {
 			return nil, false, model.Refuse(model.ReasonOverrideNotExpressible, "failure action override: %v", err)
 		}

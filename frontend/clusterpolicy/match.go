@@ -353,7 +353,7 @@ func structuralNamespaces(f resolvedFilter) (*metav1.LabelSelector, bool) {
 		if !f.kinds.OnlyNamespaced() {
 			return nil, false
 		}
-		if _, err := kyverno.ParseSelector(d.NamespaceSelector); err != nil {
+		if parsed, err := kyverno.ParseSelector(d.NamespaceSelector); err != nil || parsed.HasWildcards() {
 			return nil, false
 		}
 		sel = d.NamespaceSelector.DeepCopy()
