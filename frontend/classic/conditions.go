@@ -307,7 +307,7 @@ func compileOperator(fresh func() string, op string, key string, number bool, v 
 	case "anyin", "allin", "anynotin", "allnotin":
 		return membership(op, k, v, at)
 	case "in", "notin":
-		return "", model.Refuse(model.ReasonJMESPathNotExpressible, "the deprecated operator %s at %s", op, at)
+		return deprecatedIn(op == "notin", k, v, at)
 	}
 	return "", model.Refuse(model.ReasonJMESPathNotExpressible, "the operator %q at %s", op, at)
 }
@@ -482,6 +482,79 @@ func membership(op, k string, v any, at string) (string, *model.Refusal) {
 	}
 	scalar := "[" + stringForm(k) + "].all(s, " + onScalar + ")"
 	return "(" + isNumber(k) + " || type(" + k + ") == string || type(" + k + ") == bool ? " + scalar + " : type(" + k + ") == list ? " + onList + " : false)", nil
+}
+
+// KyvernoPanics is the failure of a compiled condition where Kyverno's
+// operator handler panics (In and NotIn assert that every element of a
+// list key is a string): Kyverno has no verdict there.
+var KyvernoPanics = failure("a list key holding an element that is no string, on which Kyverno's In and NotIn panic")
+
+// deprecatedIn is the deprecated In and NotIn handlers (operator/in.go,
+// notin.go) of the key k and the literal v: a scalar key's string form
+// (fmt.Sprint) found in a list value by a wildcard match either way, or
+// matched by a string value as a pattern, or found in the JSON array of
+// strings the string holds; a list key of strings compared as a set
+// with a list or JSON array of strings (all in, or one not in), and
+// equal to a string value as its one element.
+func deprecatedIn(notIn bool, k string, v any, at string) (string, *model.Refusal) {
+	s := "s"
+	var onScalar, onList string
+	switch typed := v.(type) {
+	case []any:
+		values, _, fl := membershipValues(v, at)
+		if fl != nil {
+			return "", fl
+		}
+		onScalar = matchesAny(s, values)
+		if notIn {
+			onScalar = "!" + onScalar
+		}
+		// setExistsInArray: every value must be a string.
+		strs := make([]string, 0, len(typed))
+		for _, item := range typed {
+			str, ok := item.(string)
+			if !ok {
+				strs = nil
+				break
+			}
+			strs = append(strs, str)
+		}
+		switch {
+		case strs == nil && len(typed) > 0:
+			onList = "false"
+		case notIn:
+			onList = k + ".exists(e, !(e in " + kyverno.CELStringList(strs) + "))"
+		default:
+			onList = k + ".all(e, e in " + kyverno.CELStringList(strs) + ")"
+		}
+	case string:
+		direct := kyverno.CELPatternMatch(s, []string{typed})
+		var arr []string
+		isArray := json.Unmarshal([]byte(typed), &arr) == nil
+		switch {
+		case !isArray && notIn:
+			onScalar = "false"
+		case !isArray:
+			onScalar = direct
+		case notIn:
+			onScalar = "(!(" + direct + ") && !(" + s + " in " + kyverno.CELStringList(arr) + "))"
+		default:
+			onScalar = "(" + direct + " || " + s + " in " + kyverno.CELStringList(arr) + ")"
+		}
+		single := "(size(" + k + ") == 1 && " + k + "[0] == " + kyverno.CELString(typed) + ")"
+		rest := "false"
+		if isArray && notIn {
+			rest = k + ".exists(e, !(e in " + kyverno.CELStringList(arr) + "))"
+		} else if isArray {
+			rest = k + ".all(e, e in " + kyverno.CELStringList(arr) + ")"
+		}
+		onList = "(" + single + " || " + rest + ")"
+	default:
+		onScalar, onList = "false", "false"
+	}
+	scalar := "[" + stringForm(k) + "].all(s, " + onScalar + ")"
+	list := "(" + k + ".all(e, type(e) == string) ? " + onList + " : " + KyvernoPanics + ")"
+	return "(" + isNumber(k) + " || type(" + k + ") == string || type(" + k + ") == bool ? " + scalar + " : type(" + k + ") == list ? " + list + " : false)", nil
 }
 
 // membershipValues are the string forms of the literal's values, as

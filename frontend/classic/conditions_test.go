@@ -30,7 +30,6 @@ func TestConditionsRefusals(t *testing.T) {
 		"too long":            {`[{"key": "{{ ` + strings.Repeat("a.", MaxExpressionLength) + `b }}", "operator": "Equals", "value": "x"}]`, "longer than"},
 		"too deep":            {`[{"key": "{{ ` + deep + ` }}", "operator": "Equals", "value": "x"}]`, "nesting deeper"},
 		"unknown operator":    {`[{"key": "{{ request.operation }}", "operator": "Like", "value": "x"}]`, `the operator "like"`},
-		"deprecated In":       {`[{"key": "{{ request.operation }}", "operator": "In", "value": ["x"]}]`, "the deprecated operator in"},
 		"function":            {`[{"key": "{{ to_upper(request.operation) }}", "operator": "Equals", "value": "x"}]`, "the function to_upper()"},
 		"interpolation":       {`[{"key": "ns/{{ request.namespace }}", "operator": "Equals", "value": "x"}]`, "inside a longer string"},
 		"variable in value":   {`[{"key": "{{ request.operation }}", "operator": "AnyIn", "value": "{{ request.name }}"}]`, "a variable in the value of the operator AnyIn"},

@@ -156,14 +156,27 @@ func conditions(in input) {
 				fail(err)
 			}
 		}
-		ok, _, err := variables.EvaluateConditions(logr.Discard(), ctx, wrapper.Conditions)
-		switch {
-		case err != nil:
-			fmt.Println("error")
-		default:
-			fmt.Println(ok)
-		}
+		fmt.Println(recovering(func() (bool, error) {
+			ok, _, err := variables.EvaluateConditions(logr.Discard(), ctx, wrapper.Conditions)
+			return ok, err
+		}))
 	}
+}
+
+// recovering is the verdict of judge: true, false, error, or panic where
+// Kyverno's code panics (In and NotIn on a list key holding an element
+// that is no string).
+func recovering(judge func() (bool, error)) (verdict string) {
+	defer func() {
+		if recover() != nil {
+			verdict = "panic"
+		}
+	}()
+	ok, err := judge()
+	if err != nil {
+		return "error"
+	}
+	return fmt.Sprint(ok)
 }
 
 // exceptionConditions judges the requests as Kyverno judges a
@@ -179,13 +192,9 @@ func exceptionConditions(in input) {
 		if err := ctx.AddRequest(r.admission()); err != nil {
 			fail(err)
 		}
-		ok, err := utilsconditions.CheckAnyAllConditions(logr.Discard(), ctx, block)
-		switch {
-		case err != nil:
-			fmt.Println("error")
-		default:
-			fmt.Println(ok)
-		}
+		fmt.Println(recovering(func() (bool, error) {
+			return utilsconditions.CheckAnyAllConditions(logr.Discard(), ctx, block)
+		}))
 	}
 }
 

@@ -295,6 +295,36 @@ any:
 - key: web
   operator: Equals
   value: "w*"`,
+	// The deprecated In and NotIn.
+	"in-list": `
+any:
+- key: "{{ request.object.spec.args }}"
+  operator: In
+  value: [a, "b*", 1]`,
+	"notin-list": `
+any:
+- key: "{{ request.object.spec.args }}"
+  operator: NotIn
+  value: [a, kubernetes]`,
+	"in-string-and-json": `
+all:
+- key: "{{ request.object.spec.args }}"
+  operator: In
+  value: "a*"
+- key: "{{ request.object.metadata.name }}"
+  operator: NotIn
+  value: '["web", "prod-web"]'
+- key: "{{ request.operation }}"
+  operator: In
+  value: [UPDATE, CREATE]`,
+	"in-mixed-values": `
+any:
+- key: "{{ request.object.spec.args }}"
+  operator: NotIn
+  value: [a, 1, true]
+- key: "{{ request.object.spec.args }}"
+  operator: In
+  value: "not json"`,
 	"nested-or": "\nany:\n- key: \"{{ request.object.spec.a || request.object.spec.b || `[]` }}\"\n  operator: AnyIn\n  value: [\"on\"]",
 }
 
@@ -423,7 +453,7 @@ func compareConditions(t *testing.T, cases map[string][]byte, mayRefuse map[stri
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	compared, disagreements, cpuDependentRequests := 0, 0, 0
+	compared, disagreements, cpuDependentRequests, panicRequests := 0, 0, 0, 0
 	verdicts := map[string]int{}
 	for _, name := range names {
 		raw, contextEntries := splitContext(cases[name])
@@ -446,7 +476,7 @@ func compareConditions(t *testing.T, cases map[string][]byte, mayRefuse map[stri
 			continue
 		}
 		holds, fails := compile(t, env, predicate.Holds), compile(t, env, predicate.Fails)
-		cpu := cpuDependence(t, env, predicate.Holds)
+		cpu, panics := cpuDependence(t, env, predicate.Holds), noVerdict(t, env, predicate.Holds, classic.KyvernoPanics)
 		requests := requestsAround(cases[name])
 		kyverno := askConditions(t, oracle, raw, contextEntries, requests)
 		for i, r := range requests {
@@ -454,6 +484,16 @@ func compareConditions(t *testing.T, cases map[string][]byte, mayRefuse map[stri
 			verdicts[kyverno[i]]++
 			got := evaluateRequest(holds, r)
 			failsGot := evaluateRequest(fails, r)
+			if kyverno[i] == "panic" {
+				// Kyverno panics; kyvap's CEL must fail, there.
+				if got != "error" || !panics.reached(r) {
+					disagreements++
+					data, _ := json.Marshal(r)
+					t.Errorf("%s: %s: Kyverno panics, kyvap's CEL %s", name, data, got)
+				}
+				panicRequests++
+				continue
+			}
 			if got == "error" && cpu.reached(r) {
 				// Kyverno's verdict depends on its CPU here (the oracle's
 				// is amd64's): kyvap fails.
@@ -469,7 +509,7 @@ func compareConditions(t *testing.T, cases map[string][]byte, mayRefuse map[stri
 			}
 		}
 	}
-	t.Logf("%d condition blocks, %d requests compared (Kyverno: %v), %d disagreements; %d requests where Kyverno's verdict depends on its CPU (kyvap fails them)", len(names), compared, verdicts, disagreements, cpuDependentRequests)
+	t.Logf("%d condition blocks, %d requests compared (Kyverno: %v), %d disagreements; %d requests where Kyverno's verdict depends on its CPU, %d where it panics (kyvap fails them)", len(names), compared, verdicts, disagreements, cpuDependentRequests, panicRequests)
 	if compared < atLeast {
 		t.Errorf("only %d requests compared", compared)
 	}
@@ -520,26 +560,36 @@ func requestVariable(r admissionRequest) map[string]any {
 }
 
 // evaluateRequest is true, false or error.
-// cpuPrograms are a compiled expression with classic.CPUDependent, the
-// failure where Kyverno's verdict depends on its CPU, made true and false.
-type cpuPrograms struct{ onTrue, onFalse cel.Program }
+// noVerdictPrograms are a compiled expression with one of the failures
+// where Kyverno has no verdict (classic.CPUDependent: it depends on the
+// CPU; classic.KyvernoPanics: Kyverno panics) made a failure of its own,
+// a division by zero, that a request's evaluation error names.
+type noVerdictPrograms struct{ marked cel.Program }
 
-func cpuDependence(t *testing.T, env *cel.Env, expr string) cpuPrograms {
+func noVerdict(t *testing.T, env *cel.Env, expr, failure string) noVerdictPrograms {
 	t.Helper()
-	if !strings.Contains(expr, classic.CPUDependent) {
-		return cpuPrograms{}
+	if !strings.Contains(expr, failure) {
+		return noVerdictPrograms{}
 	}
-	return cpuPrograms{
-		onTrue:  compile(t, env, strings.ReplaceAll(expr, classic.CPUDependent, "true")),
-		onFalse: compile(t, env, strings.ReplaceAll(expr, classic.CPUDependent, "false")),
-	}
+	const divisionByZero = "dyn(1 / (size(request.operation) - size(request.operation)))"
+	return noVerdictPrograms{marked: compile(t, env, strings.ReplaceAll(expr, failure, divisionByZero))}
 }
 
-// reached says whether the request's verdict turns on the CPU-dependent
-// failure: there Kyverno's verdict is its CPU's (the oracle's, amd64's),
-// and kyvap's CEL fails.
-func (p cpuPrograms) reached(r admissionRequest) bool {
-	return p.onTrue != nil && evaluateRequest(p.onTrue, r) != evaluateRequest(p.onFalse, r)
+// cpuDependence is noVerdict of classic.CPUDependent.
+func cpuDependence(t *testing.T, env *cel.Env, expr string) noVerdictPrograms {
+	return noVerdict(t, env, expr, classic.CPUDependent)
+}
+
+// reached says whether the request's evaluation fails with the failure:
+// for classic.CPUDependent, Kyverno's verdict is its CPU's there (the
+// oracle's, amd64's), and kyvap's CEL fails.
+func (p noVerdictPrograms) reached(r admissionRequest) bool {
+	if p.marked == nil {
+		return false
+	}
+	object, oldObject := roundTrip(r.Object), roundTrip(r.OldObject)
+	_, _, err := p.marked.Eval(map[string]any{"object": object, "oldObject": oldObject, "request": requestVariable(r)})
+	return err != nil && strings.Contains(err.Error(), "division by zero")
 }
 
 func evaluateRequest(program cel.Program, r admissionRequest) string {

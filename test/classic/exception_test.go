@@ -77,7 +77,7 @@ func TestExceptionConditionsAgreeWithKyverno(t *testing.T) {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	compared, disagreements, cpuDependentRequests := 0, 0, 0
+	compared, disagreements, cpuDependentRequests, panicRequests := 0, 0, 0, 0
 	verdicts := map[string]int{}
 	for _, name := range names {
 		applies, fl := classic.ExceptionConditions(cases[name], classic.RequestScope)
@@ -85,7 +85,7 @@ func TestExceptionConditionsAgreeWithKyverno(t *testing.T) {
 			t.Errorf("%s: refused: %s", name, fl.Message)
 			continue
 		}
-		program, cpu := compile(t, env, applies), cpuDependence(t, env, applies)
+		program, cpu, panics := compile(t, env, applies), cpuDependence(t, env, applies), noVerdict(t, env, applies, classic.KyvernoPanics)
 		requests := requestsAround(cases[name])
 		kyverno := runOracle(t, oracle, map[string]any{"exceptionConditions": json.RawMessage(cases[name]), "requests": requests}, len(requests))
 		for i, r := range requests {
@@ -96,6 +96,16 @@ func TestExceptionConditionsAgreeWithKyverno(t *testing.T) {
 				want = "false" // Kyverno logs the error and skips the exception
 			}
 			got := evaluateRequest(program, r)
+			if kyverno[i] == "panic" {
+				// Kyverno panics; kyvap's CEL must fail, there.
+				if got != "error" || !panics.reached(r) {
+					disagreements++
+					data, _ := json.Marshal(r)
+					t.Errorf("%s: %s: Kyverno panics, kyvap's CEL %s", name, data, got)
+				}
+				panicRequests++
+				continue
+			}
 			if got == "error" && cpu.reached(r) {
 				cpuDependentRequests++
 				continue
@@ -109,7 +119,7 @@ func TestExceptionConditionsAgreeWithKyverno(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d exception condition blocks, %d requests compared (Kyverno: %v), %d disagreements; %d requests where Kyverno's verdict depends on its CPU (kyvap fails them)", len(names), compared, verdicts, disagreements, cpuDependentRequests)
+	t.Logf("%d exception condition blocks, %d requests compared (Kyverno: %v), %d disagreements; %d requests where Kyverno's verdict depends on its CPU, %d where it panics (kyvap fails them)", len(names), compared, verdicts, disagreements, cpuDependentRequests, panicRequests)
 	if compared < 2000 {
 		t.Errorf("only %d requests compared", compared)
 	}
