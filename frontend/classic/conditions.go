@@ -294,6 +294,17 @@ func compileOperator(fresh func() string, op string, key string, number bool, v 
 		}
 		return numeric(op, k, v), nil
 	case "equal", "equals", "notequal", "notequals":
+		switch v.(type) {
+		case map[string]any, []any:
+			// A map or a list: equal to a key of its type that is equal
+			// (bound, so that no planner folds a conversion of it).
+			x := fresh()
+			eq := "[" + literal(v).cel + "].all(" + x + ", " + equalsAny(fresh, k, x) + ")"
+			if op == "equal" || op == "equals" {
+				return "(type(" + k + ") == null_type ? false : " + eq + ")", nil
+			}
+			return "(type(" + k + ") == null_type ? false : !" + eq + ")", nil
+		}
 		eq, fl := equals(fresh, k, number, v, at)
 		if fl != nil {
 			return "", fl

@@ -129,12 +129,66 @@ func operand(raw any, scope Scope, b *binder, at string) (value, *model.Refusal)
 		return jmesPath(expression, scope, b, at)
 	case map[string]any, []any:
 		data, _ := json.Marshal(typed)
-		if strings.Contains(string(data), "{{") || strings.Contains(string(data), "$(") {
-			return value{}, model.Refuse(model.ReasonJMESPathNotExpressible, "a variable inside a map or a list at %s", at)
+		if strings.Contains(string(data), "$(") {
+			return value{}, model.Refuse(model.ReasonJMESPathNotExpressible, "a reference $(...) inside a map or a list at %s", at)
 		}
-		return literal(typed), nil
+		if !strings.Contains(string(data), "{{") {
+			return literal(typed), nil
+		}
+		return compositeOperand(typed, scope, b, at)
 	}
 	return literal(raw), nil
+}
+
+// compositeOperand is a map or a list holding variables, as Kyverno
+// substitutes it (jsonUtils.OnlyForLeafsAndKeys): each string leaf that
+// is one variable becomes its value; the whole fails where a leaf does.
+// A variable in a key, or inside a longer string, is refused (operand).
+func compositeOperand(raw any, scope Scope, b *binder, at string) (value, *model.Refusal) {
+	var items, safeItems []string
+	nf, oe := "", ""
+	add := func(v value) {
+		items, safeItems = append(items, "dyn("+v.cel+")"), append(safeItems, "dyn("+v.safe+")")
+		nf, oe = joinOr(nf, v.nf), joinOr(oe, v.oe)
+	}
+	element := func(x any) (value, *model.Refusal) {
+		switch x.(type) {
+		case map[string]any, []any:
+			return compositeOperand(x, scope, b, at)
+		}
+		return operand(x, scope, b, at)
+	}
+	switch typed := raw.(type) {
+	case []any:
+		for _, x := range typed {
+			v, fl := element(x)
+			if fl != nil {
+				return value{}, fl
+			}
+			add(v)
+		}
+		return value{cel: "dyn([" + strings.Join(items, ", ") + "])", safe: "dyn([" + strings.Join(safeItems, ", ") + "])", nf: nf, oe: oe}, nil
+	case map[string]any:
+		keys := make([]string, 0, len(typed))
+		for k := range typed {
+			if strings.Contains(k, "{{") {
+				return value{}, model.Refuse(model.ReasonJMESPathNotExpressible, "a variable in the key %q of a map at %s", k, at)
+			}
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for i, k := range keys {
+			v, fl := element(typed[k])
+			if fl != nil {
+				return value{}, fl
+			}
+			add(v)
+			items[i] = kyverno.CELString(k) + ": " + items[i]
+			safeItems[i] = kyverno.CELString(k) + ": " + safeItems[i]
+		}
+		return value{cel: "dyn({" + strings.Join(items, ", ") + "})", safe: "dyn({" + strings.Join(safeItems, ", ") + "})", nf: nf, oe: oe}, nil
+	}
+	return operand(raw, scope, b, at)
 }
 
 // literal is a value known at compile time, as Kyverno reads it (JSON:
@@ -162,8 +216,13 @@ func celLiteral(v any) string {
 		return celDouble(typed)
 	case []any:
 		items := make([]string, len(typed))
+		mixed := mixedKinds(typed)
 		for i, item := range typed {
 			items[i] = celLiteral(item)
+			if mixed {
+				// The API server takes no list of mixed types.
+				items[i] = "dyn(" + items[i] + ")"
+			}
 		}
 		return "[" + strings.Join(items, ", ") + "]"
 	case map[string]any:
@@ -173,12 +232,49 @@ func celLiteral(v any) string {
 		}
 		sort.Strings(keys)
 		entries := make([]string, len(keys))
+		values := make([]any, len(keys))
 		for i, k := range keys {
-			entries[i] = kyverno.CELString(k) + ": " + celLiteral(typed[k])
+			values[i] = typed[k]
+		}
+		mixed := mixedKinds(values)
+		for i, k := range keys {
+			entry := celLiteral(typed[k])
+			if mixed {
+				entry = "dyn(" + entry + ")"
+			}
+			entries[i] = kyverno.CELString(k) + ": " + entry
 		}
 		return "{" + strings.Join(entries, ", ") + "}"
 	}
 	return fmt.Sprintf("%v", v)
+}
+
+// mixedKinds says whether JSON values are of more than one CEL type (a
+// null, and maps or lists whose own elements differ, count as their own).
+func mixedKinds(values []any) bool {
+	kind := func(v any) string {
+		switch typed := v.(type) {
+		case []any:
+			if mixedKinds(typed) {
+				return "mixed list"
+			}
+		case map[string]any:
+			inner := make([]any, 0, len(typed))
+			for _, x := range typed {
+				inner = append(inner, x)
+			}
+			if mixedKinds(inner) {
+				return "mixed map"
+			}
+		}
+		return fmt.Sprintf("%T", v)
+	}
+	for i := 1; i < len(values); i++ {
+		if kind(values[i]) != kind(values[0]) {
+			return true
+		}
+	}
+	return false
 }
 
 // celDouble is a CEL double literal of f.

@@ -325,12 +325,57 @@ any:
 - key: "{{ request.object.spec.args }}"
   operator: In
   value: "not json"`,
+	// Maps and lists holding variables, and compared as values.
+	"list-key-with-variables": `
+any:
+- key:
+  - "{{ request.object.metadata.labels.app }}"
+  operator: NotIn
+  value: [busybox, busybox1]
+- key: ["{{ request.object.metadata.name }}", x]
+  operator: AnyIn
+  value: [web, "prod-*"]`,
+	"map-key-equals-map": `
+any:
+- key:
+    a: "{{ request.object.spec.a }}"
+    b: [x, "{{ request.object.spec.b }}"]
+  operator: Equals
+  value:
+    a: 1
+    b: [x, "on"]
+- key: "{{ request.object.spec.a }}"
+  operator: NotEquals
+  value: [a, 1]`,
 	"nested-or": "\nany:\n- key: \"{{ request.object.spec.a || request.object.spec.b || `[]` }}\"\n  operator: AnyIn\n  value: [\"on\"]",
 }
 
 // contextCases are condition blocks with the rule's context variables:
 // "context" holds the entries, "conditions" the block.
 var contextCases = map[string]string{
+	"map-value-with-variables": `
+context:
+- name: obj
+  variable:
+    value:
+      name: "{{ request.object.metadata.name }}"
+      labels: ["{{ request.object.metadata.labels.team }}", fixed]
+- name: objName
+  variable:
+    jmesPath: name
+    value:
+      name: "{{ request.object.metadata.name }}"
+conditions:
+  any:
+  - key: "{{ obj.name }}"
+    operator: NotEquals
+    value: web
+  - key: "{{ obj.labels }}"
+    operator: AnyIn
+    value: ["payments"]
+  - key: "{{ objName }}"
+    operator: Equals
+    value: "prod-*"`,
 	"value-variable": `
 context:
 - name: team

@@ -22,8 +22,8 @@ import (
 // that raised them: a change that evaluates fewer rows, or enforces fewer
 // policies by VAPs alone, fails until it says why here.
 const (
-	minEvaluatedClassicRows = 96
-	minVAPOnlyPolicies      = 45
+	minEvaluatedClassicRows = 111
+	minVAPOnlyPolicies      = 50
 )
 
 // TestKyvernoCLICorpus runs `kyvap test` (in process) on every CLI test of
@@ -48,7 +48,8 @@ func TestKyvernoCLICorpus(t *testing.T) {
 	sort.Strings(files)
 	var eligible, evaluated, failed, unloadable int
 	skipped := map[string]int{}
-	policies := map[string]bool{} // eligible classic policies: enforced by VAPs alone?
+	policies := map[string]bool{} // classic policies: enforced by VAPs alone?
+	outside := map[string]bool{}  // classic policies with a rule reading outside the request
 	for _, file := range files {
 		suites, err := policytest.LoadFile(file)
 		if err != nil {
@@ -63,14 +64,23 @@ func TestKyvernoCLICorpus(t *testing.T) {
 			messages := map[string]string{}
 			for _, v := range report.Rules {
 				messages[v.Policy+"/"+v.Rule] = v.Message
-				if _, ok := classic[v.Policy+"/"+v.Rule]; !ok {
+				external, ok := classic[v.Policy+"/"+v.Rule]
+				if !ok {
 					continue
 				}
 				key := s.Path + "#" + v.Policy
+				if external {
+					// A policy reading outside the request is not one of
+					// those the VAP-only goal counts.
+					outside[key] = true
+				}
 				if _, seen := vapOnly[key]; !seen {
 					vapOnly[key] = true
 				}
 				vapOnly[key] = vapOnly[key] && len(v.VAPs) > 0
+				if len(v.VAPs) == 0 && os.Getenv("KYVAP_CORPUS_REASONS") != "" {
+					t.Logf("not by a VAP: %s/%s: %s", v.Policy, v.Rule, v.Message)
+				}
 			}
 			for k, v := range vapOnly {
 				policies[k] = policies[k] || v
@@ -103,14 +113,18 @@ func TestKyvernoCLICorpus(t *testing.T) {
 			}
 		}
 	}
-	vapPolicies := 0
-	for _, v := range policies {
+	vapPolicies, requestOnly := 0, 0
+	for k, v := range policies {
+		if outside[k] {
+			continue
+		}
+		requestOnly++
 		if v {
 			vapPolicies++
 		}
 	}
 	t.Logf("Kyverno's test/cli: %d test files (%d not loadable: other kinds of tests); %d rows of classic rules reading only the request: %d evaluated (%.0f%%), %d failed, skipped by reason %v", len(files), unloadable, eligible, evaluated, 100*float64(evaluated)/float64(max(eligible, 1)), failed, skipped)
-	t.Logf("policies with such rules: %d, enforced entirely by VAPs: %d (%.0f%%)", len(policies), vapPolicies, 100*float64(vapPolicies)/float64(max(len(policies), 1)))
+	t.Logf("policies with classic rules: %d; reading only the request: %d, enforced entirely by VAPs: %d (%.0f%%)", len(policies), requestOnly, vapPolicies, 100*float64(vapPolicies)/float64(max(requestOnly, 1)))
 	if evaluated < minEvaluatedClassicRows {
 		t.Errorf("%d classic rows evaluated, fewer than the floor %d", evaluated, minEvaluatedClassicRows)
 	}
