@@ -4,7 +4,6 @@
 package classic
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -58,8 +57,9 @@ type Verdict struct {
 // without conditional or global anchors compile as Pattern; the others to
 // Kyverno's outcome codes, where they are exact (checkAnchors).
 func PatternVerdict(raw []byte, resource string) (Verdict, *model.Refusal) {
-	var pattern any
-	if err := json.Unmarshal(raw, &pattern); err != nil {
+	// As Kyverno reads it (kyvernov1.FromJSON): integers are int64.
+	pattern, err := decodeTyped(raw)
+	if err != nil {
 		return Verdict{}, model.Refuse(model.ReasonPatternNotExpressible, "the pattern is not JSON: %v", err)
 	}
 	c := &compiler{}
@@ -74,8 +74,8 @@ func PatternVerdict(raw []byte, resource string) (Verdict, *model.Refusal) {
 // pass when one pattern passes; skip when none passes and every one
 // skips; fail otherwise (and pass when there is no pattern).
 func AnyPatternVerdict(raw []byte, resource string) (Verdict, *model.Refusal) {
-	var patterns []any
-	if err := json.Unmarshal(raw, &patterns); err != nil {
+	patterns, err := decodePatternList(raw)
+	if err != nil {
 		return Verdict{}, model.Refuse(model.ReasonPatternNotExpressible, "anyPattern is not a list of patterns: %v", err)
 	}
 	if len(patterns) == 0 {

@@ -4,6 +4,7 @@
 package classic
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -35,6 +36,109 @@ type condition struct {
 	Key      any    `json:"key"`
 	Operator string `json:"operator"`
 	Value    any    `json:"value"`
+}
+
+// UnmarshalJSON reads a condition as Kyverno's Condition.GetKey and
+// GetValue do (apiextensions' JSON conversion, k8s.io/apimachinery's
+// util/json): a number written as an integer is an int64, any other a
+// float64. Kyverno's operators read the two apart (fmt.Sprint, and
+// reflect.DeepEqual in a map or a list).
+func (c *condition) UnmarshalJSON(data []byte) error {
+	var raw struct {
+		Key      json.RawMessage `json:"key"`
+		Operator string          `json:"operator"`
+		Value    json.RawMessage `json:"value"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	c.Operator = raw.Operator
+	var err error
+	if c.Key, err = decodeTyped(raw.Key); err != nil {
+		return err
+	}
+	c.Value, err = decodeTyped(raw.Value)
+	return err
+}
+
+// decodeTyped decodes JSON with integers as int64 and other numbers as
+// float64 (util/json's convertNumber); empty is nil.
+func decodeTyped(data []byte) (any, error) {
+	if len(data) == 0 {
+		return nil, nil
+	}
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	return convertNumbers(v)
+}
+
+func convertNumbers(v any) (any, error) {
+	switch typed := v.(type) {
+	case json.Number:
+		if i, err := typed.Int64(); err == nil {
+			return i, nil
+		}
+		return typed.Float64()
+	case []any:
+		for i, x := range typed {
+			c, err := convertNumbers(x)
+			if err != nil {
+				return nil, err
+			}
+			typed[i] = c
+		}
+	case map[string]any:
+		for k, x := range typed {
+			c, err := convertNumbers(x)
+			if err != nil {
+				return nil, err
+			}
+			typed[k] = c
+		}
+	}
+	return v, nil
+}
+
+// asFloats is v with every int64 a float64.
+func asFloats(v any) any {
+	switch typed := v.(type) {
+	case int64:
+		return float64(typed)
+	case []any:
+		for i, x := range typed {
+			typed[i] = asFloats(x)
+		}
+	case map[string]any:
+		for k, x := range typed {
+			typed[k] = asFloats(x)
+		}
+	}
+	return v
+}
+
+// holdsInteger says whether a literal holds an int64 (decodeTyped).
+func holdsInteger(v any) bool {
+	switch typed := v.(type) {
+	case int64:
+		return true
+	case []any:
+		for _, x := range typed {
+			if holdsInteger(x) {
+				return true
+			}
+		}
+	case map[string]any:
+		for _, x := range typed {
+			if holdsInteger(x) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // HasConditionMessages reports conditions (as their JSON) of which one
@@ -98,6 +202,15 @@ func ExceptionConditions(raw []byte, scope Scope) (string, *model.Refusal) {
 	var block anyAll
 	if err := json.Unmarshal(raw, &block); err != nil {
 		return "", model.Refuse(model.ReasonJMESPathNotExpressible, "the exception's conditions are not {any, all}: %v", err)
+	}
+	// A PolicyException's conditions (kyverno/v2 Condition, kyverno.Any)
+	// decode with encoding/json: every number is a float64.
+	for _, list := range []*[]condition{block.All, block.Any} {
+		if list != nil {
+			for i := range *list {
+				(*list)[i].Key, (*list)[i].Value = asFloats((*list)[i].Key), asFloats((*list)[i].Value)
+			}
+		}
 	}
 	b := &binder{}
 	allOf, anyOf := Predicate{Holds: "true", Fails: "false"}, Predicate{Holds: "true", Fails: "false"}
@@ -255,6 +368,23 @@ func compileCondition(c condition, scope Scope, b *binder, at string) (Predicate
 	}
 	fresh := func() string { return b.fresh("n") }
 	op := strings.ToLower(c.Operator)
+	// An integer in the key is an int64 to Kyverno, which its operators
+	// read as no float64 is read (ParseInt, reflect.DeepEqual).
+	if holdsInteger(c.Key) {
+		return Predicate{}, model.Refuse(model.ReasonJMESPathNotExpressible, "an integer in a literal key (%s) at %s", celLiteral(c.Key), at)
+	}
+	if !val.isLiteral && holdsInteger(c.Value) {
+		return Predicate{}, model.Refuse(model.ReasonJMESPathNotExpressible, "an integer inside a map or a list holding variables at %s", at)
+	}
+	v := val.literal
+	if i, ok := v.(int64); ok && op != "anyin" && op != "allin" && op != "anynotin" && op != "allnotin" && op != "in" && op != "notin" {
+		// Up to 2^53, Kyverno's handlers read an int64 value as the
+		// float64 of it.
+		if i > 1<<53 || i < -(1<<53) {
+			return Predicate{}, model.Refuse(model.ReasonJMESPathNotExpressible, "the integer %d past 2^53 at %s", i, at)
+		}
+		v = float64(i)
+	}
 	// The key is bound once; binding it fails where it fails.
 	k := b.fresh("k")
 	if !val.isLiteral {
@@ -274,7 +404,7 @@ func compileCondition(c condition, scope Scope, b *binder, at string) (Predicate
 		}
 		return Predicate{Holds: holds, Fails: fails}, nil
 	}
-	holds, fl := compileOperator(fresh, op, k, key.number, val.literal, at)
+	holds, fl := compileOperator(fresh, op, k, key.number, v, at)
 	if fl != nil {
 		return Predicate{}, fl
 	}
@@ -296,6 +426,14 @@ func compileOperator(fresh func() string, op string, key string, number bool, v 
 	case "equal", "equals", "notequal", "notequals":
 		switch v.(type) {
 		case map[string]any, []any:
+			if holdsInteger(v) {
+				// reflect.DeepEqual of an int64 and any float64 (every
+				// number a key reads) is false: no key equals it.
+				if op == "equal" || op == "equals" {
+					return "false", nil
+				}
+				return "(type(" + k + ") != null_type)", nil
+			}
 			// A map or a list: equal to a key of its type that is equal
 			// (bound, so that no planner folds a conversion of it).
 			x := fresh()
@@ -481,7 +619,7 @@ func membership(op, k string, v any, at string) (string, *model.Refusal) {
 		} else {
 			onList = "(" + single + " || " + rest + ")"
 		}
-	case float64, bool:
+	case float64, int64, bool:
 		// Invalid for a scalar key; a list key is compared with the
 		// value's string form by AnyIn and AnyNotIn only.
 		onScalar, onList = "false", "false"
@@ -590,7 +728,7 @@ func membershipValues(v any, at string) (values []string, arrayOK bool, fl *mode
 			return arr, true, nil
 		}
 		return []string{typed}, true, nil
-	case float64, bool:
+	case float64, int64, bool:
 		values = []string{fmt.Sprint(typed)}
 	}
 	// A map or a list element of a list key has a Go string form

@@ -25,20 +25,23 @@ func TestConditionsRefusals(t *testing.T) {
 		raw  string
 		want string
 	}{
-		"not conditions":      {`"text"`, "neither a list nor {any, all}"},
-		"too many":            {string(tooMany), fmt.Sprintf("more than %d conditions", MaxConditions)},
-		"too long":            {`[{"key": "{{ ` + strings.Repeat("a.", MaxExpressionLength) + `b }}", "operator": "Equals", "value": "x"}]`, "longer than"},
-		"too deep":            {`[{"key": "{{ ` + deep + ` }}", "operator": "Equals", "value": "x"}]`, "nesting deeper"},
-		"unknown operator":    {`[{"key": "{{ request.operation }}", "operator": "Like", "value": "x"}]`, `the operator "like"`},
-		"function":            {`[{"key": "{{ to_upper(request.operation) }}", "operator": "Equals", "value": "x"}]`, "the function to_upper()"},
-		"interpolation":       {`[{"key": "ns/{{ request.namespace }}", "operator": "Equals", "value": "x"}]`, "inside a longer string"},
-		"variable in value":   {`[{"key": "{{ request.operation }}", "operator": "AnyIn", "value": "{{ request.name }}"}]`, "a variable in the value of the operator AnyIn"},
-		"reference":           {`[{"key": "$(./name)", "operator": "Equals", "value": "x"}]`, "a reference $(...)"},
-		"roles":               {`[{"key": "{{ request.roles }}", "operator": "AnyIn", "value": ["x"]}]`, "request.roles"},
-		"seconds past 2^63":   {`[{"key": "{{ request.name }}", "operator": "GreaterThan", "value": 1e19}]`, "depends on the CPU"},
-		"range":               {`[{"key": "{{ request.name }}", "operator": "AnyIn", "value": "1-5"}]`, "the range"},
-		"value projection":    {`[{"key": "{{ request.object.spec.*.x }}", "operator": "AnyIn", "value": ["x"]}]`, "ValueProjection"},
-		"contains a variable": {`[{"key": "{{ contains(request.object.spec.a, request.name) }}", "operator": "Equals", "value": true}]`, "no literal"},
+		"not conditions":       {`"text"`, "neither a list nor {any, all}"},
+		"too many":             {string(tooMany), fmt.Sprintf("more than %d conditions", MaxConditions)},
+		"too long":             {`[{"key": "{{ ` + strings.Repeat("a.", MaxExpressionLength) + `b }}", "operator": "Equals", "value": "x"}]`, "longer than"},
+		"too deep":             {`[{"key": "{{ ` + deep + ` }}", "operator": "Equals", "value": "x"}]`, "nesting deeper"},
+		"unknown operator":     {`[{"key": "{{ request.operation }}", "operator": "Like", "value": "x"}]`, `the operator "like"`},
+		"function":             {`[{"key": "{{ to_upper(request.operation) }}", "operator": "Equals", "value": "x"}]`, "the function to_upper()"},
+		"interpolation":        {`[{"key": "ns/{{ request.namespace }}", "operator": "Equals", "value": "x"}]`, "inside a longer string"},
+		"variable in value":    {`[{"key": "{{ request.operation }}", "operator": "AnyIn", "value": "{{ request.name }}"}]`, "a variable in the value of the operator AnyIn"},
+		"reference":            {`[{"key": "$(./name)", "operator": "Equals", "value": "x"}]`, "a reference $(...)"},
+		"roles":                {`[{"key": "{{ request.roles }}", "operator": "AnyIn", "value": ["x"]}]`, "request.roles"},
+		"integer key":          {`[{"key": 3600, "operator": "Equals", "value": "{{ request.name }}"}]`, "an integer in a literal key"},
+		"integer in variables": {`[{"key": "{{ request.name }}", "operator": "Equals", "value": ["{{ request.name }}", 1]}]`, "an integer inside a map or a list holding variables"},
+		"integer past 2^53":    {`[{"key": "{{ request.name }}", "operator": "Equals", "value": 9007199254740993}]`, "past 2^53"},
+		"seconds past 2^63":    {`[{"key": "{{ request.name }}", "operator": "GreaterThan", "value": 1e19}]`, "depends on the CPU"},
+		"range":                {`[{"key": "{{ request.name }}", "operator": "AnyIn", "value": "1-5"}]`, "the range"},
+		"value projection":     {`[{"key": "{{ request.object.spec.*.x }}", "operator": "AnyIn", "value": ["x"]}]`, "ValueProjection"},
+		"contains a variable":  {`[{"key": "{{ contains(request.object.spec.a, request.name) }}", "operator": "Equals", "value": true}]`, "no literal"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

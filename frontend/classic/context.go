@@ -165,7 +165,7 @@ func (c *pathCompiler) variable(i int) (value, *model.Refusal) {
 			// applyJMESPath: the path on the value alone (no context);
 			// a failure falls back to the default, a null result stays.
 			x := c.binder.fresh("v")
-			onValue := &pathCompiler{scope: scope, binder: c.binder, expression: v.JMESPath, at: inner.at}
+			onValue := &pathCompiler{scope: scope, binder: c.binder, expression: v.JMESPath, at: inner.at, stored: true}
 			applied, fl := onValue.on(node, x, 0)
 			if fl != nil {
 				return value{}, fl
@@ -184,7 +184,7 @@ func (c *pathCompiler) variable(i int) (value, *model.Refusal) {
 		if err != nil {
 			return value{}, c.refuse("the context variable %q's jmesPath %q does not parse: %v", v.Name, v.JMESPath, err)
 		}
-		inner.expression, inner.query = v.JMESPath, true
+		inner.expression, inner.query, inner.stored = v.JMESPath, true, true
 		query, fl := inner.on(node, "", 0)
 		if fl != nil {
 			return value{}, fl

@@ -214,6 +214,8 @@ func celLiteral(v any) string {
 		return kyverno.CELString(typed)
 	case float64:
 		return celDouble(typed)
+	case int64:
+		return strconv.FormatInt(typed, 10)
 	case []any:
 		items := make([]string, len(typed))
 		mixed := mixedKinds(typed)
@@ -415,6 +417,10 @@ type pathCompiler struct {
 	query      bool
 	expression string
 	at         string
+	// stored: the expression's value is a context variable's output,
+	// which Kyverno stores as JSON (loadVariable's json.Marshal), so that
+	// a function's Go-typed result reads as JSON after it.
+	stored bool
 }
 
 func (c *pathCompiler) refuse(format string, args ...any) *model.Refusal {
@@ -565,6 +571,9 @@ func (c *pathCompiler) on(node parsing.ASTNode, cur string, depth int) (value, *
 		}
 		return acc, nil
 	case parsing.ASTFunctionExpression:
+		if name, _ := node.Value.(string); name == "items" {
+			return c.items(node, cur, depth)
+		}
 		return c.function(node, cur, depth)
 	case parsing.ASTComparator:
 		left, fl := c.on(node.Children[0], cur, depth+1)
@@ -684,6 +693,44 @@ func (c *pathCompiler) on(node parsing.ASTNode, cur string, depth int) (value, *
 		return value{cel: v, safe: v, oe: oe}, nil
 	}
 	return value{}, c.refuse("%s", strings.TrimPrefix(node.NodeType.String(), "AST"))
+}
+
+// items compiles Kyverno's items(value, keyName, valueName) (jpItems):
+// a map's entries in key order, or a list's elements with their index (a
+// float), as a list of maps {keyName: key, valueName: value}. Its result
+// is a Go []map[string]any, which Kyverno's operators read as no JSON
+// value: it is compiled only as a context variable's whole expression,
+// whose output Kyverno stores as JSON.
+func (c *pathCompiler) items(node parsing.ASTNode, cur string, depth int) (value, *model.Refusal) {
+	if !c.stored || depth != 0 {
+		return value{}, c.refuse("the function items() other than as a context variable's whole jmesPath (its result is no JSON value)")
+	}
+	if len(node.Children) != 3 {
+		return value{}, c.refuse("the function items() with %d arguments", len(node.Children))
+	}
+	names := make([]string, 2)
+	for i, child := range node.Children[1:] {
+		s, ok := child.Value.(string)
+		if child.NodeType != parsing.ASTLiteral || !ok {
+			return value{}, c.refuse("the function items() with names that are no string literals")
+		}
+		names[i] = s
+	}
+	subject, fl := c.on(node.Children[0], cur, depth+1)
+	if fl != nil {
+		return value{}, fl
+	}
+	entry := func(key, val string) string {
+		if names[0] == names[1] {
+			// Go's map literal keeps the later of two equal keys.
+			return "{" + kyverno.CELString(names[1]) + ": dyn(" + val + ")}"
+		}
+		return "{" + kyverno.CELString(names[0]) + ": dyn(" + key + "), " + kyverno.CELString(names[1]) + ": dyn(" + val + ")}"
+	}
+	x, k, i, e := c.binder.fresh("f"), c.binder.fresh("k"), c.binder.fresh("i"), c.binder.fresh("e")
+	v := "[" + subject.safe + "].map(" + x + ", type(" + x + ") == map ? dyn(dyn(" + x + ").map(" + k + ", " + k + ").sort().map(" + k + ", " + entry(k, "dyn("+x+")["+k+"]") + ")) : type(" + x + ") == list ? dyn(dyn(" + x + ").transformList(" + i + ", " + e + ", " + entry("double("+i+")", e) + ")) : " + failure("items() of a value that is neither a map nor a list") + ")[0]"
+	wrong := guarded(subject.oe, "["+subject.safe+"].exists("+x+", type("+x+") != map && type("+x+") != list)")
+	return value{cel: v, safe: v, oe: joinOr(subject.oe, wrong)}, nil
 }
 
 // comparatorOf is CEL's operator of a JMESPath ordering comparator.

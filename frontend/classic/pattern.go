@@ -4,10 +4,11 @@
 package classic
 
 import (
-	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/kyvap/kyvap/kyverno"
@@ -36,9 +37,9 @@ var anchorKey = regexp.MustCompile(`^([<=X^])?\((.+)\)$`)
 // MatchPattern) passes. The forms it compiles never skip and never error;
 // any other form is refused with the construct named.
 func Pattern(raw []byte, resource string) (string, *model.Refusal) {
-	var pattern any
-	// As Kyverno reads it (kyvernov1.FromJSON): numbers are float64.
-	if err := json.Unmarshal(raw, &pattern); err != nil {
+	// As Kyverno reads it (kyvernov1.FromJSON): integers are int64.
+	pattern, err := decodeTyped(raw)
+	if err != nil {
 		return "", model.Refuse(model.ReasonPatternNotExpressible, "the pattern is not JSON: %v", err)
 	}
 	c := &compiler{}
@@ -55,8 +56,8 @@ func Pattern(raw []byte, resource string) (string, *model.Refusal) {
 // as Pattern compiles one; since none of them can skip or error, the rule
 // fails exactly when every pattern fails.
 func AnyPattern(raw []byte, resource string) (string, *model.Refusal) {
-	var patterns []any
-	if err := json.Unmarshal(raw, &patterns); err != nil {
+	patterns, err := decodePatternList(raw)
+	if err != nil {
 		return "", model.Refuse(model.ReasonPatternNotExpressible, "anyPattern is not a list of patterns: %v", err)
 	}
 	if len(patterns) == 0 {
@@ -331,8 +332,45 @@ func (c *compiler) scalar(x string, p any, path string) (string, *model.Refusal)
 		return c.valueString(x, typed, path)
 	case float64:
 		return c.numberPattern(x, typed, path)
+	case int64:
+		return c.integerPattern(x, typed, path)
 	}
 	return "", model.Refuse(model.ReasonPatternNotExpressible, "a value of type %T at %s", p, path)
+}
+
+// decodePatternList decodes anyPattern's JSON, a list of patterns, with
+// integers as int64 (decodeTyped).
+func decodePatternList(raw []byte) ([]any, error) {
+	v, err := decodeTyped(raw)
+	if err != nil {
+		return nil, err
+	}
+	list, ok := v.([]any)
+	if !ok && v != nil {
+		return nil, fmt.Errorf("a %T", v)
+	}
+	return list, nil
+}
+
+// integerPattern is Kyverno's validateIntPattern of the value x against
+// the integer p (a pattern's number written as an integer is an int64):
+// an int equal to it; an integral double whose int64 is it (Go leaves a
+// double past 2^63 to the CPU, which yields the least or the greatest
+// int64: those two patterns are refused); a string strconv.ParseInt reads
+// as it (base 10, a sign, no fraction, no exponent).
+func (c *compiler) integerPattern(x string, p int64, path string) (string, *model.Refusal) {
+	if p == math.MinInt64 || p == math.MaxInt64 {
+		return "", model.Refuse(model.ReasonPatternNotExpressible, "the integer %d at %s (Kyverno's comparison of it with a large float depends on the CPU)", p, path)
+	}
+	n := strconv.FormatInt(p, 10)
+	s, d := c.variable(), c.variable()
+	// The digits without leading zeros: at most 19, and no more than
+	// 2^63 (or 2^63 - 1 without a minus) at 19.
+	digits := s + ".find('[0-9]+$').find('[1-9][0-9]*')"
+	fits := "[" + digits + "].all(" + d + ", size(" + d + ") < 19 || (size(" + d + ") == 19 && " + d + " <= (" + s + ".startsWith('-') ? '9223372036854775808' : '9223372036854775807')))"
+	onString := "[string(" + x + ")].all(" + s + ", " + s + ".matches('^[+-]?[0-9]+$') && " + fits + " && int(" + s + ") == " + n + ")"
+	onDouble := "(double(" + x + ") > -9223372036854775808.0 && double(" + x + ") < 9223372036854775808.0 && double(int(double(" + x + "))) == double(" + x + ") && int(double(" + x + ")) == " + n + ")"
+	return "((type(" + x + ") == int && " + x + " == " + n + ") || (type(" + x + ") == double && " + onDouble + ") || (type(" + x + ") == string && " + onString + "))", nil
 }
 
 // onNull is Kyverno's verdict for pattern p against a missing or null

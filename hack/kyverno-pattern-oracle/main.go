@@ -113,10 +113,11 @@ func main() {
 		policy(in)
 		return
 	}
-	// As Kyverno reads a pattern (kyvernov1.FromJSON): plain JSON, numbers
-	// as float64.
+	// As Kyverno reads a pattern (kyvernov1.FromJSON, apiextensions'
+	// conversion with k8s.io/apimachinery's util/json): integers as
+	// int64, other numbers as float64.
 	var pattern any
-	if err := json.Unmarshal(in.Pattern, &pattern); err != nil {
+	if err := utiljson.Unmarshal(in.Pattern, &pattern); err != nil {
 		fail(err)
 	}
 	for _, raw := range in.Resources {

@@ -286,7 +286,7 @@ any:
 - key: 1h
   operator: Equals
   value: "{{ request.object.spec.period }}"
-- key: 3600
+- key: 3600.5
   operator: NotEquals
   value: "{{ request.object.spec.timeout }}"
 - key: [a]
@@ -347,12 +347,56 @@ any:
 - key: "{{ request.object.spec.a }}"
   operator: NotEquals
   value: [a, 1]`,
+	// Integers in literal values are int64 to Kyverno: their string form
+	// has no exponent; no map or list of them equals a JSON value.
+	"integer-literals": `
+any:
+- key: "{{ request.object.spec.replicas }}"
+  operator: AnyIn
+  value: [1000000, 1.5e6, "2000000"]
+- key: "{{ request.object.spec.args }}"
+  operator: Equals
+  value: [1, "a"]
+- key: "{{ request.object.spec.args }}"
+  operator: NotEquals
+  value: {a: 1}
+- key: "{{ request.object.spec.replicas }}"
+  operator: Equals
+  value: 1000000`,
 	"nested-or": "\nany:\n- key: \"{{ request.object.spec.a || request.object.spec.b || `[]` }}\"\n  operator: AnyIn\n  value: [\"on\"]",
 }
 
 // contextCases are condition blocks with the rule's context variables:
 // "context" holds the entries, "conditions" the block.
 var contextCases = map[string]string{
+	"items": `
+context:
+- name: fixed
+  variable:
+    jmesPath: items(@, 'key', 'value')
+    value:
+      b: 2
+      a: 1
+- name: labels
+  variable:
+    jmesPath: items(request.object.metadata.labels, 'k', 'v')
+- name: args
+  variable:
+    jmesPath: items(request.object.spec.args, 'i', 'i')
+conditions:
+  any:
+  - key: "{{ fixed }}"
+    operator: NotEquals
+    value: [{key: a, value: 1}, {key: b, value: 2}]
+  - key: "{{ labels }}"
+    operator: Equals
+    value: [{k: team, v: web}]
+  - key: "{{ length(args) }}"
+    operator: GreaterThan
+    value: 1
+  - key: "{{ args[0].i || 'none' }}"
+    operator: Equals
+    value: "a"`,
 	"map-value-with-variables": `
 context:
 - name: obj
@@ -859,6 +903,7 @@ func catalogue(raw []byte) []any {
 		// Durations, quantities, floats and versions, read in that order
 		// by the numeric operators; floats that time.Duration wraps or
 		// cannot hold.
+		"1000000", int64(1000000), 1.5e6, "1.5e+06", []any{int64(1), "a"}, map[string]any{"a": int64(1)},
 		"8h", "7h59m59.999999999s", "8h0m0.000000001s", "28800", "28800.5", "-1s", "0s", "-0", "1ms", "1h", "60m", "3600s",
 		"500m", "1G", "1e3", "1e19", "9223372037", "-9300000000", "1e300", "1e400", "Inf", "-inf", "NaN", "0x1p4", "1_000",
 		// Around the least decimal ParseFloat rounds to infinity.
