@@ -66,19 +66,46 @@ func TestContextRefusals(t *testing.T) {
 		raw  string
 		want string
 	}{
-		"api call":          {`{"name": "pods", "apiCall": {"urlPath": "/api/v1/pods"}}`, "reads apiCall, outside the request"},
-		"config map":        {`{"name": "cm", "configMap": {"name": "x", "namespace": "y"}}`, "reads configMap"},
-		"dotted name":       {`{"name": "a.b", "variable": {"value": 1}}`, "a plain name"},
-		"reserved name":     {`{"name": "request", "variable": {"value": 1}}`, "a plain name"},
-		"variable in path":  {`{"name": "v", "variable": {"jmesPath": "{{ x }}"}}`, "a variable in its jmesPath"},
-		"variable in value": {`{"name": "v", "variable": {"default": "{{ x }}"}}`, "a variable in its default"},
-		"not an object":     {`[1]`, "not an object"},
+		"api call":             {`{"name": "pods", "apiCall": {"urlPath": "/api/v1/pods"}}`, "reads apiCall, outside the request"},
+		"config map":           {`{"name": "cm", "configMap": {"name": "x", "namespace": "y"}}`, "reads configMap"},
+		"dotted name":          {`{"name": "a.b", "variable": {"value": 1}}`, "a plain name"},
+		"reserved name":        {`{"name": "request", "variable": {"value": 1}}`, "a plain name"},
+		"reference in path":    {`{"name": "v", "variable": {"jmesPath": "$(./x)"}}`, "a reference in its jmesPath"},
+		"reference in default": {`{"name": "v", "variable": {"default": "$(./x)"}}`, "a reference in its default"},
+		"not an object":        {`[1]`, "not an object"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			_, fl := ParseContext([][]byte{[]byte(tt.raw)})
 			if fl == nil || !strings.Contains(fl.Message, tt.want) {
 				t.Errorf("ParseContext = %v; want a refusal naming %q", fl, tt.want)
+			}
+		})
+	}
+}
+
+// TestContextPathRefused: a variable in a context variable's jmesPath
+// is compiled only where it is a string known when compiling.
+func TestContextPathRefused(t *testing.T) {
+	for name, entries := range map[string][]string{
+		"request field": {`{"name": "v", "variable": {"jmesPath": "{{ request.object.metadata.name }}"}}`},
+		"not a string":  {`{"name": "p", "variable": {"value": 1}}`, `{"name": "v", "variable": {"jmesPath": "{{ p }}"}}`},
+		"queried":       {`{"name": "p", "variable": {"jmesPath": "request.name"}}`, `{"name": "v", "variable": {"jmesPath": "{{ p }}"}}`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			raw := make([][]byte, len(entries))
+			for i, e := range entries {
+				raw[i] = []byte(e)
+			}
+			variables, fl := ParseContext(raw)
+			if fl != nil {
+				t.Fatal(fl)
+			}
+			scope := RequestScope
+			scope.Variables = variables
+			_, fl = Conditions([]byte(`[{"key": "{{ v }}", "operator": "Equals", "value": "x"}]`), scope)
+			if fl == nil || !strings.Contains(fl.Message, "no string literal of an earlier context variable") {
+				t.Errorf("Conditions = %v; want a refusal of the jmesPath", fl)
 			}
 		})
 	}

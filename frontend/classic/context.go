@@ -84,16 +84,16 @@ func ParseContext(entries [][]byte) ([]Variable, *model.Refusal) {
 				if !ok {
 					return nil, model.Refuse(model.ReasonJMESPathNotExpressible, "the context variable %q: jmesPath is not a string", entry.Name)
 				}
-				if strings.Contains(s, "{{") || strings.Contains(s, "$(") {
-					return nil, model.Refuse(model.ReasonJMESPathNotExpressible, "the context variable %q: a variable in its jmesPath", entry.Name)
+				if strings.Contains(s, "$(") {
+					return nil, model.Refuse(model.ReasonJMESPathNotExpressible, "the context variable %q: a reference in its jmesPath", entry.Name)
 				}
 				v.JMESPath = s
 			case "default":
 				if decoded == nil {
 					continue
 				}
-				if strings.Contains(string(data), "{{") || strings.Contains(string(data), "$(") {
-					return nil, model.Refuse(model.ReasonJMESPathNotExpressible, "the context variable %q: a variable in its default", entry.Name)
+				if strings.Contains(string(data), "$(") {
+					return nil, model.Refuse(model.ReasonJMESPathNotExpressible, "the context variable %q: a reference in its default", entry.Name)
 				}
 				v.Default, v.HasDefault = decoded, true
 			default:
@@ -144,10 +144,32 @@ func (c *pathCompiler) variable(i int) (value, *model.Refusal) {
 	scope := c.scope
 	scope.Variables = c.vars[:i]
 	inner := &pathCompiler{scope: scope, binder: c.binder, vars: scope.Variables, at: c.at + " (context variable " + v.Name + ")"}
+	// The jmesPath, after Kyverno substitutes its variables: one
+	// variable naming an earlier context variable whose value is a
+	// string known when compiling.
+	path, fl := c.constantPath(i)
+	if fl != nil {
+		return value{}, fl
+	}
+	v.JMESPath = path
+	// The default, substituted (before the value): where that fails the
+	// variable fails to load; where it is null there is no default
+	// (defNull, a CEL predicate).
 	def, failing := "null", failure("the context variable "+v.Name+" failed to load")
+	defNull, defFails, dynamicDefault := "true", "false", false
 	if v.HasDefault {
-		def = celLiteral(v.Default)
+		def, defNull = celLiteral(v.Default), "false"
 		failing = "dyn(" + def + ")"
+		if data, _ := json.Marshal(v.Default); strings.Contains(string(data), "{{") {
+			d, fl := operand(v.Default, scope, c.binder, inner.at+" default")
+			if fl != nil {
+				return value{}, fl
+			}
+			y := c.binder.fresh("d")
+			dynamicDefault, def, defFails = true, d.safe, d.fails()
+			defNull = "[" + d.safe + "].exists(" + y + ", " + y + " == null)"
+			failing = "(" + defNull + " ? " + failure("the context variable "+v.Name+" failed to load") + " : dyn(" + def + "))"
+		}
 	}
 	var out, fails string
 	switch {
@@ -175,8 +197,8 @@ func (c *pathCompiler) variable(i int) (value, *model.Refusal) {
 				body = "(" + f + " ? " + failing + " : " + applied.cel + ")"
 			}
 			out = "[" + val.safe + "].map(" + x + ", " + body + ")[0]"
-			if f := applied.fails(); f != "false" && !v.HasDefault {
-				fails = or(fails, guarded(val.fails(), "["+val.safe+"].exists("+x+", "+f+")"))
+			if f := applied.fails(); f != "false" && defNull != "false" {
+				fails = or(fails, and(defNull, guarded(val.fails(), "["+val.safe+"].exists("+x+", "+f+")")))
 			}
 		}
 	case v.JMESPath != "":
@@ -200,21 +222,71 @@ func (c *pathCompiler) variable(i int) (value, *model.Refusal) {
 		out = "[" + query.safe + "].map(" + x + ", " + x + " == null ? " + def + " : " + x + ")[0]"
 		if qf != "false" {
 			out = "(" + qf + " ? " + failing + " : " + out + ")"
-			if !v.HasDefault {
-				fails = qf
+			if defNull != "false" {
+				fails = and(defNull, qf)
 			}
 		}
 	default:
 		out = def
 	}
 	// A null output fails to load.
-	if !v.HasDefault || v.HasValue {
+	if !v.HasDefault || v.HasValue || dynamicDefault {
 		y := c.binder.fresh("o")
 		nullFails := "[" + out + "].exists(" + y + ", " + y + " == null)"
 		fails = or(orFalse(fails), guarded(nilIfFalse(fails), nullFails))
 		out = "[" + out + "].map(" + y + ", " + y + " == null ? " + failure("the context variable "+v.Name+" is null") + " : " + y + ")[0]"
 	}
+	if defFails != "false" {
+		if f := orFalse(fails); f != "false" {
+			fails = or(defFails, guarded(defFails, f))
+		} else {
+			fails = defFails
+		}
+		out = "(" + defFails + " ? " + failure("the context variable "+v.Name+"'s default failed") + " : " + out + ")"
+	}
 	return value{cel: out, safe: out, oe: nilIfFalse(fails)}, nil
+}
+
+// onlyVariable matches a string that is one variable naming a context
+// variable.
+var onlyVariable = regexp.MustCompile(`^\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$`)
+
+// constantPath is variable i's jmesPath as Kyverno substitutes it
+// (loadVariable: variables.SubstituteAll, then a string): without
+// variables, itself; one variable naming the only earlier context
+// variable of that name whose value is a string literal (no jmesPath),
+// that string. Any other variable in a jmesPath is known at run time
+// only, and Kyverno parses the result there: refused.
+func (c *pathCompiler) constantPath(i int) (string, *model.Refusal) {
+	path := c.vars[i].JMESPath
+	if !strings.Contains(path, "{{") {
+		return path, nil
+	}
+	refuse := func() (string, *model.Refusal) {
+		return "", c.refuse("the context variable %q's jmesPath %q (a variable that is no string literal of an earlier context variable)", c.vars[i].Name, path)
+	}
+	m := onlyVariable.FindStringSubmatch(path)
+	if m == nil {
+		return refuse()
+	}
+	found := -1
+	for j := 0; j < i; j++ {
+		if c.vars[j].Name == m[1] {
+			if found >= 0 {
+				return refuse()
+			}
+			found = j
+		}
+	}
+	if found < 0 {
+		return refuse()
+	}
+	source := c.vars[found]
+	text, ok := source.Value.(string)
+	if !ok || !source.HasValue || source.JMESPath != "" || strings.Contains(text, "{{") || strings.Contains(text, "$(") {
+		return refuse()
+	}
+	return text, nil
 }
 
 // failure is a CEL expression that fails to evaluate, saying why in its

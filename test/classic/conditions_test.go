@@ -369,6 +369,36 @@ any:
 // contextCases are condition blocks with the rule's context variables:
 // "context" holds the entries, "conditions" the block.
 var contextCases = map[string]string{
+	"default-and-jmespath-with-variables": `
+context:
+- name: objName
+  variable:
+    default: "{{ request.object.metadata.name }}"
+    jmesPath: request.object.metadata.generateName
+- name: jpExpression
+  variable:
+    value: name
+- name: picked
+  variable:
+    jmesPath: "{{ jpExpression }}"
+    value:
+      name: "{{ request.object.metadata.labels.team }}"
+- name: fallback
+  variable:
+    default:
+      team: "{{ request.object.metadata.labels.team || 'none' }}"
+    jmesPath: request.object.spec.missing
+conditions:
+  any:
+  - key: "{{ objName }}"
+    operator: Equals
+    value: web
+  - key: "{{ picked }}"
+    operator: Equals
+    value: payments
+  - key: "{{ fallback.team }}"
+    operator: Equals
+    value: none`,
 	"items": `
 context:
 - name: fixed
