@@ -755,7 +755,7 @@ func comparatorOf(token any) (string, bool) {
 // an error, as Kyverno's argument check.
 func (c *pathCompiler) function(node parsing.ASTNode, cur string, depth int) (value, *model.Refusal) {
 	name, _ := node.Value.(string)
-	arity := map[string]int{"length": 1, "contains": 2, "starts_with": 2, "ends_with": 2, "type": 1, "abs": 1, "split": 2, "replace_all": 3, "join": 2}[name]
+	arity := map[string]int{"length": 1, "contains": 2, "starts_with": 2, "ends_with": 2, "type": 1, "abs": 1, "split": 2, "replace_all": 3, "join": 2, "regex_match": 2, "pattern_match": 2}[name]
 	if name == "not_null" && len(node.Children) > 0 {
 		arity = len(node.Children) // variadic
 	}
@@ -844,6 +844,25 @@ func (c *pathCompiler) function(node parsing.ASTNode, cur string, depth int) (va
 		v := "[" + args[0].safe + "].map(" + x + ", type(" + x + ") == int || type(" + x + ") == double ? (double(" + x + ") <= 0.0 ? 0.0 - double(" + x + ") : double(" + x + ")) : " + failure("abs() of a value that is not a number") + ")[0]"
 		wrong := guarded(args[0].oe, "["+args[0].safe+"].exists("+x+", !(type("+x+") == int || type("+x+") == double))")
 		return value{cel: v, safe: v, oe: joinOr(oe, wrong), number: true}, nil
+	case "regex_match", "pattern_match":
+		// Kyverno's jpRegexMatch and jpPatternMatch, which kyvap's engine
+		// evaluates (kyverno/cellib jmespathLib): a string, then a
+		// string or a number (the fork's argument check), else an error;
+		// an invalid regular expression is an error (a literal one is
+		// checked here).
+		first := node.Children[0]
+		if lit, ok := first.Value.(string); name == "regex_match" && first.NodeType == parsing.ASTLiteral && ok {
+			if _, err := regexp.Compile(lit); err != nil {
+				return value{}, c.refuse("the invalid regular expression %q of regex_match()", lit)
+			}
+		} else if name == "regex_match" {
+			return value{}, c.refuse("regex_match() with a regular expression that is no string literal")
+		}
+		y := c.binder.fresh("g")
+		ok := "type(" + x + ") == string && (type(" + y + ") == string || " + isNumber(y) + ")"
+		v := "[" + args[0].safe + "].map(" + x + ", [" + args[1].safe + "].map(" + y + ", " + ok + " ? dyn(jmespath." + name + "(string(" + x + "), " + y + ")) : " + failure(name+"() of a value that is not a string, or a string or a number") + ")[0])[0]"
+		wrong := "[" + args[0].safe + "].exists(" + x + ", [" + args[1].safe + "].exists(" + y + ", !(" + ok + ")))"
+		return value{cel: v, safe: v, oe: joinOr(oe, guarded(oe, wrong))}, nil
 	case "starts_with", "ends_with":
 		y := c.binder.fresh("g")
 		method := map[string]string{"starts_with": "startsWith", "ends_with": "endsWith"}[name]

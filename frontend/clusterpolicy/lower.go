@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/kyverno"
+	"github.com/kyvap/kyvap/kyverno/cellib"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/vap"
 )
@@ -569,6 +571,12 @@ func (l *Lowering) lower(rule *kyvernov1.Rule) (model.Rule, *model.Refusal) {
 	if fl := vap.CheckFields(&spec); fl != nil {
 		return none, fl
 	}
+	// A classic rule calling Kyverno's JMESPath functions that only
+	// kyvap's engine evaluates (kyverno/cellib's jmespath library): its
+	// CEL, all generated, compiles there, not in the API server.
+	if l.classic[rule.Name] && slices.Contains(cellib.Used(specExpressions(&spec)...), "jmespath") {
+		return none, model.Refuse(model.ReasonKyvernoLibrary, "calls Kyverno's JMESPath functions %s, which kyvap's engine evaluates and the API server does not have", strings.Join(cellib.JMESPathFunctions(specExpressions(&spec)...), ", "))
+	}
 	if fl := l.checkCEL(&spec, ours); fl != nil {
 		return none, fl
 	}
@@ -701,6 +709,24 @@ func (l *Lowering) checkCEL(spec *admissionregistrationv1.ValidatingAdmissionPol
 	}
 	cluster, _ := vap.CheckExpressions(spec, l.version, ours)
 	return model.Refuse(model.ReasonCELNotAtCompatibilityVersion, "does not compile at CEL compatibility version %s: %s", l.version, vap.ProblemsMessage(cluster))
+}
+
+// specExpressions are every CEL expression of a VAP spec.
+func specExpressions(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec) []string {
+	var out []string
+	for _, mc := range spec.MatchConditions {
+		out = append(out, mc.Expression)
+	}
+	for _, v := range spec.Variables {
+		out = append(out, v.Expression)
+	}
+	for _, v := range spec.Validations {
+		out = append(out, v.Expression, v.MessageExpression)
+	}
+	for _, a := range spec.AuditAnnotations {
+		out = append(out, a.ValueExpression)
+	}
+	return out
 }
 
 // kyvernoCELFailure: the rule compiles for the cluster but not in Kyverno's

@@ -64,6 +64,9 @@ var libraries = []struct {
 	{"time", func() cel.Library { return &timeLib{} }},
 	{"transform", func() cel.Library { return &transformLib{} }},
 	{"gzip", func() cel.Library { return &gzipLib{} }},
+	// Not a Kyverno CEL library: Kyverno's JMESPath functions, for the
+	// classic rules frontend/classic compiles.
+	{"jmespath", func() cel.Library { return &jmespathLib{} }},
 }
 
 // Supported reports whether kyvap's engine implements Kyverno CEL library lib

@@ -4,7 +4,9 @@
 package cellib
 
 import (
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/google/cel-go/common"
 	"github.com/google/cel-go/common/ast"
@@ -38,6 +40,8 @@ var kyvernoFunctions = map[string]string{
 	"math.round":  "math",
 	"x509.decode": "x509",
 	"image":       "image", "parseImageReference": "image", "isImage": "image",
+	// kyvap's own: Kyverno's JMESPath functions (jmespathLib).
+	"jmespath.regex_match": "jmespath", "jmespath.pattern_match": "jmespath",
 }
 
 // Used returns the Kyverno CEL libraries the expressions use,
@@ -85,6 +89,21 @@ func Used(expressions ...string) []string {
 	out := make([]string, 0, len(found))
 	for lib := range found {
 		out = append(out, lib)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// JMESPathFunctions are the Kyverno JMESPath functions (jmespathLib) the
+// expressions call, as "regex_match()", sorted.
+func JMESPathFunctions(expressions ...string) []string {
+	var out []string
+	for _, e := range expressions {
+		for name, lib := range kyvernoFunctions {
+			if lib == "jmespath" && strings.Contains(e, name+"(") && !slices.Contains(out, strings.TrimPrefix(name, "jmespath.")+"()") {
+				out = append(out, strings.TrimPrefix(name, "jmespath.")+"()")
+			}
+		}
 	}
 	sort.Strings(out)
 	return out

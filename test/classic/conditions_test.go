@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kyvap/kyvap/frontend/classic"
+	"github.com/kyvap/kyvap/kyverno/cellib"
 	"github.com/kyvap/kyvap/vap"
 )
 
@@ -363,6 +364,21 @@ any:
 - key: "{{ request.object.spec.replicas }}"
   operator: Equals
   value: 1000000`,
+	// Kyverno's JMESPath functions that only kyvap's engine evaluates.
+	"regex-and-pattern-match": `
+any:
+- key: "{{ regex_match('^prod-[a-z]+$', request.object.metadata.name) }}"
+  operator: Equals
+  value: true
+- key: "{{ pattern_match('w?b*', request.object.metadata.labels.team) }}"
+  operator: Equals
+  value: true
+- key: "{{ regex_match('^1([.]5)?$', request.object.spec.replicas) }}"
+  operator: Equals
+  value: true
+- key: "{{ pattern_match('16777217', request.object.spec.replicas) }}"
+  operator: Equals
+  value: false`,
 	"nested-or": "\nany:\n- key: \"{{ request.object.spec.a || request.object.spec.b || `[]` }}\"\n  operator: AnyIn\n  value: [\"on\"]",
 }
 
@@ -651,6 +667,12 @@ func requestEnv(t testing.TB) *cel.Env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Kyverno's JMESPath functions that kyvap's engine evaluates: a rule
+	// calling them is never a VAP, and its CEL compiles with them.
+	env, err = env.Extend(cellib.EnvOptions([]string{"jmespath"})...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return env
 }
 
@@ -933,6 +955,7 @@ func catalogue(raw []byte) []any {
 		// Durations, quantities, floats and versions, read in that order
 		// by the numeric operators; floats that time.Duration wraps or
 		// cannot hold.
+		int64(16777217), 16777216.0, 0.1, "web", "wxb-1",
 		"1000000", int64(1000000), 1.5e6, "1.5e+06", []any{int64(1), "a"}, map[string]any{"a": int64(1)},
 		"8h", "7h59m59.999999999s", "8h0m0.000000001s", "28800", "28800.5", "-1s", "0s", "-0", "1ms", "1h", "60m", "3600s",
 		"500m", "1G", "1e3", "1e19", "9223372037", "-9300000000", "1e300", "1e400", "Inf", "-inf", "NaN", "0x1p4", "1_000",
