@@ -755,7 +755,7 @@ func comparatorOf(token any) (string, bool) {
 // an error, as Kyverno's argument check.
 func (c *pathCompiler) function(node parsing.ASTNode, cur string, depth int) (value, *model.Refusal) {
 	name, _ := node.Value.(string)
-	arity := map[string]int{"length": 1, "contains": 2, "starts_with": 2, "ends_with": 2, "type": 1, "abs": 1, "split": 2, "replace_all": 3, "join": 2, "regex_match": 2, "pattern_match": 2}[name]
+	arity := map[string]int{"length": 1, "contains": 2, "starts_with": 2, "ends_with": 2, "type": 1, "abs": 1, "split": 2, "replace_all": 3, "join": 2, "regex_match": 2, "pattern_match": 2, "parse_json": 1, "parse_yaml": 1, "base64_decode": 1, "path_canonicalize": 1}[name]
 	if name == "not_null" && len(node.Children) > 0 {
 		arity = len(node.Children) // variadic
 	}
@@ -863,6 +863,19 @@ func (c *pathCompiler) function(node parsing.ASTNode, cur string, depth int) (va
 		v := "[" + args[0].safe + "].map(" + x + ", [" + args[1].safe + "].map(" + y + ", " + ok + " ? dyn(jmespath." + name + "(string(" + x + "), " + y + ")) : " + failure(name+"() of a value that is not a string, or a string or a number") + ")[0])[0]"
 		wrong := "[" + args[0].safe + "].exists(" + x + ", [" + args[1].safe + "].exists(" + y + ", !(" + ok + ")))"
 		return value{cel: v, safe: v, oe: joinOr(oe, guarded(oe, wrong))}, nil
+	case "parse_json", "parse_yaml", "base64_decode", "path_canonicalize":
+		// Kyverno's jpParseJson, jpParseYAML, jpBase64Decode and
+		// jpPathCanonicalize, which kyvap's engine evaluates (kyverno/
+		// cellib jmespathLib): of a string, else an error; a parse error
+		// is an error.
+		valid := map[string]string{"parse_json": "jmespath.parse_json_valid", "parse_yaml": "jmespath.parse_yaml_valid", "base64_decode": "jmespath.base64_valid"}[name]
+		ok := "type(" + x + ") == string"
+		if valid != "" {
+			ok += " && " + valid + "(string(" + x + "))"
+		}
+		v := "[" + args[0].safe + "].map(" + x + ", " + ok + " ? dyn(jmespath." + name + "(string(" + x + "))) : " + failure(name+"() of a value that is not a string, or does not parse") + ")[0]"
+		wrong := guarded(args[0].oe, "["+args[0].safe+"].exists("+x+", !("+ok+"))")
+		return value{cel: v, safe: v, oe: joinOr(oe, wrong)}, nil
 	case "starts_with", "ends_with":
 		y := c.binder.fresh("g")
 		method := map[string]string{"starts_with": "startsWith", "ends_with": "endsWith"}[name]

@@ -42,6 +42,10 @@ var kyvernoFunctions = map[string]string{
 	"image":       "image", "parseImageReference": "image", "isImage": "image",
 	// kyvap's own: Kyverno's JMESPath functions (jmespathLib).
 	"jmespath.regex_match": "jmespath", "jmespath.pattern_match": "jmespath",
+	"jmespath.parse_json": "jmespath", "jmespath.parse_json_valid": "jmespath",
+	"jmespath.parse_yaml": "jmespath", "jmespath.parse_yaml_valid": "jmespath",
+	"jmespath.base64_decode": "jmespath", "jmespath.base64_valid": "jmespath",
+	"jmespath.path_canonicalize": "jmespath",
 }
 
 // Used returns the Kyverno CEL libraries the expressions use,
@@ -100,7 +104,7 @@ func JMESPathFunctions(expressions ...string) []string {
 	var out []string
 	for _, e := range expressions {
 		for name, lib := range kyvernoFunctions {
-			if lib == "jmespath" && strings.Contains(e, name+"(") && !slices.Contains(out, strings.TrimPrefix(name, "jmespath.")+"()") {
+			if lib == "jmespath" && !strings.HasSuffix(name, "_valid") && strings.Contains(e, name+"(") && !slices.Contains(out, strings.TrimPrefix(name, "jmespath.")+"()") {
 				out = append(out, strings.TrimPrefix(name, "jmespath.")+"()")
 			}
 		}

@@ -379,6 +379,23 @@ any:
 - key: "{{ pattern_match('16777217', request.object.spec.replicas) }}"
   operator: Equals
   value: false`,
+	"parse-and-decode": `
+any:
+- key: "{{ parse_json(request.object.metadata.annotations.test).a }}"
+  operator: Equals
+  value: x
+- key: "{{ request.object.metadata.annotations.test | parse_yaml(@).b }}"
+  operator: AnyIn
+  value: ["2"]
+- key: "{{ base64_decode(request.object.metadata.annotations.test) }}"
+  operator: Equals
+  value: xyz
+- key: "{{ path_canonicalize(request.object.metadata.annotations.test) }}"
+  operator: Equals
+  value: /b/c
+- key: "{{ request.object.metadata.name }}"
+  operator: AnyIn
+  value: ['{"a": "x"}', "a: x\nb: [1, 2]", "eHl6", "eHl", "/a/../b//c/", "{", "a: [", "null", "1"]`,
 	"nested-or": "\nany:\n- key: \"{{ request.object.spec.a || request.object.spec.b || `[]` }}\"\n  operator: AnyIn\n  value: [\"on\"]",
 }
 
