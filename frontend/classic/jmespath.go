@@ -672,11 +672,9 @@ func (c *pathCompiler) on(node parsing.ASTNode, cur string, depth int) (value, *
 		}
 		return value{cel: v, safe: v, oe: oe}, nil
 	case parsing.ASTMultiSelectList:
-		if cur == "" {
-			return value{}, c.refuse("a multi-select list on the whole context")
-		}
 		// interpreter.go ASTMultiSelectList: null on null; each element
-		// with a missing key read as null.
+		// with a missing key read as null. The whole context is a map,
+		// never null.
 		items := make([]string, len(node.Children))
 		oe := ""
 		for i, child := range node.Children {
@@ -684,7 +682,11 @@ func (c *pathCompiler) on(node parsing.ASTNode, cur string, depth int) (value, *
 			if fl != nil {
 				return value{}, fl
 			}
-			items[i], oe = item.safe, joinOr(oe, item.oe)
+			items[i], oe = "dyn("+item.safe+")", joinOr(oe, item.oe)
+		}
+		if cur == "" {
+			v := "dyn([" + strings.Join(items, ", ") + "])"
+			return value{cel: v, safe: v, oe: oe}, nil
 		}
 		v := "(type(" + cur + ") == null_type ? null : dyn([" + strings.Join(items, ", ") + "]))"
 		if oe != "" {
@@ -755,7 +757,7 @@ func comparatorOf(token any) (string, bool) {
 // an error, as Kyverno's argument check.
 func (c *pathCompiler) function(node parsing.ASTNode, cur string, depth int) (value, *model.Refusal) {
 	name, _ := node.Value.(string)
-	arity := map[string]int{"length": 1, "contains": 2, "starts_with": 2, "ends_with": 2, "type": 1, "abs": 1, "split": 2, "replace_all": 3, "join": 2, "regex_match": 2, "pattern_match": 2, "parse_json": 1, "parse_yaml": 1, "base64_decode": 1, "path_canonicalize": 1}[name]
+	arity := map[string]int{"length": 1, "contains": 2, "starts_with": 2, "ends_with": 2, "type": 1, "abs": 1, "split": 2, "replace_all": 3, "join": 2, "regex_match": 2, "pattern_match": 2, "parse_json": 1, "parse_yaml": 1, "base64_decode": 1, "path_canonicalize": 1, "to_string": 1, "to_number": 1, "max": 1, "regex_replace_all": 3}[name]
 	if name == "not_null" && len(node.Children) > 0 {
 		arity = len(node.Children) // variadic
 	}
@@ -862,6 +864,38 @@ func (c *pathCompiler) function(node parsing.ASTNode, cur string, depth int) (va
 		ok := "type(" + x + ") == string && (type(" + y + ") == string || " + isNumber(y) + ")"
 		v := "[" + args[0].safe + "].map(" + x + ", [" + args[1].safe + "].map(" + y + ", " + ok + " ? dyn(jmespath." + name + "(string(" + x + "), " + y + ")) : " + failure(name+"() of a value that is not a string, or a string or a number") + ")[0])[0]"
 		wrong := "[" + args[0].safe + "].exists(" + x + ", [" + args[1].safe + "].exists(" + y + ", !(" + ok + ")))"
+		return value{cel: v, safe: v, oe: joinOr(oe, guarded(oe, wrong))}, nil
+	case "to_string", "to_number", "max":
+		// The fork's jpfToString (JSON of anything but a string),
+		// jpfToNumber (null for what ParseFloat does not read) and jpfMax
+		// (of a list of numbers or of strings), which kyvap's engine
+		// evaluates; a value JSON cannot write (NaN) or max() of anything
+		// else is an error.
+		valid := map[string]string{"to_string": "jmespath.to_string_valid", "max": "jmespath.max_valid"}[name]
+		call := "dyn(jmespath." + name + "(" + x + "))"
+		v := "[" + args[0].safe + "].map(" + x + ", " + call + ")[0]"
+		wrong := ""
+		if valid != "" {
+			v = "[" + args[0].safe + "].map(" + x + ", " + valid + "(" + x + ") ? " + call + " : " + failure(name+"() of a value it does not take") + ")[0]"
+			wrong = guarded(args[0].oe, "["+args[0].safe+"].exists("+x+", !"+valid+"("+x+"))")
+		}
+		return value{cel: v, safe: v, oe: joinOr(oe, wrong)}, nil
+	case "regex_replace_all":
+		// Kyverno's jpRegexReplaceAll, which kyvap's engine evaluates: a
+		// literal regular expression (checked here), a string or a number
+		// source and replacement (ifaceToString), else an error.
+		first := node.Children[0]
+		lit, isString := first.Value.(string)
+		if first.NodeType != parsing.ASTLiteral || !isString {
+			return value{}, c.refuse("regex_replace_all() with a regular expression that is no string literal")
+		}
+		if _, err := regexp.Compile(lit); err != nil {
+			return value{}, c.refuse("the invalid regular expression %q of regex_replace_all()", lit)
+		}
+		y, z := c.binder.fresh("g"), c.binder.fresh("h")
+		ok := "type(" + x + ") == string && (type(" + y + ") == string || " + isNumber(y) + ") && (type(" + z + ") == string || " + isNumber(z) + ")"
+		v := "[" + args[0].safe + "].map(" + x + ", [" + args[1].safe + "].map(" + y + ", [" + args[2].safe + "].map(" + z + ", " + ok + " ? dyn(jmespath.regex_replace_all(string(" + x + "), " + y + ", " + z + ")) : " + failure("regex_replace_all() of a value that is not a string or a number") + ")[0])[0])[0]"
+		wrong := "[" + args[0].safe + "].exists(" + x + ", [" + args[1].safe + "].exists(" + y + ", [" + args[2].safe + "].exists(" + z + ", !(" + ok + "))))"
 		return value{cel: v, safe: v, oe: joinOr(oe, guarded(oe, wrong))}, nil
 	case "parse_json", "parse_yaml", "base64_decode", "path_canonicalize":
 		// Kyverno's jpParseJson, jpParseYAML, jpBase64Decode and

@@ -6,6 +6,7 @@ package cellib
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -16,6 +17,7 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/common/types/traits"
 
 	"github.com/kyvap/kyvap/kyverno"
 )
@@ -34,7 +36,13 @@ import (
 //     where Kyverno's parse fails;
 //   - jmespath.base64_decode(s): the standard encoding decoded, as a
 //     string, with jmespath.base64_valid;
-//   - jmespath.path_canonicalize(s): filepath.Join(s).
+//   - jmespath.path_canonicalize(s): filepath.Join(s);
+//   - jmespath.regex_replace_all(regex, src, repl): every match replaced
+//     (src and repl strings or numbers, as for regex_match);
+//   - jmespath.to_string(v): v, or its JSON (json.Marshal), with
+//     to_string_valid; jmespath.to_number(v): a number, a string
+//     ParseFloat reads, else null; jmespath.max(list): the greatest of a
+//     list of numbers or of strings (null when empty), with max_valid.
 //
 // src is a string or a number (the fork checks the argument types first),
 // a number formatted as Kyverno's ifaceToString does: the shortest
@@ -97,7 +105,172 @@ func (*jmespathLib) CompileOptions() []cel.EnvOption {
 			}))),
 		cel.Function("jmespath.path_canonicalize", cel.Overload("jmespath_path_canonicalize_string", []*cel.Type{cel.StringType}, cel.StringType,
 			cel.UnaryBinding(func(s ref.Val) ref.Val { return types.String(filepath.Join(string(s.(types.String)))) }))),
+		cel.Function("jmespath.regex_replace_all",
+			cel.Overload("jmespath_regex_replace_all_string_dyn_dyn", []*cel.Type{cel.StringType, cel.DynType, cel.DynType}, cel.StringType,
+				cel.FunctionBinding(func(args ...ref.Val) ref.Val {
+					src, err := jmespathString(args[1], "regex_replace_all")
+					if err != nil {
+						return types.WrapErr(err)
+					}
+					repl, err := jmespathString(args[2], "regex_replace_all")
+					if err != nil {
+						return types.WrapErr(err)
+					}
+					re, err := regexp.Compile(string(args[0].(types.String)))
+					if err != nil {
+						return types.WrapErr(err)
+					}
+					return types.String(re.ReplaceAll([]byte(src), []byte(repl)))
+				}))),
+		cel.Function("jmespath.to_string", cel.Overload("jmespath_to_string_dyn", []*cel.Type{cel.DynType}, cel.StringType,
+			cel.UnaryBinding(func(v ref.Val) ref.Val {
+				s, err := toJMESPathString(v)
+				if err != nil {
+					return types.WrapErr(err)
+				}
+				return types.String(s)
+			}))),
+		cel.Function("jmespath.to_string_valid", cel.Overload("jmespath_to_string_valid_dyn", []*cel.Type{cel.DynType}, cel.BoolType,
+			cel.UnaryBinding(func(v ref.Val) ref.Val {
+				_, err := toJMESPathString(v)
+				return types.Bool(err == nil)
+			}))),
+		cel.Function("jmespath.to_number", cel.Overload("jmespath_to_number_dyn", []*cel.Type{cel.DynType}, cel.DynType,
+			cel.UnaryBinding(func(v ref.Val) ref.Val {
+				switch typed := v.(type) {
+				case types.Double:
+					return typed
+				case types.Int, types.Uint:
+					f, _ := nativeJSON(v)
+					return types.Double(f.(float64))
+				case types.String:
+					f, err := strconv.ParseFloat(string(typed), 64)
+					if err != nil {
+						return types.NullValue
+					}
+					return types.Double(f)
+				}
+				return types.NullValue
+			}))),
+		cel.Function("jmespath.max", cel.Overload("jmespath_max_dyn", []*cel.Type{cel.DynType}, cel.DynType,
+			cel.UnaryBinding(func(v ref.Val) ref.Val {
+				best, err := jmespathMax(v)
+				if err != nil {
+					return types.WrapErr(err)
+				}
+				return types.DefaultTypeAdapter.NativeToValue(best)
+			}))),
+		cel.Function("jmespath.max_valid", cel.Overload("jmespath_max_valid_dyn", []*cel.Type{cel.DynType}, cel.BoolType,
+			cel.UnaryBinding(func(v ref.Val) ref.Val {
+				_, err := jmespathMax(v)
+				return types.Bool(err == nil)
+			}))),
 	}
+}
+
+// nativeJSON is a CEL value as Kyverno's JMESPath holds the JSON value:
+// every number a float64.
+func nativeJSON(v ref.Val) (any, error) {
+	switch typed := v.(type) {
+	case types.Null:
+		return nil, nil
+	case types.Bool:
+		return bool(typed), nil
+	case types.String:
+		return string(typed), nil
+	case types.Double:
+		return float64(typed), nil
+	case types.Int:
+		return float64(typed), nil
+	case types.Uint:
+		return float64(typed), nil
+	case traits.Lister:
+		var out []any
+		// A list's iterator yields its elements.
+		for it := typed.Iterator(); it.HasNext() == types.True; {
+			x, err := nativeJSON(it.Next())
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, x)
+		}
+		if out == nil {
+			out = []any{}
+		}
+		return out, nil
+	case traits.Mapper:
+		out := map[string]any{}
+		for it := typed.Iterator(); it.HasNext() == types.True; {
+			k := it.Next()
+			key, ok := k.(types.String)
+			if !ok {
+				return nil, fmt.Errorf("a map key of type %s", k.Type())
+			}
+			x, err := nativeJSON(typed.Get(k))
+			if err != nil {
+				return nil, err
+			}
+			out[string(key)] = x
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("no JSON value of type %s", v.Type())
+}
+
+// toJMESPathString is the fork's jpfToString: a string as it is, any
+// other value as its JSON.
+func toJMESPathString(v ref.Val) (string, error) {
+	if s, ok := v.(types.String); ok {
+		return string(s), nil
+	}
+	native, err := nativeJSON(v)
+	if err != nil {
+		return "", err
+	}
+	data, err := json.Marshal(native)
+	return string(data), err
+}
+
+// jmespathMax is the fork's jpfMax of a list of numbers (the greatest,
+// as a float64) or of strings; an empty list is null; anything else is
+// the fork's argument type error.
+func jmespathMax(v ref.Val) (any, error) {
+	native, err := nativeJSON(v)
+	if err != nil {
+		return nil, err
+	}
+	items, ok := native.([]any)
+	if !ok {
+		return nil, fmt.Errorf("invalid type for max(): %T, where an array of numbers or strings is expected", native)
+	}
+	if len(items) == 0 {
+		return nil, nil
+	}
+	allNumbers, allStrings := true, true
+	for _, x := range items {
+		_, isNumber := x.(float64)
+		_, isString := x.(string)
+		allNumbers, allStrings = allNumbers && isNumber, allStrings && isString
+	}
+	switch {
+	case allNumbers:
+		best := items[0].(float64)
+		for _, x := range items[1:] {
+			if x.(float64) > best {
+				best = x.(float64)
+			}
+		}
+		return best, nil
+	case allStrings:
+		best := items[0].(string)
+		for _, x := range items[1:] {
+			if x.(string) > best {
+				best = x.(string)
+			}
+		}
+		return best, nil
+	}
+	return nil, errors.New("invalid type for max(): an array of numbers or strings is expected")
 }
 
 // parseJSON is Kyverno's jpParseJson of s.

@@ -45,7 +45,9 @@ var kyvernoFunctions = map[string]string{
 	"jmespath.parse_json": "jmespath", "jmespath.parse_json_valid": "jmespath",
 	"jmespath.parse_yaml": "jmespath", "jmespath.parse_yaml_valid": "jmespath",
 	"jmespath.base64_decode": "jmespath", "jmespath.base64_valid": "jmespath",
-	"jmespath.path_canonicalize": "jmespath",
+	"jmespath.path_canonicalize": "jmespath", "jmespath.regex_replace_all": "jmespath",
+	"jmespath.to_string": "jmespath", "jmespath.to_string_valid": "jmespath", "jmespath.to_number": "jmespath",
+	"jmespath.max": "jmespath", "jmespath.max_valid": "jmespath",
 }
 
 // Used returns the Kyverno CEL libraries the expressions use,

@@ -396,6 +396,26 @@ any:
 - key: "{{ request.object.metadata.name }}"
   operator: AnyIn
   value: ['{"a": "x"}', "a: x\nb: [1, 2]", "eHl6", "eHl", "/a/../b//c/", "{", "a: [", "null", "1"]`,
+	"to-string-number-max": `
+any:
+- key: "{{ max([to_number(regex_replace_all('h.*', request.object.spec.duration, '')), to_number('2400')]) }}"
+  operator: GreaterThan
+  value: 2400
+- key: "{{ to_string(request.object.spec.a) }}"
+  operator: AnyIn
+  value: ["null", "1", '{"a":"b"}', "true", "x"]
+- key: "{{ to_string(request.object.spec.a) }}"
+  operator: Equals
+  value: '["a"]'
+- key: "{{ max(request.object.spec.a) }}"
+  operator: Equals
+  value: b
+- key: "{{ to_number(request.object.spec.a) }}"
+  operator: Equals
+  value: 1.5
+- key: "{{ request.object.metadata.name }}"
+  operator: AnyIn
+  value: ["2500h", "100h30m", "2400", "1e3h"]`,
 	"nested-or": "\nany:\n- key: \"{{ request.object.spec.a || request.object.spec.b || `[]` }}\"\n  operator: AnyIn\n  value: [\"on\"]",
 }
 
@@ -878,6 +898,7 @@ func requestsAround(raw []byte) []admissionRequest {
 			}
 		}
 	}
+	objects = slice(objects, len(raw))
 	var requests []admissionRequest
 	users := []authenticationv1.UserInfo{{}, {Username: "alice", Groups: []string{"system:masters", "dev"}}, {Username: "system:serviceaccount:ns:sa"}}
 	for i, o := range objects {
@@ -892,6 +913,28 @@ func requestsAround(raw []byte) []admissionRequest {
 		}
 	}
 	return requests
+}
+
+// fullDifferential says whether the differential runs its full set
+// (make differential: KYVAP_DIFFERENTIAL=full) or, in make test, a
+// bounded slice of it.
+var fullDifferential = os.Getenv("KYVAP_DIFFERENTIAL") == "full"
+
+// slice is the objects generated around a block, all of them in the full
+// run, else the bounded slice make test runs: the first objects (missing
+// and null paths) and every third of the others, from an offset that
+// differs between blocks (seed), so that every value is planted in some
+// block.
+func slice[T any](objects []T, seed int) []T {
+	const head, stride = 8, 3
+	if fullDifferential || len(objects) <= head {
+		return objects
+	}
+	out := append([]T(nil), objects[:head]...)
+	for i := head + seed%stride; i < len(objects); i += stride {
+		out = append(out, objects[i])
+	}
+	return out
 }
 
 // build is an object with path set to v (set) or with the last key of
