@@ -531,9 +531,9 @@ func equals(fresh func() string, k string, number bool, v any, at string) (strin
 			// compared with it in seconds.
 			d, _ := time.ParseDuration(typed)
 			s := fresh()
-			onString = "[string(" + k + ")].all(" + s + ", " + s + " != '0' ? " + goDuration(fresh, s, func(ns string) string {
+			onString = "[string(" + k + ")].all(" + s + ", " + kyvernoDuration(fresh, s, func(ns string) string {
 				return celSeconds(ns) + " == " + celDouble(d.Seconds())
-			}, onString) + " : " + onString + ")"
+			}, onString) + ")"
 		}
 		// validateValueWithFloatPattern: a number key against the value
 		// read as a float.

@@ -21,9 +21,9 @@ func equalsAny(fresh func() string, k, v string) string {
 	// parseDuration: the key a duration; the value a duration string or a
 	// number of seconds, else on to the quantity.
 	keySeconds := celSeconds(ns)
-	valueString := "[string(" + v + ")].all(" + vs + ", " + vs + " != '0' ? " + goDuration(fresh, vs, func(valueNs string) string {
+	valueString := "[string(" + v + ")].all(" + vs + ", " + kyvernoDuration(fresh, vs, func(valueNs string) string {
 		return keySeconds + " == " + celSeconds(valueNs)
-	}, quantity) + " : " + quantity + ")"
+	}, quantity) + ")"
 	onCPU := "(" + keySeconds + " == 0.0 || " + keySeconds + " == -1.0 ? " + CPUDependent + " : false)"
 	valueNumber := durationOfFloat(fresh, "double("+v+")", func(seconds string) string {
 		return keySeconds + " == " + seconds
@@ -31,7 +31,7 @@ func equalsAny(fresh func() string, k, v string) string {
 	keyDuration := func(keyNs string) string {
 		return "[" + keyNs + "].all(" + ns + ", type(" + v + ") == string ? " + valueString + " : " + isNumber(v) + " ? " + valueNumber + " : " + quantity + ")"
 	}
-	onString := "[string(" + k + ")].all(" + ks + ", " + ks + " != '0' ? " + goDuration(fresh, ks, keyDuration, quantity) + " : " + quantity + ")"
+	onString := "[string(" + k + ")].all(" + ks + ", " + kyvernoDuration(fresh, ks, keyDuration, quantity) + ")"
 	// A number key: a string value read by ParseFloat (a hexadecimal
 	// string past 2^1000, undecided, equals no number below 1e299).
 	undecided := "(double(" + k + ") < 1e299 && double(" + k + ") > -1e299 ? false : " + failure("a hexadecimal number string too large to compare exactly") + ")"

@@ -79,9 +79,9 @@ func numericOnString(fresh func() string, op, s string, v any, at string) (strin
 	if !ok {
 		return rest, nil
 	}
-	return "(" + s + " != '0' ? " + goDuration(fresh, s, func(ns string) string {
+	return kyvernoDuration(fresh, s, func(ns string) string {
 		return celSeconds(ns) + " " + cmp + " " + celDouble(seconds)
-	}, rest) + " : " + rest + ")", nil
+	}, rest), nil
 }
 
 // numericOnFloat is validateValueWithFloatPattern of the CEL double f

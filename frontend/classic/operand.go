@@ -59,6 +59,15 @@ func (c *compiler) goDuration(s string, onValue func(value string) string, onInv
 	return goDuration(c.variable, s, onValue, onInvalid)
 }
 
+// kyvernoDuration is goDuration of the CEL string s (a variable) as
+// Kyverno's parseDuration reads an operand: "0" is no duration there.
+// onInvalid is written once.
+func kyvernoDuration(fresh func() string, s string, onValue func(value string) string, onInvalid string) string {
+	t := fresh()
+	// The empty string is no duration either.
+	return "[" + s + " == '0' ? '' : " + s + "].all(" + t + ", " + goDuration(fresh, t, onValue, onInvalid) + ")"
+}
+
 // goDuration is (*compiler).goDuration with the comprehension variables
 // named by fresh.
 func goDuration(fresh func() string, s string, onValue func(value string) string, onInvalid string) string {
@@ -96,9 +105,13 @@ func goDuration(fresh func() string, s string, onValue func(value string) string
 	// the components are not negative); a double sum tells first whether
 	// the exact one fits in a uint.
 	components := s + ".findAll('" + goDurationComponent + "').map(" + comp + ", " + component + ")"
+	// The parse as a list: [] where it fails, [nanoseconds] where it
+	// does; onValue and onInvalid are written once.
 	summed := bind(components, ns, ns+".map(x, double(x)).sum() < 1.8e19 ? "+
-		bind(ns+".sum()", sum, "("+sum+" < "+twoTo63+" || ("+sum+" == "+twoTo63+" && "+neg+")) ? "+onValue("("+signed+")")+" : "+onInvalid)+" : "+onInvalid)
-	return "(" + s + ".matches('" + goDurationSyntax + "') ? (" + s + ".matches('^[-+]?0$') ? " + onValue("0") + " : " + summed + ") : " + onInvalid + ")"
+		bind(ns+".sum()", sum, "("+sum+" < "+twoTo63+" || ("+sum+" == "+twoTo63+" && "+neg+")) ? ["+signed+"] : []")+" : []")
+	parsed := "(" + s + ".matches('" + goDurationSyntax + "') ? (" + s + ".matches('^[-+]?0$') ? [0] : " + summed + ") : [])"
+	p, d := fresh(), fresh()
+	return bind(parsed, p, "size("+p+") == 0 ? "+onInvalid+" : "+bind(p+"[0]", d, onValue(d)))
 }
 
 // operandCompare is Kyverno's validateString of the value x (a CEL
@@ -433,7 +446,7 @@ func goParseFloat(fresh func() string, s string, onValue func(value string) stri
 		"(!"+m+".matches('[1-9a-fA-F]') || "+order(m, exponent(e), "4")+" <= 1000 ? 0 : 2)"))
 	class := bind(s+".replace('_', '').find('[^+-].*')", t,
 		"("+t+".matches('^[iInN]') ? 0 : "+t+".matches('^0[xX]') ? "+hex+" : "+decimal+")")
-	return "(" + s + ".matches('" + goFloatSyntax + "') ? " + bind(class, c, c+" == 0 ? "+onValue("double("+s+")")+" : "+c+" == 1 ? "+onInvalid+" : "+onUndecided) + " : " + onInvalid + ")"
+	return bind("("+s+".matches('"+goFloatSyntax+"') ? "+class+" : 1)", c, c+" == 0 ? "+onValue("double("+s+")")+" : "+c+" == 1 ? "+onInvalid+" : "+onUndecided)
 }
 
 // overflowDigits are the significant digits of 2^1024 - 2^970, the
