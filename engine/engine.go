@@ -375,7 +375,7 @@ func compileRule(policy string, rule kyvernov1.Rule, fr *translate.FallbackRule)
 	// In Kyverno's CEL environment: an expression Kyverno cannot compile
 	// fails there, and must here.
 	env := celeval.Environment{Version: vap.KyvernoCELVersion}
-	if c.failuresAreErrors && slices.Contains(cellib.Used(ruleExpressions(&rule)...), "jmespath") {
+	if c.failuresAreErrors && slices.Contains(cellib.Used(vap.SpecExpressions(ruleSpec(&rule, spec))...), "jmespath") {
 		// A classic rule calling Kyverno's JMESPath functions, which the
 		// classic compiler leaves to kyvap's engine (kyverno/cellib).
 		env.Extensions, env.ExtensionsKey = cellib.EnvOptions([]string{"jmespath"}), "jmespath"
@@ -417,27 +417,6 @@ func compileRule(policy string, rule kyvernov1.Rule, fr *translate.FallbackRule)
 	}
 	c.program = celeval.CompileIn(env, policy+"/"+rule.Name, ruleSpec(&rule, spec))
 	return c
-}
-
-// ruleExpressions are the CEL expressions of a rule's validate.cel and
-// CEL preconditions.
-func ruleExpressions(rule *kyvernov1.Rule) []string {
-	var out []string
-	for _, mc := range rule.CELPreconditions {
-		out = append(out, mc.Expression)
-	}
-	if cel := rule.Validation.CEL; cel != nil {
-		for _, v := range cel.Variables {
-			out = append(out, v.Expression)
-		}
-		for _, e := range cel.Expressions {
-			out = append(out, e.Expression, e.MessageExpression)
-		}
-		for _, a := range cel.AuditAnnotations {
-			out = append(out, a.ValueExpression)
-		}
-	}
-	return out
 }
 
 // ruleSpec is the CEL part of a Kyverno rule as the VAP spec the API server

@@ -191,3 +191,23 @@ func CompatibilityVersionOfServer(gitVersion string) (string, error) {
 	}
 	return fmt.Sprintf("%d.%d", v.Major(), v.Minor()-1), nil
 }
+
+// SpecExpressions lists every CEL expression of a VAP spec: match
+// conditions, variables, validations (and their message expressions),
+// audit annotations.
+func SpecExpressions(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec) []string {
+	var out []string
+	for _, mc := range spec.MatchConditions {
+		out = append(out, mc.Expression)
+	}
+	for _, v := range spec.Variables {
+		out = append(out, v.Expression)
+	}
+	for _, v := range spec.Validations {
+		out = append(out, v.Expression, v.MessageExpression)
+	}
+	for _, a := range spec.AuditAnnotations {
+		out = append(out, a.ValueExpression)
+	}
+	return out
+}

@@ -113,17 +113,7 @@ func numericOnFloat(fresh func() string, op, f string, v any) string {
 // every float of at least maxFloatOperand in magnitude (of the sign
 // given) and the literal v is false, as an overflowing string is.
 func numericOnLargeFloat(op string, v any, negative bool) bool {
-	holds := func(a, b float64) bool {
-		switch op {
-		case "greaterthan":
-			return a > b
-		case "greaterthanorequals":
-			return a >= b
-		case "lessthan":
-			return a < b
-		}
-		return a <= b
-	}
+	holds := func(a, b float64) bool { return compareFloats(op, a, b) }
 	huge := math.Inf(1)
 	if negative {
 		huge = math.Inf(-1)
@@ -148,6 +138,19 @@ func numericOnLargeFloat(op string, v any, negative bool) bool {
 // verdict depends on the CPU it runs on: Go leaves the conversion of a
 // float at or past 2^63 to a time.Duration to the CPU.
 var CPUDependent = failure("a float past 2^63 read as a duration, which Kyverno converts as its CPU does")
+
+// compareFloats is Kyverno's compareByCondition of two floats.
+func compareFloats(op string, a, b float64) bool {
+	switch op {
+	case "greaterthan":
+		return a > b
+	case "greaterthanorequals":
+		return a >= b
+	case "lessthan":
+		return a < b
+	}
+	return a <= b
+}
 
 // numericCELOperator is CEL's operator of each ordering operator.
 var numericCELOperator = map[string]string{"greaterthan": ">", "greaterthanorequals": ">=", "lessthan": "<", "lessthanorequals": "<="}
@@ -185,17 +188,7 @@ func celSeconds(ns string) string {
 // evaluate.
 func durationOfFloatCompare(fresh func() string, op, f string, against float64) string {
 	cmp := numericCELOperator[op]
-	holds := func(seconds float64) bool {
-		switch op {
-		case "greaterthan":
-			return seconds > against
-		case "greaterthanorequals":
-			return seconds >= against
-		case "lessthan":
-			return seconds < against
-		}
-		return seconds <= against
-	}
+	holds := func(seconds float64) bool { return compareFloats(op, seconds, against) }
 	onCPU := CPUDependent
 	if holds(0) == holds(-1) {
 		onCPU = strconv.FormatBool(holds(0))

@@ -455,23 +455,13 @@ func (l *Lowering) lower(rule *kyvernov1.Rule) (model.Rule, *model.Refusal) {
 	}
 	guard := l.preconditionFailures[rule.Name]
 	for i, ex := range l.ExceptionsFor(rule.Name) {
-		if guard != "" && guard != "false" {
-			// Kyverno evaluates the rule's preconditions before its
-			// exceptions: where they fail, the rule is an error, exempted
-			// or not. The exception is one condition, which holds there.
-			applies, err := ExceptionCondition(l.resolver, &ex)
-			switch {
-			case errors.Is(err, ErrExceptionMatchesNothing):
-				continue
-			case err != nil:
-				return none, model.Refuse(model.ReasonExceptionNotExpressible, "PolicyException %s/%s: %v", ex.Namespace, ex.Name, err)
-			}
-			match.conditions = append(match.conditions, admissionregistrationv1.MatchCondition{Name: conditionException + "-" + strconv.Itoa(i), Expression: "!(" + applies + ") || " + guard})
-			continue
-		}
-		if ex.Spec.HasConditions() {
+		guarded := guard != "" && guard != "false"
+		if guarded || ex.Spec.HasConditions() {
 			// The exception applies where its match and its conditions
-			// hold: one condition, the negation of both.
+			// hold: one condition, the negation of both. Kyverno evaluates
+			// the rule's preconditions before its exceptions: where they
+			// fail (guard), the rule is an error, exempted or not, and the
+			// condition holds.
 			applies, err := ExceptionCondition(l.resolver, &ex)
 			switch {
 			case errors.Is(err, ErrExceptionMatchesNothing):
@@ -479,7 +469,11 @@ func (l *Lowering) lower(rule *kyvernov1.Rule) (model.Rule, *model.Refusal) {
 			case err != nil:
 				return none, model.Refuse(model.ReasonExceptionNotExpressible, "PolicyException %s/%s: %v", ex.Namespace, ex.Name, err)
 			}
-			match.conditions = append(match.conditions, admissionregistrationv1.MatchCondition{Name: conditionException + "-" + strconv.Itoa(i), Expression: "!" + applies})
+			expression := "!" + applies
+			if guarded {
+				expression = "!(" + applies + ") || " + guard
+			}
+			match.conditions = append(match.conditions, admissionregistrationv1.MatchCondition{Name: conditionException + "-" + strconv.Itoa(i), Expression: expression})
 			continue
 		}
 		var filters []kyvernov1.ResourceFilter
@@ -574,8 +568,8 @@ func (l *Lowering) lower(rule *kyvernov1.Rule) (model.Rule, *model.Refusal) {
 	// A classic rule calling Kyverno's JMESPath functions that only
 	// kyvap's engine evaluates (kyverno/cellib's jmespath library): its
 	// CEL, all generated, compiles there, not in the API server.
-	if l.classic[rule.Name] && slices.Contains(cellib.Used(specExpressions(&spec)...), "jmespath") {
-		return none, model.Refuse(model.ReasonKyvernoLibrary, "calls Kyverno's JMESPath functions %s, which kyvap's engine evaluates and the API server does not have", strings.Join(cellib.JMESPathFunctions(specExpressions(&spec)...), ", "))
+	if l.classic[rule.Name] && slices.Contains(cellib.Used(vap.SpecExpressions(&spec)...), "jmespath") {
+		return none, model.Refuse(model.ReasonKyvernoLibrary, "calls Kyverno's JMESPath functions %s, which kyvap's engine evaluates and the API server does not have", strings.Join(cellib.JMESPathFunctions(vap.SpecExpressions(&spec)...), ", "))
 	}
 	if fl := l.checkCEL(&spec, ours); fl != nil {
 		return none, fl
@@ -709,24 +703,6 @@ func (l *Lowering) checkCEL(spec *admissionregistrationv1.ValidatingAdmissionPol
 	}
 	cluster, _ := vap.CheckExpressions(spec, l.version, ours)
 	return model.Refuse(model.ReasonCELNotAtCompatibilityVersion, "does not compile at CEL compatibility version %s: %s", l.version, vap.ProblemsMessage(cluster))
-}
-
-// specExpressions are every CEL expression of a VAP spec.
-func specExpressions(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec) []string {
-	var out []string
-	for _, mc := range spec.MatchConditions {
-		out = append(out, mc.Expression)
-	}
-	for _, v := range spec.Variables {
-		out = append(out, v.Expression)
-	}
-	for _, v := range spec.Validations {
-		out = append(out, v.Expression, v.MessageExpression)
-	}
-	for _, a := range spec.AuditAnnotations {
-		out = append(out, a.ValueExpression)
-	}
-	return out
 }
 
 // kyvernoCELFailure: the rule compiles for the cluster but not in Kyverno's

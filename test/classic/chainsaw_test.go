@@ -122,9 +122,7 @@ func TestKyvernoChainsawValidate(t *testing.T) {
 		for _, row := range rows {
 			for _, o := range row.objects {
 				if o["kind"] == "CustomResourceDefinition" {
-					var crd apiextensionsv1.CustomResourceDefinition
-					data, _ := json.Marshal(o)
-					if json.Unmarshal(data, &crd) == nil {
+					if crd, ok := decodeAs[apiextensionsv1.CustomResourceDefinition](o); ok {
 						crds = append(crds, crd)
 					}
 				}
@@ -150,9 +148,7 @@ func TestKyvernoChainsawValidate(t *testing.T) {
 			var admitted []map[string]any
 			for _, o := range row.objects {
 				if o["kind"] == "PolicyException" {
-					var ex kyvernov2.PolicyException
-					data, _ := json.Marshal(o)
-					if json.Unmarshal(data, &ex) == nil {
+					if ex, ok := decodeAs[kyvernov2.PolicyException](o); ok {
 						applied = append(applied, ex)
 					}
 					continue
@@ -587,4 +583,11 @@ func chainsawRequest(o map[string]any, state map[string]map[string]any, resolver
 		}
 	}
 	return req, ns, nil
+}
+
+// decodeAs decodes an object of a test file into T.
+func decodeAs[T any](o map[string]any) (T, bool) {
+	var out T
+	data, err := json.Marshal(o)
+	return out, err == nil && json.Unmarshal(data, &out) == nil
 }
