@@ -20,6 +20,7 @@ import (
 	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/frontend/classic"
 	"github.com/kyvap/kyvap/kyverno"
+	"github.com/kyvap/kyvap/kyverno/cellib"
 	"github.com/kyvap/kyvap/model"
 )
 
@@ -667,6 +668,12 @@ func ExceptionConditions(ex *kyvernov2.PolicyException) (string, error) {
 	conditions, fl := classic.ExceptionConditions(raw, classic.RequestScope)
 	if fl != nil {
 		return "", fmt.Errorf("its conditions have no CEL form: %s", fl.Message)
+	}
+	// An exception's conditions are a condition of the rule's VAP (and
+	// of kyvap's exception programs): the JMESPath functions only kyvap's
+	// engine evaluates have no place there.
+	if functions := cellib.JMESPathFunctions(conditions); len(functions) > 0 {
+		return "", fmt.Errorf("its conditions have no CEL form: they call %s, which the API server does not have", strings.Join(functions, ", "))
 	}
 	return conditions, nil
 }
