@@ -389,6 +389,14 @@ func compileCondition(c condition, scope Scope, b *binder, at string) (Predicate
 	k := b.fresh("k")
 	if !val.isLiteral {
 		// Kyverno substitutes the key, then the value.
+		if ks, isString := key.literal.(string); key.isLiteral && isString && (op == "anyin" || op == "allin" || op == "in" || op == "notin") {
+			v := b.fresh("v")
+			holds, fl := runtimeMembership(op, ks, v, at)
+			if fl != nil {
+				return Predicate{}, fl
+			}
+			return Predicate{Holds: "[" + val.cel + "].all(" + v + ", " + holds + ")", Fails: val.fails()}, nil
+		}
 		if op != "equal" && op != "equals" && op != "notequal" && op != "notequals" {
 			return Predicate{}, model.Refuse(model.ReasonJMESPathNotExpressible, "a variable in the value of the operator %s at %s", c.Operator, at)
 		}
@@ -633,10 +641,46 @@ func membership(op, k string, v any, at string) (string, *model.Refusal) {
 	return "(" + isNumber(k) + " || type(" + k + ") == string || type(" + k + ") == bool ? " + scalar + " : type(" + k + ") == list ? " + onList + " : false)", nil
 }
 
+// runtimeMembership is the AnyIn, AllIn, In or NotIn handler of the
+// literal string key ks and the value v known at run time (a bound CEL
+// variable): a list value holds ks when one element's string form
+// matches it either way (wildcards); a string value holds it when it
+// matches ks as a pattern, or is a JSON array of strings holding it (a
+// string that is no JSON is itself for AnyIn and AllIn; for In and NotIn
+// it and any other JSON are of the wrong type, as any other value is:
+// false). Refused: a key that is a range's, a quantity's or a duration's
+// (handleRange would compare it), and a key a Go map's or list's form
+// could match. AnyNotIn and AllNotIn are refused before: the negation of
+// a string value that is JSON but no array of strings (false) differs
+// from that of one that is no JSON (true), which no RE2 expression tells.
+func runtimeMembership(op, ks, v, at string) (string, *model.Refusal) {
+	if ks == "" || strings.ContainsAny(ks[:1], "0123456789+-.|") {
+		return "", model.Refuse(model.ReasonJMESPathNotExpressible, "the key %q, which a range value would compare, against a value known at run time at %s", ks, at)
+	}
+	if _, _, fl := membershipValues([]any{ks}, at); fl != nil {
+		return "", fl
+	}
+	holding, ok := jsonStringArrayHolding(ks)
+	if !ok {
+		return "", model.Refuse(model.ReasonJMESPathNotExpressible, "the key %q (a replacement character) against a value known at run time at %s", ks, at)
+	}
+	s := "string(" + v + ")"
+	matched := "(" + s + " == " + kyverno.CELString(ks) + " || " + runtimePatternMatches(s, []string{ks}) + ")"
+	inArray := s + ".matches(" + kyverno.CELString(holding) + ")"
+	onList := "dyn(" + v + ").exists(e, " + matchesAny(stringForm("e"), []string{ks}) + ")"
+	onString := "(" + matched + " || " + inArray + ")"
+	if op == "notin" {
+		onList = "!" + onList
+		onString = "(!" + matched + " && " + s + ".matches(" + kyverno.CELString(jsonStringArrayRegex) + ") && !" + inArray + ")"
+	}
+	return "(type(" + v + ") == list ? " + onList + " : type(" + v + ") == string ? " + onString + " : false)", nil
+}
+
 // KyvernoPanics is the failure of a compiled condition where Kyverno's
-// operator handler panics (In and NotIn assert that every element of a
-// list key is a string): Kyverno has no verdict there.
-var KyvernoPanics = failure("a list key holding an element that is no string, on which Kyverno's In and NotIn panic")
+// engine panics (In and NotIn assert that every element of a list key is
+// a string; the fork's merge() that every argument is a map): Kyverno
+// has no verdict there.
+var KyvernoPanics = failure("a value on which Kyverno's engine panics (In or NotIn of a list key holding an element that is no string, merge() of a value that is no map)")
 
 // deprecatedIn is the deprecated In and NotIn handlers (operator/in.go,
 // notin.go) of the key k and the literal v: a scalar key's string form

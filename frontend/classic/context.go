@@ -178,6 +178,12 @@ func (c *pathCompiler) variable(i int) (value, *model.Refusal) {
 		if fl != nil {
 			return value{}, fl
 		}
+		if val.isLiteral && val.literal != nil && v.JMESPath == "" {
+			// A value without variables, stored as JSON (numbers are
+			// float64, as the literal's): known when compiling, so that
+			// the operators that need a literal operand take it.
+			return literal(val.literal), nil
+		}
 		out, fails = val.cel, val.fails()
 		if v.JMESPath != "" {
 			node, err := parseJMESPath(v.JMESPath)

@@ -757,8 +757,8 @@ func comparatorOf(token any) (string, bool) {
 // an error, as Kyverno's argument check.
 func (c *pathCompiler) function(node parsing.ASTNode, cur string, depth int) (value, *model.Refusal) {
 	name, _ := node.Value.(string)
-	arity := map[string]int{"length": 1, "contains": 2, "starts_with": 2, "ends_with": 2, "type": 1, "abs": 1, "split": 2, "replace_all": 3, "join": 2, "regex_match": 2, "pattern_match": 2, "parse_json": 1, "parse_yaml": 1, "base64_decode": 1, "path_canonicalize": 1, "to_string": 1, "to_number": 1, "max": 1, "regex_replace_all": 3}[name]
-	if name == "not_null" && len(node.Children) > 0 {
+	arity := map[string]int{"length": 1, "contains": 2, "starts_with": 2, "ends_with": 2, "type": 1, "abs": 1, "split": 2, "replace_all": 3, "join": 2, "regex_match": 2, "pattern_match": 2, "parse_json": 1, "parse_yaml": 1, "base64_decode": 1, "path_canonicalize": 1, "to_string": 1, "to_number": 1, "max": 1, "regex_replace_all": 3, "merge": -1}[name]
+	if (name == "not_null" || name == "merge") && len(node.Children) > 0 {
 		arity = len(node.Children) // variadic
 	}
 	if arity == 0 || len(node.Children) != arity {
@@ -836,6 +836,38 @@ func (c *pathCompiler) function(node parsing.ASTNode, cur string, depth int) (va
 			v = "[" + args[i].safe + "].map(" + n + ", type(" + n + ") != null_type ? dyn(" + n + ") : " + v + ")[0]"
 		}
 		return value{cel: v, safe: v, oe: oe}, nil
+	case "merge":
+		// The fork's jpfMerge: maps, the later one's entries replacing
+		// the earlier's. The fork checks no argument of a variadic
+		// function: one that is no map panics (KyvernoPanics). Built as
+		// the list of the entries each later map does not replace, made a
+		// map (transformMapEntry).
+		names := make([]string, len(args))
+		for i := range args {
+			names[i] = c.binder.fresh("m")
+		}
+		k, e, p := c.binder.fresh("k"), c.binder.fresh("e"), c.binder.fresh("p")
+		var entries, maps []string
+		for i, n := range names {
+			var later []string
+			for _, m := range names[i+1:] {
+				later = append(later, "!("+k+" in "+m+")")
+			}
+			filter := ""
+			if len(later) > 0 {
+				filter = strings.Join(later, " && ") + ", "
+			}
+			entries = append(entries, "dyn("+n+").transformList("+k+", "+e+", "+filter+"[dyn("+k+"), "+e+"])")
+			maps = append(maps, "type("+n+") == map")
+		}
+		ok := strings.Join(maps, " && ")
+		v := "(" + ok + " ? dyn((" + strings.Join(entries, " + ") + ").transformMapEntry(" + k + ", " + p + ", {" + p + "[0]: " + p + "[1]})) : " + KyvernoPanics + ")"
+		wrong := "!(" + ok + ")"
+		for i := len(args) - 1; i >= 0; i-- {
+			v = "[" + args[i].safe + "].map(" + names[i] + ", " + v + ")[0]"
+			wrong = "[" + args[i].safe + "].exists(" + names[i] + ", " + wrong + ")"
+		}
+		return value{cel: v, safe: v, oe: joinOr(oe, guarded(oe, wrong))}, nil
 	case "type":
 		// The fork's jpfType: JSON's type names, numbers as "number".
 		v := "[" + args[0].safe + "].map(" + x + ", type(" + x + ") == int || type(" + x + ") == double ? 'number' : type(" + x + ") == string ? 'string' : type(" + x + ") == list ? 'array' : type(" + x + ") == map ? 'object' : type(" + x + ") == null_type ? 'null' : 'boolean')[0]"

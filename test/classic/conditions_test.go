@@ -56,6 +56,33 @@ any:
 - key: "{{ not_null(request.object.metadata.labels.team, request.object.metadata.name, 'none') }}"
   operator: Equals
   value: payments`,
+	"merge-function": `
+any:
+- key: '{{ request.object.metadata.labels | merge(@, ` + "`" + `{"test": ""}` + "`" + `) }}'
+  operator: NotEquals
+  value:
+    team: payments
+    test: ""
+- key: "{{ merge(request.object.spec, request.object.metadata.labels, request.object.metadata.annotations).team }}"
+  operator: Equals
+  value: "web-*"
+- key: "{{ length(merge(request.object.metadata.labels)) }}"
+  operator: GreaterThan
+  value: 1`,
+	"runtime-membership-values": `
+any:
+- key: payments
+  operator: AnyIn
+  value: "{{ request.object.spec.teams }}"
+- key: web-a
+  operator: AllIn
+  value: "{{ request.object.metadata.labels.team }}"
+- key: a
+  operator: In
+  value: "{{ request.object.spec.args }}"
+- key: a
+  operator: NotIn
+  value: "{{ request.object.metadata.annotations.list }}"`,
 	"abs-function": `
 all:
 - key: "{{ abs(request.object.spec.replicas) }}"
@@ -1032,6 +1059,9 @@ func catalogue(raw []byte) []any {
 		[]any{map[string]any{"name": "cache", "emptyDir": map[string]any{}}, map[string]any{"name": "host", "hostPath": map[string]any{"path": "/"}}},
 		[]any{map[string]any{"name": "app", "image": "nginx:latest", "port": int64(8080)}, map[string]any{"name": "side", "securityContext": map[string]any{}, "port": 80}},
 		"prod-web", "prod-x-tmp", []any{"kubernetes", "x"},
+		// JSON arrays of strings (and texts that are not) as a string
+		// value, which the membership operators read.
+		`["x", "a"]`, ` [ "payments" ,"web-a"] `, `null`, `[null]`, `["\u0061", "p\u0061yments"]`, `["a", 1]`, `["x,", ","]`, `["a"`, `{"a": "b"}`, `"a"`,
 		// Durations, quantities, floats and versions, read in that order
 		// by the numeric operators; floats that time.Duration wraps or
 		// cannot hold.
