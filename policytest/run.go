@@ -264,7 +264,7 @@ func (r *runner) rowsFor(ctx context.Context, i int) []Row {
 			rows = append(rows, row)
 			continue
 		}
-		rows = append(rows, r.compare(st, res, row, ev)...)
+		rows = append(rows, r.compare(st, res, row, resource.Object.GetKind(), ev)...)
 	}
 	return rows
 }
@@ -474,7 +474,8 @@ func (r *runner) addWarning(w string) {
 // compare builds the rows of one result and resource: one per rule name a
 // path reported (the rule or its autogen variants), or one "excluded" row
 // when neither path has a result (which passes, as in Kyverno's CLI).
-func (r *runner) compare(st *policyState, res *TestResult, base Row, ev *evaluation) []Row {
+// kind is the resource's.
+func (r *runner) compare(st *policyState, res *TestResult, base Row, kind string, ev *evaluation) []Row {
 	names := map[string]bool{}
 	for name := range ev.vap[st.policy.Name] {
 		if RuleSelected(res.Rule, name) {
@@ -501,6 +502,11 @@ func (r *runner) compare(st *policyState, res *TestResult, base Row, ev *evaluat
 		row.VAP, row.Engine = PathResult{Result: None}, PathResult{Result: None}
 		row.Status, row.Reason = StatusPass, "excluded: no rule matched the resource (Kyverno's CLI counts this as a pass)"
 		switch {
+		case res.Kind != "" && kind != res.Kind && !r.opts.Strict:
+			// A resource of another kind that shares the name the result
+			// lists (Kyverno's CLI selects by name): the expectation is the
+			// named kind's, and Kyverno's CLI passes this one as excluded.
+			row.Reason = fmt.Sprintf("excluded: a %s of the name the result lists for a %s; no rule matched it, and Kyverno's CLI counts it as a pass (--strict fails it)", kind, res.Kind)
 		case res.Result == "fail" || (res.Result == "pass" && r.opts.Strict):
 			// Kyverno's CLI would count an excluded resource as a pass
 			// whatever the expectation; a test expecting the rule to fail

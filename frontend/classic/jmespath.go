@@ -75,6 +75,9 @@ type value struct {
 	isLiteral bool
 	// number says the value is a number whenever it evaluates (length()).
 	number bool
+	// str says the value is a string whenever it evaluates (a raw string
+	// literal holding inner variables).
+	str bool
 }
 
 // fails is the CEL predicate of every failure of v ("false" for none).
@@ -120,7 +123,7 @@ func operand(raw any, scope Scope, b *binder, at string) (value, *model.Refusal)
 		}
 		match := variable.FindStringSubmatch(typed)
 		if match == nil || strings.Contains(match[1], "{{") || strings.Contains(match[1], "}}") {
-			return value{}, model.Refuse(model.ReasonJMESPathNotExpressible, "a variable inside a longer string (%q) at %s", typed, at)
+			return nestedOperand(typed, scope, b, at)
 		}
 		expression := strings.TrimSpace(match[1])
 		if strings.HasPrefix(expression, "-") {
@@ -421,6 +424,9 @@ type pathCompiler struct {
 	// which Kyverno stores as JSON (loadVariable's json.Marshal), so that
 	// a function's Go-typed result reads as JSON after it.
 	stored bool
+	// nested are the values of the inner variables of the expression, by
+	// their placeholders in its raw string literals (nestedOperand).
+	nested map[string]value
 }
 
 func (c *pathCompiler) refuse(format string, args ...any) *model.Refusal {
@@ -444,6 +450,11 @@ func (c *pathCompiler) on(node parsing.ASTNode, cur string, depth int) (value, *
 			// The raw-string escapes of the parsers differ; a backslash
 			// could read differently in Kyverno's.
 			return value{}, c.refuse("a backslash in a literal")
+		}
+		if s, ok := node.Value.(string); ok {
+			if v, found := c.nestedLiteral(s); found {
+				return v, nil
+			}
 		}
 		data, err := json.Marshal(node.Value)
 		if err != nil {
@@ -860,14 +871,14 @@ func (c *pathCompiler) function(node parsing.ASTNode, cur string, depth int) (va
 			entries = append(entries, "dyn("+n+").transformList("+k+", "+e+", "+filter+"[dyn("+k+"), "+e+"])")
 			maps = append(maps, "type("+n+") == map")
 		}
+		// The panic is no failure Kyverno reports (no oe): the value's
+		// evaluation fails there, by KyvernoPanics.
 		ok := strings.Join(maps, " && ")
 		v := "(" + ok + " ? dyn((" + strings.Join(entries, " + ") + ").transformMapEntry(" + k + ", " + p + ", {" + p + "[0]: " + p + "[1]})) : " + KyvernoPanics + ")"
-		wrong := "!(" + ok + ")"
 		for i := len(args) - 1; i >= 0; i-- {
 			v = "[" + args[i].safe + "].map(" + names[i] + ", " + v + ")[0]"
-			wrong = "[" + args[i].safe + "].exists(" + names[i] + ", " + wrong + ")"
 		}
-		return value{cel: v, safe: v, oe: joinOr(oe, guarded(oe, wrong))}, nil
+		return value{cel: v, safe: v, oe: oe}, nil
 	case "type":
 		// The fork's jpfType: JSON's type names, numbers as "number".
 		v := "[" + args[0].safe + "].map(" + x + ", type(" + x + ") == int || type(" + x + ") == double ? 'number' : type(" + x + ") == string ? 'string' : type(" + x + ") == list ? 'array' : type(" + x + ") == map ? 'object' : type(" + x + ") == null_type ? 'null' : 'boolean')[0]"
@@ -893,6 +904,12 @@ func (c *pathCompiler) function(node parsing.ASTNode, cur string, depth int) (va
 			return value{}, c.refuse("regex_match() with a regular expression that is no string literal")
 		}
 		y := c.binder.fresh("g")
+		if lit, isString := first.Value.(string); name == "regex_match" && args[1].str && first.NodeType == parsing.ASTLiteral && isString {
+			// A string source (a literal holding inner variables):
+			// regexp.MatchString is CEL's matches().
+			v := "[" + args[1].safe + "].map(" + y + ", dyn(string(" + y + ").matches(" + kyverno.CELString(lit) + ")))[0]"
+			return value{cel: v, safe: v, oe: oe}, nil
+		}
 		ok := "type(" + x + ") == string && (type(" + y + ") == string || " + isNumber(y) + ")"
 		v := "[" + args[0].safe + "].map(" + x + ", [" + args[1].safe + "].map(" + y + ", " + ok + " ? dyn(jmespath." + name + "(string(" + x + "), " + y + ")) : " + failure(name+"() of a value that is not a string, or a string or a number") + ")[0])[0]"
 		wrong := "[" + args[0].safe + "].exists(" + x + ", [" + args[1].safe + "].exists(" + y + ", !(" + ok + ")))"

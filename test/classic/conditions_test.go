@@ -83,6 +83,14 @@ any:
 - key: a
   operator: NotIn
   value: "{{ request.object.metadata.annotations.list }}"`,
+	"nested-label-variables": `
+any:
+- key: "{{ regex_match('^[a-z]+-[0-9]$', '{{ request.object.metadata.labels.team }}') }}"
+  operator: Equals
+  value: true
+- key: "{{ starts_with('team-{{request.object.metadata.labels.team}}', 'team-w') }}"
+  operator: Equals
+  value: true`,
 	"abs-function": `
 all:
 - key: "{{ abs(request.object.spec.replicas) }}"
@@ -676,7 +684,7 @@ func compareConditions(t *testing.T, cases map[string][]byte, mayRefuse map[stri
 			continue
 		}
 		holds, fails := compile(t, env, predicate.Holds), compile(t, env, predicate.Fails)
-		cpu, panics := cpuDependence(t, env, predicate.Holds), noVerdict(t, env, predicate.Holds, classic.KyvernoPanics)
+		cpu, panics, invalid := cpuDependence(t, env, predicate.Holds), noVerdict(t, env, predicate.Holds, classic.KyvernoPanics), noVerdict(t, env, predicate.Holds, classic.InvalidLabelValue)
 		requests := requestsAround(cases[name])
 		kyverno := askConditions(t, oracle, raw, contextEntries, requests)
 		for i, r := range requests {
@@ -684,7 +692,7 @@ func compareConditions(t *testing.T, cases map[string][]byte, mayRefuse map[stri
 			verdicts[kyverno[i]]++
 			got := evaluateRequest(holds, r)
 			failsGot := evaluateRequest(fails, r)
-			if skip, disagree := noVerdicts.skip(t, name, r, kyverno[i], got, cpu, panics); skip {
+			if skip, disagree := noVerdicts.skip(t, name, r, kyverno[i], got, cpu, panics, invalid); skip {
 				if disagree {
 					disagreements++
 				}
@@ -771,18 +779,22 @@ func noVerdict(t *testing.T, env *cel.Env, expr, failure string) noVerdictProgra
 	return noVerdictPrograms{marked: compile(t, env, strings.ReplaceAll(expr, failure, divisionByZero))}
 }
 
-// noVerdictCounts counts the requests where Kyverno has no verdict.
-type noVerdictCounts struct{ cpuDependent, panics int }
+// noVerdictCounts counts the requests where Kyverno has no verdict, and
+// those no cluster holds (a label value the API server rejects, which
+// kyvap refuses where Kyverno pastes it into an expression).
+type noVerdictCounts struct{ cpuDependent, panics, invalidLabels int }
 
 func (n noVerdictCounts) String() string {
-	return fmt.Sprintf("%d requests where Kyverno's verdict depends on its CPU, %d where it panics (kyvap fails them)", n.cpuDependent, n.panics)
+	return fmt.Sprintf("%d requests where Kyverno's verdict depends on its CPU, %d where it panics (kyvap fails them), %d with a label value no cluster holds pasted into an expression (kyvap refuses them)", n.cpuDependent, n.panics, n.invalidLabels)
 }
 
 // skip says whether a request is one where Kyverno has no verdict: it
 // panics (kyvap's CEL must fail there, by classic.KyvernoPanics: else a
 // disagreement, reported), or its verdict is its CPU's (the oracle's,
-// amd64's) and kyvap's CEL fails by classic.CPUDependent.
-func (n *noVerdictCounts) skip(t *testing.T, name string, r admissionRequest, kyverno, got string, cpu, panics noVerdictPrograms) (skip, disagree bool) {
+// amd64's) and kyvap's CEL fails by classic.CPUDependent, or it holds a
+// label value the API server rejects and kyvap's CEL fails by
+// classic.InvalidLabelValue.
+func (n *noVerdictCounts) skip(t *testing.T, name string, r admissionRequest, kyverno, got string, cpu, panics, invalid noVerdictPrograms) (skip, disagree bool) {
 	t.Helper()
 	switch {
 	case kyverno == "panic":
@@ -795,6 +807,9 @@ func (n *noVerdictCounts) skip(t *testing.T, name string, r admissionRequest, ky
 		return true, false
 	case got == "error" && cpu.reached(r):
 		n.cpuDependent++
+		return true, false
+	case got == "error" && invalid.reached(r):
+		n.invalidLabels++
 		return true, false
 	}
 	return false, false

@@ -97,7 +97,7 @@ func TestExceptionConditionsAgreeWithKyverno(t *testing.T) {
 				want = "false" // Kyverno logs the error and skips the exception
 			}
 			got := evaluateRequest(program, r)
-			if skip, disagree := noVerdicts.skip(t, name, r, kyverno[i], got, cpu, panics); skip {
+			if skip, disagree := noVerdicts.skip(t, name, r, kyverno[i], got, cpu, panics, noVerdictPrograms{}); skip {
 				if disagree {
 					disagreements++
 				}
