@@ -172,6 +172,7 @@ func (c *pathCompiler) variable(i int) (value, *model.Refusal) {
 		}
 	}
 	var out, fails string
+	var shape map[string]value
 	switch {
 	case v.HasValue:
 		val, fl := operand(v.Value, scope, c.binder, inner.at)
@@ -185,6 +186,10 @@ func (c *pathCompiler) variable(i int) (value, *model.Refusal) {
 			return literal(val.literal), nil
 		}
 		out, fails = val.cel, val.fails()
+		if v.JMESPath == "" {
+			// A map holding variables: its keys are known (fromVariable).
+			shape = val.shape
+		}
 		if v.JMESPath != "" {
 			node, err := parseJMESPath(v.JMESPath)
 			if err != nil {
@@ -250,7 +255,7 @@ func (c *pathCompiler) variable(i int) (value, *model.Refusal) {
 		}
 		out = "(" + defFails + " ? " + failure("the context variable "+v.Name+"'s default failed") + " : " + out + ")"
 	}
-	return value{cel: out, safe: out, oe: nilIfFalse(fails)}, nil
+	return value{cel: out, safe: out, oe: nilIfFalse(fails), shape: shape}, nil
 }
 
 // onlyVariable matches a string that is one variable naming a context

@@ -15,6 +15,7 @@ import (
 	"github.com/jmespath-community/go-jmespath/pkg/parsing"
 
 	"github.com/kyvap/kyvap/kyverno"
+	"github.com/kyvap/kyvap/kyverno/cellib"
 	"github.com/kyvap/kyvap/model"
 )
 
@@ -78,10 +79,38 @@ type value struct {
 	// str says the value is a string whenever it evaluates (a raw string
 	// literal holding inner variables).
 	str bool
+	// shape, for a map built of values some of which are known at run
+	// time only (a map holding variables), is its entries: its keys are
+	// known when compiling.
+	shape map[string]value
+	// known, when hasKnown, is what safe gives wherever oe does not hold
+	// (a literal selected from a context variable that may fail to load,
+	// or null for a key known to be missing).
+	known    any
+	hasKnown bool
+}
+
+// staticSafe is the value v's safe form gives, wherever v.oe does not
+// hold, when that is known when compiling.
+func staticSafe(v value) (any, bool) {
+	switch {
+	case v.isLiteral:
+		return v.literal, true
+	case v.hasKnown:
+		return v.known, true
+	}
+	return nil, false
 }
 
 // fails is the CEL predicate of every failure of v ("false" for none).
 func (v value) fails() string { return or(orFalse(v.nf), orFalse(v.oe)) }
+
+func orTrue(p string) string {
+	if p == "" {
+		return "true"
+	}
+	return p
+}
 
 func orFalse(p string) string {
 	if p == "" {
@@ -180,16 +209,18 @@ func compositeOperand(raw any, scope Scope, b *binder, at string) (value, *model
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
+		shape := map[string]value{}
 		for i, k := range keys {
 			v, fl := element(typed[k])
 			if fl != nil {
 				return value{}, fl
 			}
 			add(v)
+			shape[k] = v
 			items[i] = kyverno.CELString(k) + ": " + items[i]
 			safeItems[i] = kyverno.CELString(k) + ": " + safeItems[i]
 		}
-		return value{cel: "dyn({" + strings.Join(items, ", ") + "})", safe: "dyn({" + strings.Join(safeItems, ", ") + "})", nf: nf, oe: oe}, nil
+		return value{cel: "dyn({" + strings.Join(items, ", ") + "})", safe: "dyn({" + strings.Join(safeItems, ", ") + "})", nf: nf, oe: oe, shape: shape}, nil
 	}
 	return operand(raw, scope, b, at)
 }
@@ -904,6 +935,16 @@ func (c *pathCompiler) function(node parsing.ASTNode, cur string, depth int) (va
 			return value{}, c.refuse("regex_match() with a regular expression that is no string literal")
 		}
 		y := c.binder.fresh("g")
+		if lit, isString := first.Value.(string); name == "pattern_match" && first.NodeType == parsing.ASTLiteral && isString && strings.IndexFunc(lit, func(r rune) bool { return !strings.ContainsRune("0123456789.-+Inf*?", r) }) >= 0 {
+			// A literal pattern holding a character no number's text (the
+			// shortest digits of its float32, "+Inf" past float32's range)
+			// has: a number matches it never, a string as a wildcard
+			// pattern (CEL's string functions).
+			ok := "type(" + y + ") == string || " + isNumber(y)
+			v := "[" + args[1].safe + "].map(" + y + ", type(" + y + ") == string ? dyn(" + kyverno.CELPatternMatch("string("+y+")", []string{lit}) + ") : " + isNumber(y) + " ? dyn(false) : " + failure("pattern_match() of a value that is not a string or a number") + ")[0]"
+			wrong := "[" + args[1].safe + "].exists(" + y + ", !(" + ok + "))"
+			return value{cel: v, safe: v, oe: joinOr(oe, guarded(oe, wrong))}, nil
+		}
 		if lit, isString := first.Value.(string); name == "regex_match" && args[1].str && first.NodeType == parsing.ASTLiteral && isString {
 			// A string source (a literal holding inner variables):
 			// regexp.MatchString is CEL's matches().
@@ -915,6 +956,18 @@ func (c *pathCompiler) function(node parsing.ASTNode, cur string, depth int) (va
 		wrong := "[" + args[0].safe + "].exists(" + x + ", [" + args[1].safe + "].exists(" + y + ", !(" + ok + ")))"
 		return value{cel: v, safe: v, oe: joinOr(oe, guarded(oe, wrong))}, nil
 	case "to_string", "to_number", "max":
+		if known, ok := staticSafe(args[0]); ok && name == "to_string" {
+			// Known when compiling: folded, as kyvap's engine would
+			// compute it (a value JSON cannot write is left to it).
+			if text, err := cellib.JMESPathToString(known); err == nil {
+				if args[0].oe == "" {
+					return literal(text), nil
+				}
+				lit := kyverno.CELString(text)
+				wrapped := "(" + args[0].oe + " ? " + failure("a context variable failed to load") + " : " + lit + ")"
+				return value{cel: wrapped, safe: wrapped, oe: args[0].oe, known: text, hasKnown: true}, nil
+			}
+		}
 		// The fork's jpfToString (JSON of anything but a string),
 		// jpfToNumber (null for what ParseFloat does not read) and jpfMax
 		// (of a list of numbers or of strings), which kyvap's engine
@@ -1044,6 +1097,37 @@ func (c *pathCompiler) fromVariable(i int, fields []string) (value, *model.Refus
 	v, fl := c.variable(i)
 	if fl != nil {
 		return value{}, fl
+	}
+	// The fields of a value whose keys are known when compiling are
+	// selected then: a literal, an entry of a map holding variables (which
+	// loaded whole, or failed to: v.oe), or a key known to be missing.
+	for len(fields) > 0 && (v.isLiteral || v.shape != nil) {
+		var next value
+		var found bool
+		if v.isLiteral {
+			m, isMap := v.literal.(map[string]any)
+			if !isMap {
+				break
+			}
+			var x any
+			if x, found = m[fields[0]]; found {
+				next = literal(x)
+			}
+		} else if next, found = v.shape[fields[0]]; found {
+			next = value{cel: next.cel, safe: next.cel, literal: next.literal, isLiteral: next.isLiteral, shape: next.shape}
+		}
+		if !found {
+			// Kyverno's fork: a missing key is a NotFoundError, null to
+			// what reads a missing key as null.
+			return value{cel: failure("a key missing from a context variable"), safe: "dyn(null)", nf: orTrue(guarded(v.oe, "true")), oe: v.oe, hasKnown: true}, nil
+		}
+		if v.oe != "" {
+			next.oe = v.oe
+			if next.isLiteral {
+				next.known, next.hasKnown, next.isLiteral, next.literal = next.literal, true, false, nil
+			}
+		}
+		v, fields = next, fields[1:]
 	}
 	if len(fields) == 0 {
 		return v, nil

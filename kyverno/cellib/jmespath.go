@@ -220,14 +220,22 @@ func nativeJSON(v ref.Val) (any, error) {
 // toJMESPathString is the fork's jpfToString: a string as it is, any
 // other value as its JSON.
 func toJMESPathString(v ref.Val) (string, error) {
-	if s, ok := v.(types.String); ok {
-		return string(s), nil
-	}
 	native, err := nativeJSON(v)
 	if err != nil {
 		return "", err
 	}
-	data, err := json.Marshal(native)
+	return JMESPathToString(native)
+}
+
+// JMESPathToString is the fork's jpfToString of a JSON value (numbers as
+// float64): a string as it is, anything else as its JSON (json.Marshal),
+// which fails for a value JSON cannot write (NaN, infinities). The
+// compiler folds a call on a value known when compiling with it.
+func JMESPathToString(v any) (string, error) {
+	if s, ok := v.(string); ok {
+		return s, nil
+	}
+	data, err := json.Marshal(v)
 	return string(data), err
 }
 

@@ -413,7 +413,13 @@ any:
   value: true
 - key: "{{ pattern_match('16777217', request.object.spec.replicas) }}"
   operator: Equals
-  value: false`,
+  value: false
+- key: "{{ pattern_match('1*e*', request.object.spec.replicas) }}"
+  operator: Equals
+  value: false
+- key: "{{ pattern_match('+In*', request.object.spec.replicas) }}"
+  operator: Equals
+  value: true`,
 	"parse-and-decode": `
 any:
 - key: "{{ parse_json(request.object.metadata.annotations.test).a }}"
@@ -485,6 +491,40 @@ conditions:
     operator: Equals
     value: payments
   - key: "{{ fallback.team }}"
+    operator: Equals
+    value: none`,
+	"map-with-variables-fields": `
+context:
+- name: obj
+  variable:
+    value:
+      notName: not-example
+- name: obj
+  variable:
+    value:
+      name: "{{ request.object.metadata.labels.team }}"
+      inner:
+        port: "{{ request.object.spec.port }}"
+        fixed: [1, "a"]
+      value: "{{ obj }}"
+conditions:
+  any:
+  - key: "{{ to_string(obj.notName) }}"
+    operator: NotEquals
+    value: "null"
+  - key: "{{ obj.name }}"
+    operator: Equals
+    value: payments
+  - key: "{{ to_string(obj.value.notName) }}"
+    operator: Equals
+    value: not-example
+  - key: "{{ obj.inner.port }}"
+    operator: GreaterThan
+    value: 80
+  - key: "{{ to_string(obj.inner.fixed) }}"
+    operator: Equals
+    value: '[1,"a"]'
+  - key: "{{ obj.missing || 'none' }}"
     operator: Equals
     value: none`,
 	"items": `
