@@ -313,3 +313,60 @@ func nilIfFalse(p string) string {
 	}
 	return p
 }
+
+// SubstituteConstants replaces, in a pattern (its JSON), each value that
+// is one variable naming a context variable whose value is a string known
+// when compiling (no jmesPath, no variable in it) with that string, as
+// Kyverno substitutes it (a value that is one variable becomes the
+// variable's value; the later of two entries of a name is the one read).
+// Any other variable is left for the pattern compiler, which refuses it.
+func SubstituteConstants(raw []byte, variables []Variable) ([]byte, *model.Refusal) {
+	if len(variables) == 0 || !strings.Contains(string(raw), "{{") {
+		return raw, nil
+	}
+	constants := map[string]string{}
+	for _, v := range variables {
+		text, isString := v.Value.(string)
+		if v.HasValue && isString && v.JMESPath == "" && !v.HasDefault && !strings.Contains(text, "{{") && !strings.Contains(text, "$(") {
+			constants[v.Name] = text
+		} else {
+			delete(constants, v.Name)
+		}
+	}
+	substituted := false
+	var walk func(x any) any
+	walk = func(x any) any {
+		switch typed := x.(type) {
+		case map[string]any:
+			for k, v := range typed {
+				typed[k] = walk(v)
+			}
+		case []any:
+			for i, v := range typed {
+				typed[i] = walk(v)
+			}
+		case string:
+			if m := onlyVariable.FindStringSubmatch(typed); m != nil {
+				if text, ok := constants[m[1]]; ok {
+					substituted = true
+					return text
+				}
+			}
+		}
+		return x
+	}
+	// Integers stay int64, as the pattern compiler reads them.
+	decoded, err := decodeTyped(raw)
+	if err != nil {
+		return nil, model.Refuse(model.ReasonPatternNotExpressible, "the pattern is no JSON: %v", err)
+	}
+	walked := walk(decoded)
+	if !substituted {
+		return raw, nil
+	}
+	out, err := json.Marshal(walked)
+	if err != nil {
+		return nil, model.Refuse(model.ReasonPatternNotExpressible, "the pattern: %v", err)
+	}
+	return out, nil
+}

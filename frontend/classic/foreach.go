@@ -172,9 +172,17 @@ func elementStatus(e forEachEntry, scope Scope, b *binder, el, at string) (statu
 			var v Verdict
 			var fl *model.Refusal
 			if len(e.Pattern) > 0 {
-				v, fl = PatternVerdict(e.Pattern, resource)
+				raw, sfl := SubstituteConstants(e.Pattern, scope.Variables)
+				if sfl != nil {
+					return "", "", sfl
+				}
+				v, fl = PatternVerdict(raw, resource)
 			} else {
-				v, fl = AnyPatternVerdict(e.AnyPattern, resource)
+				raw, sfl := SubstituteConstants(e.AnyPattern, scope.Variables)
+				if sfl != nil {
+					return "", "", sfl
+				}
+				v, fl = AnyPatternVerdict(raw, resource)
 			}
 			if fl != nil {
 				return "", "", fl

@@ -1322,12 +1322,19 @@ func Message(template string, scope Scope) (string, *model.Refusal) {
 		return "", model.Refuse(model.ReasonJMESPathNotExpressible, "a reference or an escaped brace in the message %q", template)
 	}
 	b := &binder{}
+	// parts are CEL strings; text is the template's text (and the values
+	// known when compiling) not yet written as one.
 	var parts []string
+	var text strings.Builder
+	flush := func() {
+		if text.Len() > 0 {
+			parts = append(parts, kyverno.CELString(text.String()))
+			text.Reset()
+		}
+	}
 	offset := 0
 	for _, loc := range messageVariable.FindAllStringIndex(template, -1) {
-		if loc[0] > offset {
-			parts = append(parts, kyverno.CELString(template[offset:loc[0]]))
-		}
+		text.WriteString(template[offset:loc[0]])
 		inner := strings.TrimSpace(template[loc[0]+2 : loc[1]-2])
 		if strings.HasPrefix(inner, "-") || strings.Contains(inner, "{{") {
 			return "", model.Refuse(model.ReasonJMESPathNotExpressible, "the variable %q in the message", template[loc[0]:loc[1]])
@@ -1336,12 +1343,26 @@ func Message(template string, scope Scope) (string, *model.Refusal) {
 		if fl != nil {
 			return "", fl
 		}
+		if v.isLiteral {
+			// Known when compiling: written as Kyverno writes it (a string
+			// as it is, anything else as its JSON).
+			known, err := cellib.JMESPathToString(v.literal)
+			if err != nil {
+				return "", model.Refuse(model.ReasonJMESPathNotExpressible, "the variable %q in the message: %v", template[loc[0]:loc[1]], err)
+			}
+			text.WriteString(known)
+			offset = loc[1]
+			continue
+		}
+		flush()
 		x := b.fresh("m")
 		parts = append(parts, "["+v.cel+"].map("+x+", type("+x+") == string ? string("+x+") : type("+x+") == null_type ? 'null' : "+isNumber(x)+" ? "+jsonNumber(x, b)+" : string("+x+"))[0]")
 		offset = loc[1]
 	}
-	if offset < len(template) {
-		parts = append(parts, kyverno.CELString(template[offset:]))
+	text.WriteString(template[offset:])
+	flush()
+	if len(parts) == 0 {
+		return kyverno.CELString(""), nil
 	}
 	return b.wrapValue(strings.Join(parts, " + ")), nil
 }

@@ -143,3 +143,52 @@ func TestAnyPattern(t *testing.T) {
 		}
 	}
 }
+
+// TestSubstituteConstants: a pattern value that is one variable naming a
+// context variable whose value is a string known when compiling is that
+// string (the later entry of a name wins); anything else is left as it is.
+func TestSubstituteConstants(t *testing.T) {
+	variables, fl := ParseContext([][]byte{
+		[]byte(`{"name": "uids", "variable": {"value": "9999 | 4000"}}`),
+		[]byte(`{"name": "shadowed", "variable": {"value": "a"}}`),
+		[]byte(`{"name": "shadowed", "variable": {"jmesPath": "request.object.metadata.name"}}`),
+		[]byte(`{"name": "number", "variable": {"value": 3}}`),
+	})
+	if fl != nil {
+		t.Fatal(fl.Message)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{`{"spec": {"runAsUser": "{{ uids }}", "n": 3}}`, `{"spec":{"n":3,"runAsUser":"9999 | 4000"}}`},
+		{`{"a": "{{shadowed}}", "b": "{{ number }}", "c": "x-{{ uids }}"}`, `{"a": "{{shadowed}}", "b": "{{ number }}", "c": "x-{{ uids }}"}`},
+		{`{"list": [{"=(u)": "{{uids}}"}]}`, `{"list":[{"=(u)":"9999 | 4000"}]}`},
+	} {
+		got, fl := SubstituteConstants([]byte(tc.in), variables)
+		if fl != nil {
+			t.Fatalf("%s: %s", tc.in, fl.Message)
+		}
+		if string(got) != tc.want {
+			t.Errorf("SubstituteConstants(%s) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestMessageOfConstants: a message variable known when compiling is
+// written into the template as Kyverno writes it.
+func TestMessageOfConstants(t *testing.T) {
+	variables, fl := ParseContext([][]byte{
+		[]byte(`{"name": "uids", "variable": {"value": "9999 | 4000"}}`),
+		[]byte(`{"name": "limits", "variable": {"value": {"b": 1.5, "a": [true, null]}}}`),
+	})
+	if fl != nil {
+		t.Fatal(fl.Message)
+	}
+	scope := RequestScope
+	scope.Variables = variables
+	got, fl := Message("IDs {{ uids }}, limits {{ limits }}", scope)
+	if fl != nil {
+		t.Fatal(fl.Message)
+	}
+	if want := `"IDs 9999 | 4000, limits {\"a\":[true,null],\"b\":1.5}"`; got != want {
+		t.Errorf("Message = %s, want %s", got, want)
+	}
+}

@@ -152,9 +152,17 @@ func compileClassic(v *kyvernov1.Validation, resource string, scope classic.Scop
 	var verdict classic.Verdict
 	var fl *model.Refusal
 	if v.RawAnyPattern != nil {
-		verdict, fl = classic.AnyPatternVerdict(v.RawAnyPattern.Raw, resource)
+		raw, sfl := classic.SubstituteConstants(v.RawAnyPattern.Raw, scope.Variables)
+		if sfl != nil {
+			return compiled{}, sfl
+		}
+		verdict, fl = classic.AnyPatternVerdict(raw, resource)
 	} else {
-		verdict, fl = classic.PatternVerdict(v.RawPattern.Raw, resource)
+		raw, sfl := classic.SubstituteConstants(v.RawPattern.Raw, scope.Variables)
+		if sfl != nil {
+			return compiled{}, sfl
+		}
+		verdict, fl = classic.PatternVerdict(raw, resource)
 	}
 	if fl != nil {
 		return compiled{}, fl

@@ -86,7 +86,7 @@ func TestExceptionConditionsAgreeWithKyverno(t *testing.T) {
 			t.Errorf("%s: refused: %s", name, fl.Message)
 			continue
 		}
-		program, cpu, panics := compile(t, env, applies), cpuDependence(t, env, applies), noVerdict(t, env, applies, classic.KyvernoPanics)
+		program, cpu, panics, invalid := compile(t, env, applies), cpuDependence(t, env, applies), noVerdict(t, env, applies, classic.KyvernoPanics), noVerdict(t, env, applies, classic.InvalidLabelValue)
 		requests := requestsAround(cases[name])
 		kyverno := runOracle(t, oracle, map[string]any{"exceptionConditions": json.RawMessage(cases[name]), "requests": requests}, len(requests))
 		for i, r := range requests {
@@ -97,7 +97,7 @@ func TestExceptionConditionsAgreeWithKyverno(t *testing.T) {
 				want = "false" // Kyverno logs the error and skips the exception
 			}
 			got := evaluateRequest(program, r)
-			if skip, disagree := noVerdicts.skip(t, name, r, kyverno[i], got, cpu, panics, noVerdictPrograms{}); skip {
+			if skip, disagree := noVerdicts.skip(t, name, r, kyverno[i], got, cpu, panics, invalid); skip {
 				if disagree {
 					disagreements++
 				}
