@@ -389,7 +389,12 @@ func compileCondition(c condition, scope Scope, b *binder, at string) (Predicate
 	k := b.fresh("k")
 	if !val.isLiteral {
 		// Kyverno substitutes the key, then the value.
-		if ks, isString := key.literal.(string); key.isLiteral && isString && (op == "anyin" || op == "allin" || op == "in" || op == "notin") {
+		ks, isString := key.literal.(string)
+		if b, isBool := key.literal.(bool); isBool {
+			// The handlers read a scalar key as its string form.
+			ks, isString = strconv.FormatBool(b), true
+		}
+		if key.isLiteral && isString && (op == "anyin" || op == "allin" || op == "in" || op == "notin") {
 			v := b.fresh("v")
 			holds, fl := runtimeMembership(op, ks, v, at)
 			if fl != nil {

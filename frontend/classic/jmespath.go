@@ -477,10 +477,12 @@ func (c *pathCompiler) on(node parsing.ASTNode, cur string, depth int) (value, *
 	}
 	switch node.NodeType {
 	case parsing.ASTLiteral:
-		if s, ok := node.Value.(string); ok && strings.Contains(s, `\`) {
-			// The raw-string escapes of the parsers differ; a backslash
-			// could read differently in Kyverno's.
-			return value{}, c.refuse("a backslash in a literal")
+		if s, ok := node.Value.(string); ok && strings.Contains(s, `\`) && (strings.Contains(c.expression, `\\`) || strings.Contains(c.expression, "`")) {
+			// The raw-string escapes of the parsers differ: both read \'
+			// as a quote and keep a backslash before anything else, but
+			// only the compiler's reads \\ as one backslash. Without a
+			// double backslash (and JSON literals), the two agree.
+			return value{}, c.refuse("a backslash in a literal of an expression holding two in a row or a JSON literal")
 		}
 		if s, ok := node.Value.(string); ok {
 			if v, found := c.nestedLiteral(s); found {

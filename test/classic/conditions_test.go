@@ -91,6 +91,14 @@ any:
 - key: "{{ starts_with('team-{{request.object.metadata.labels.team}}', 'team-w') }}"
   operator: Equals
   value: true`,
+	"bool-key-runtime-value": `
+any:
+- key: true
+  operator: AnyIn
+  value: "{{ request.object.spec.args[].regex_match('\\bjcmd\\b', @) }}"
+- key: false
+  operator: NotIn
+  value: "{{ request.object.metadata.annotations.list }}"`,
 	"abs-function": `
 all:
 - key: "{{ abs(request.object.spec.replicas) }}"
@@ -1116,7 +1124,7 @@ func catalogue(raw []byte) []any {
 		"prod-web", "prod-x-tmp", []any{"kubernetes", "x"},
 		// JSON arrays of strings (and texts that are not) as a string
 		// value, which the membership operators read.
-		`["x", "a"]`, ` [ "payments" ,"web-a"] `, `null`, `[null]`, `["\u0061", "p\u0061yments"]`, `["a", 1]`, `["x,", ","]`, `["a"`, `{"a": "b"}`, `"a"`,
+		[]any{"ls", "jcmd 1"}, `["x", "a"]`, ` [ "payments" ,"web-a"] `, `null`, `[null]`, `["\u0061", "p\u0061yments"]`, `["a", 1]`, `["x,", ","]`, `["a"`, `{"a": "b"}`, `"a"`,
 		// Durations, quantities, floats and versions, read in that order
 		// by the numeric operators; floats that time.Duration wraps or
 		// cannot hold.
