@@ -437,6 +437,58 @@ spec: {}
 	}
 }
 
+// TestResultKindTellsApartResourcesSharingAName: Kyverno's CLI selects a
+// result's resources by name; a resource of another kind than the
+// result's that shares the name, and that no rule matches, passes as
+// excluded (Strict fails it), while the one of the named kind is judged.
+func TestResultKindTellsApartResourcesSharingAName(t *testing.T) {
+	files := map[string]string{
+		"kyverno-test.yaml": `apiVersion: cli.kyverno.io/v1alpha1
+kind: Test
+metadata: {name: shared-name}
+policies: [policy.yaml]
+resources: [resources.yaml]
+results:
+- {policy: p, rule: r, kind: Namespace, resources: [same], result: fail}
+`,
+		"policy.yaml": `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: p}
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: r
+    match: {any: [{resources: {kinds: [Namespace]}}]}
+    validate:
+      cel:
+        expressions: [{expression: "false"}]
+`,
+		"resources.yaml": `apiVersion: v1
+kind: Pod
+metadata: {name: same, namespace: default}
+spec: {containers: [{name: c, image: i}]}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: same}
+`,
+	}
+	report := runDir(t, writeFiles(t, files))
+	if len(report.Rows) != 2 {
+		t.Fatalf("rows = %+v, want one per resource named same", report.Rows)
+	}
+	for _, r := range report.Rows {
+		switch {
+		case strings.Contains(r.Resource, "/Pod/"):
+			if r.Status != StatusPass || !strings.Contains(r.Reason, "excluded: a Pod of the name the result lists for a Namespace") {
+				t.Errorf("Pod row = %s (%q), want an excluded pass", r.Status, r.Reason)
+			}
+		case r.VAP.Result != Fail || r.Engine.Result != Fail || r.Status != StatusPass:
+			t.Errorf("Namespace row = vap %s, engine %s, %s (%q), want fail on both paths, met", r.VAP.Result, r.Engine.Result, r.Status, r.Reason)
+		}
+	}
+}
+
 // TestResultNamingAMissingRule: a result naming a rule the policy does not
 // have passes as Kyverno's CLI passes it (its resources count as excluded),
 // with a warning, and so does an expected pass for a resource no rule
