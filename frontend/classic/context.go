@@ -117,6 +117,27 @@ func Reads(variables []Variable, text string) bool {
 	return false
 }
 
+// ReadsVarying is Reads of the variables whose value may depend on the
+// request: all but those whose value holds no variable (and that have no
+// jmesPath), which load to the same value for any object.
+func ReadsVarying(variables []Variable, text string) bool {
+	for i := range variables {
+		if !variables[i].constant() && variables[i].loads.MatchString(text) {
+			return true
+		}
+	}
+	return false
+}
+
+// constant says the variable's value is the same for every request.
+func (v *Variable) constant() bool {
+	if !v.HasValue || v.JMESPath != "" {
+		return false
+	}
+	data, _ := json.Marshal(v.Value)
+	return !strings.Contains(string(data), "{{") && !strings.Contains(string(data), "$(")
+}
+
 // loaded is the failure predicate of the variables (visible to a query)
 // that Kyverno's deferred loading loads for the query text: each one
 // whose name the text holds as a word, whether or not the query's value

@@ -192,3 +192,29 @@ func TestMessageOfConstants(t *testing.T) {
 		t.Errorf("Message = %s, want %s", got, want)
 	}
 }
+
+// TestReadsVarying: only a variable whose value may depend on the request
+// counts (a value holding no variable loads the same for any object).
+func TestReadsVarying(t *testing.T) {
+	variables, fl := ParseContext([][]byte{
+		[]byte(`{"name": "allowed", "variable": {"value": ["a", "b"]}}`),
+		[]byte(`{"name": "owner", "variable": {"value": {"name": "{{ request.object.metadata.name }}"}}}`),
+		[]byte(`{"name": "picked", "variable": {"jmesPath": "request.object.metadata.labels"}}`),
+	})
+	if fl != nil {
+		t.Fatal(fl.Message)
+	}
+	for text, want := range map[string]bool{
+		`{"key": "{{ allowed }}"}`:      false,
+		`{"key": "{{ owner.name }}"}`:   true,
+		`{"key": "{{ picked.team }}"}`:  true,
+		`{"key": "{{ request.name }}"}`: false,
+	} {
+		if got := ReadsVarying(variables, text); got != want {
+			t.Errorf("ReadsVarying(%s) = %t, want %t", text, got, want)
+		}
+		if !Reads(variables, text) && want {
+			t.Errorf("Reads(%s) = false where ReadsVarying holds", text)
+		}
+	}
+}

@@ -286,10 +286,11 @@ func classicAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction, r
 		}
 		if len(variables) > 0 {
 			text, _ := json.Marshal([]any{r.RawAnyAllConditions, v.Deny, v.ForEachValidation})
-			if classic.Reads(variables, string(text)) {
+			if classic.ReadsVarying(variables, string(text)) {
 				// validateOldObject reloads the context, but a variable
 				// loaded for the new object keeps its value: which ones
-				// depends on the order the conditions ran in.
+				// depends on the order the conditions ran in (a variable
+				// whose value holds no variable is the same either way).
 				return nil, "", model.Refuse(model.ReasonJMESPathNotExpressible, "allowExistingViolations (on unless set to false) with context variables: Kyverno judges the old object with the variables it loaded for the new one")
 			}
 		}
