@@ -590,37 +590,39 @@ func membership(op, k string, v any, at string) (string, *model.Refusal) {
 	negated := op == "anynotin" || op == "allnotin"
 	every := op == "allin" || op == "allnotin"
 	// The scalar key (anyKeyExistsInArray, allKeyExistsInArray: the
-	// same) and the list key (anySetExistsInArray, allSetExistsInArray).
-	var onScalar, onList string
+	// same) as its string form s, and the list key (anySetExistsInArray,
+	// allSetExistsInArray).
 	values, arrayOK, fl := membershipValues(v, at)
 	if fl != nil {
 		return "", fl
 	}
-	s := "s"
+	var onList string
+	onScalar := func(string) string { return "false" }
 	elements := k + ".map(e, " + stringForm("e") + ")"
 	switch typed := v.(type) {
 	case []any:
-		found := matchesAny(s, values)
-		onScalar = found
-		if negated {
-			onScalar = "!" + found
+		onScalar = func(s string) string {
+			if negated {
+				return "!" + matchesAny(s, values)
+			}
+			return matchesAny(s, values)
 		}
 		onList = setCheck(elements, values, negated, every)
 	case string:
 		// A wildcard match of the value first, then the value read as a
 		// JSON array of strings (false when it is JSON but not that), or
 		// as itself.
-		direct := kyverno.CELPatternMatch(s, []string{typed})
-		switch {
-		case !arrayOK:
-			onScalar = direct
-			if negated {
-				onScalar = "false"
+		onScalar = func(s string) string {
+			direct := kyverno.CELPatternMatch(s, []string{typed})
+			switch {
+			case !arrayOK && negated:
+				return "false"
+			case !arrayOK:
+				return direct
+			case negated:
+				return "!(" + direct + " || " + matchesExactly(s, values) + ")"
 			}
-		case negated:
-			onScalar = "!(" + direct + " || " + matchesExactly(s, values) + ")"
-		default:
-			onScalar = "(" + direct + " || " + matchesExactly(s, values) + ")"
+			return "(" + direct + " || " + matchesExactly(s, values) + ")"
 		}
 		single := "(size(" + elements + ") == 1 && " + elements + "[0] == " + kyverno.CELString(typed) + ")"
 		rest := "false"
@@ -635,15 +637,17 @@ func membership(op, k string, v any, at string) (string, *model.Refusal) {
 	case float64, int64, bool:
 		// Invalid for a scalar key; a list key is compared with the
 		// value's string form by AnyIn and AnyNotIn only.
-		onScalar, onList = "false", "false"
+		onList = "false"
 		if !every {
 			onList = setCheck(elements, values, negated, every)
 		}
 	default:
-		onScalar, onList = "false", "false"
+		onList = "false"
 	}
-	scalar := "[" + stringForm(k) + "].all(s, " + onScalar + ")"
-	return "(" + isNumber(k) + " || type(" + k + ") == string || type(" + k + ") == bool ? " + scalar + " : type(" + k + ") == list ? " + onList + " : false)", nil
+	// A string key is its own string form (read in place: cheaper than
+	// binding it).
+	other := "[" + stringForm(k) + "].all(s, " + onScalar("s") + ")"
+	return "(type(" + k + ") == string ? " + onScalar("string("+k+")") + " : " + isNumber(k) + " || type(" + k + ") == bool ? " + other + " : type(" + k + ") == list ? " + onList + " : false)", nil
 }
 
 // runtimeMembership is the AnyIn, AllIn, In or NotIn handler of the
@@ -752,7 +756,7 @@ func deprecatedIn(notIn bool, k string, v any, at string) (string, *model.Refusa
 	}
 	scalar := "[" + stringForm(k) + "].all(s, " + onScalar + ")"
 	list := "(" + k + ".all(e, type(e) == string) ? " + onList + " : " + KyvernoPanics + ")"
-	return "(" + isNumber(k) + " || type(" + k + ") == string || type(" + k + ") == bool ? " + scalar + " : type(" + k + ") == list ? " + list + " : false)", nil
+	return "(type(" + k + ") == string || " + isNumber(k) + " || type(" + k + ") == bool ? " + scalar + " : type(" + k + ") == list ? " + list + " : false)", nil
 }
 
 // membershipValues are the string forms of the literal's values, as

@@ -71,7 +71,9 @@ func (c *compiler) valueString(x, s, path string) (string, *model.Refusal) {
 		alternatives = append(alternatives, "("+strings.Join(all, " && ")+")")
 	}
 	if !subsumed {
-		alternatives = append([]string{"(type(" + x + ") == string && " + x + " == " + kyverno.CELString(s) + ")"}, alternatives...)
+		// Last: CEL's || evaluates left to right, and a value that passes
+		// is mostly one the alternatives take.
+		alternatives = append(alternatives, "(type("+x+") == string && "+x+" == "+kyverno.CELString(s)+")")
 	}
 	if len(alternatives) == 1 {
 		return alternatives[0], nil
