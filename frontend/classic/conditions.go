@@ -461,6 +461,10 @@ func compileOperator(fresh func() string, op string, key string, number bool, v 
 			return "", fl
 		}
 		if op == "equal" || op == "equals" {
+			if strings.HasPrefix(eq, "(type("+k+") == string && ") {
+				// Only a string key can hold: a null one is false anyway.
+				return eq, nil
+			}
 			return "(type(" + k + ") == null_type ? false : " + eq + ")", nil
 		}
 		// NotEqualHandler is the negation of EqualHandler for every key
