@@ -37,6 +37,21 @@ func TestStatusSaysWhoEnforcesEachRule(t *testing.T) {
 	opted := controlplane.ClusterPolicy("status-webhook", kyvernov1.Enforce, controlplane.CELRule("secrets", "Secret", "true", "never"))
 	opted.Annotations = map[string]string{translate.AnnotationGenerate: "false"}
 	cp.CreatePolicy(t, opted, controllers.ReasonFallback)
+	// The webhook's configuration controller marks the webhook serving
+	// after its first reconcile, which can come after the policy's: the
+	// policy is then reconciled again (OnEnforcingChange) and Kyverno's
+	// Ready condition, which kyvap writes, turns True. Wait for that, or the
+	// status read below races it.
+	if err := controlplane.Eventually(context.Background(), controlplane.StatusTimeout, func(ctx context.Context) (bool, error) {
+		p := &kyvernov1.ClusterPolicy{}
+		if err := cp.Client.Get(ctx, client.ObjectKey{Name: opted.Name}, p); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(p.Status.Conditions, "Ready")
+		return c != nil && c.Status == metav1.ConditionTrue, nil
+	}); err != nil {
+		t.Fatalf("the opted-out policy never reported kyvap's webhook enforcing it: %v", err)
+	}
 
 	policies, err := enforcement.ClusterStatus(context.Background(), cp.Config)
 	if err != nil {
