@@ -50,6 +50,10 @@ type Verdict struct {
 	Fails string
 	// Violates holds where the verdict is fail.
 	Violates string
+	// code, for a single pattern with conditional or global anchors, is
+	// its outcome code (a CEL int, never failing) that the predicates
+	// above read; "" otherwise.
+	code string
 }
 
 // PatternVerdict compiles a validate.pattern, as its JSON, into Kyverno's
@@ -57,12 +61,18 @@ type Verdict struct {
 // without conditional or global anchors compile as Pattern; the others to
 // Kyverno's outcome codes, where they are exact (checkAnchors).
 func PatternVerdict(raw []byte, resource string) (Verdict, *model.Refusal) {
+	return patternVerdict(raw, resource, nil)
+}
+
+// patternVerdict is PatternVerdict with the pattern values that are one
+// variable bound to CEL variables (compiler.runtime).
+func patternVerdict(raw []byte, resource string, runtime map[string]string) (Verdict, *model.Refusal) {
 	// As Kyverno reads it (kyvernov1.FromJSON): integers are int64.
 	pattern, err := decodeTyped(raw)
 	if err != nil {
 		return Verdict{}, model.Refuse(model.ReasonPatternNotExpressible, "the pattern is not JSON: %v", err)
 	}
-	c := &compiler{}
+	c := &compiler{runtime: runtime}
 	if fl := c.measure(pattern, 1); fl != nil {
 		return Verdict{}, fl
 	}
@@ -74,6 +84,12 @@ func PatternVerdict(raw []byte, resource string) (Verdict, *model.Refusal) {
 // pass when one pattern passes; skip when none passes and every one
 // skips; fail otherwise (and pass when there is no pattern).
 func AnyPatternVerdict(raw []byte, resource string) (Verdict, *model.Refusal) {
+	return anyPatternVerdict(raw, resource, nil)
+}
+
+// anyPatternVerdict is AnyPatternVerdict with the pattern values that are
+// one variable bound to CEL variables (compiler.runtime).
+func anyPatternVerdict(raw []byte, resource string, runtime map[string]string) (Verdict, *model.Refusal) {
 	patterns, err := decodePatternList(raw)
 	if err != nil {
 		return Verdict{}, model.Refuse(model.ReasonPatternNotExpressible, "anyPattern is not a list of patterns: %v", err)
@@ -81,7 +97,7 @@ func AnyPatternVerdict(raw []byte, resource string) (Verdict, *model.Refusal) {
 	if len(patterns) == 0 {
 		return Verdict{Passes: "true", Skips: "false", Fails: "false", Violates: "false"}, nil
 	}
-	c := &compiler{}
+	c := &compiler{runtime: runtime}
 	if fl := c.measure(patterns, 0); fl != nil {
 		return Verdict{}, fl
 	}
@@ -158,6 +174,7 @@ func (c *compiler) verdict(resource string, pattern any, path string) (Verdict, 
 		Skips:    bindInt(code, v, v+" >= "+codeAnchorSkip),
 		Fails:    "false",
 		Violates: bindInt(code, v, v+" == "+codeFail),
+		code:     code,
 	}
 	if c.mayError {
 		out.Passes = bindInt(code, v, "("+v+" == "+codeError+" ? "+failure("a pattern's conditional anchor key is missing from every element (Kyverno's error)")+" == 0 : "+v+" == "+codePass+")")
@@ -422,6 +439,15 @@ func (c *compiler) mappingCode(m string, p map[string]any, path string) (string,
 			var v string
 			if s, ok := p[k].(string); ok && s == "*" {
 				v = "(" + present + " && dyn(" + value + ") != null ? " + codePass + " : " + codeFail + ")"
+			} else if rv, ok := c.runtimeLeaf(p[k]); ok {
+				// As mapping: the substituted value may be "*"; a missing
+				// key is validated as null.
+				e := c.variable()
+				check, fl := c.element(e, p[k], at)
+				if fl != nil {
+					return "", fl
+				}
+				v = "(" + rv + " == '*' ? (" + present + " && dyn(" + value + ") != null ? " + codePass + " : " + codeFail + ") : [" + present + " ? dyn(" + value + ") : null].all(" + e + ", " + check + ") ? " + codePass + " : " + codeFail + ")"
 			} else {
 				onValue, fl := child()
 				if fl != nil {

@@ -123,7 +123,7 @@ func TestForEachRefusals(t *testing.T) {
 		"no check":    {`{"list": "request.object.spec.containers"}`, "has no deny, pattern or anyPattern"},
 		"both":        {`{"list": "request.object.spec.containers", "pattern": {"a": "b"}, "anyPattern": [{"a": "b"}]}`, "both pattern and anyPattern"},
 		"list var":    {`{"list": "{{ request.name }}", "deny": {}}`, "a variable in the list"},
-		"pattern var": {`{"list": "request.object.spec.containers", "pattern": {"name": "{{ request.name }}"}}`, "a variable in"},
+		"pattern var": {`{"list": "request.object.spec.containers", "pattern": {"name": "app-{{ request.name }}"}}`, "a variable in"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -165,6 +165,21 @@ func elementStatus(e forEachEntry, scope Scope, b *binder, el, at string) (statu
 		if len(e.Pattern) > 0 && len(e.AnyPattern) > 0 {
 			return "", "", false, model.Refuse(model.ReasonJMESPathNotExpressible, "both pattern and anyPattern at %s", at)
 		}
+		raw := e.Pattern
+		if len(raw) == 0 {
+			raw = e.AnyPattern
+		}
+		raw, fl := SubstituteConstants(raw, scope.Variables)
+		if fl != nil {
+			return "", "", false, fl
+		}
+		// Pattern values that are one variable (the element's, the
+		// request's): substituted before the pattern is matched, an error
+		// where a substitution fails (runtime.go).
+		bound, substitutionFails, fl := bindPatternVariables(raw, scope, b, at)
+		if fl != nil {
+			return "", "", false, fl
+		}
 		// A pattern's verdict as an element's status: its error, its skip
 		// (a conditional or global anchor that does not hold: Kyverno
 		// leaves the element out), pass or fail.
@@ -172,20 +187,20 @@ func elementStatus(e forEachEntry, scope Scope, b *binder, el, at string) (statu
 			var v Verdict
 			var fl *model.Refusal
 			if len(e.Pattern) > 0 {
-				raw, sfl := SubstituteConstants(e.Pattern, scope.Variables)
-				if sfl != nil {
-					return "", "", sfl
-				}
-				v, fl = PatternVerdict(raw, resource)
+				v, fl = patternVerdict(raw, resource, bound.names)
 			} else {
-				raw, sfl := SubstituteConstants(e.AnyPattern, scope.Variables)
-				if sfl != nil {
-					return "", "", sfl
-				}
-				v, fl = AnyPatternVerdict(raw, resource)
+				v, fl = anyPatternVerdict(raw, resource, bound.names)
 			}
 			if fl != nil {
 				return "", "", fl
+			}
+			if v.code != "" {
+				// The outcome code read once (MatchPattern at the root: a
+				// skip of either kind skips, codeError is an error).
+				k := b.fresh("k")
+				status := "[" + v.code + "].map(" + k + ", " + k + " == " + codePass + " ? " + elementPass + " : " + k + " >= " + codeAnchorSkip + " ? " + elementSkip +
+					" : " + k + " == " + codeError + " ? " + elementError + " : " + elementFail + ")[0]"
+				return status, v.Skips, nil
 			}
 			status := "(" + v.Passes + " ? " + elementPass + " : " + elementFail + ")"
 			if v.Skips != "false" {
@@ -196,9 +211,13 @@ func elementStatus(e forEachEntry, scope Scope, b *binder, el, at string) (statu
 			}
 			return status, v.Skips, nil
 		}
-		onElement, elementSkips, fl := compile(el)
-		if fl != nil {
-			return "", "", false, fl
+		// With elementScope false the element is never the resource: its
+		// compilation is not written.
+		onElement, elementSkips := elementSkip, "false"
+		if e.ElementScope == nil || *e.ElementScope {
+			if onElement, elementSkips, fl = compile(el); fl != nil {
+				return "", "", false, fl
+			}
 		}
 		// The request's object: the old one when Kyverno judges the old
 		// object of an UPDATE.
@@ -217,8 +236,21 @@ func elementStatus(e forEachEntry, scope Scope, b *binder, el, at string) (statu
 		judge = "(" + onElementScope + " ? " + onElement + " : " + scope.Operation + " == 'DELETE' ? " + elementSkip + " : " + onObject + ")"
 		// An element whose pattern skips is no applied one.
 		applied = "(" + onElementScope + " ? !" + elementSkips + " : " + scope.Operation + " != 'DELETE' && !" + objectSkips + ")"
-		if elementSkips == "false" && objectSkips == "false" {
+		switch {
+		case elementSkips == "false" && objectSkips == "false":
 			applied = "(" + onElementScope + " || " + scope.Operation + " != 'DELETE')"
+		case len(applied) > maxInlinedCheck:
+			// Where the skips are long (a pattern with anchors), an element
+			// applied is one whose status is no skip: the judgement is
+			// written once more, not each skip predicate beside it.
+			applied = "(" + judge + " != " + elementSkip + ")"
+		}
+		// A substitution that fails is the element's error, before its
+		// scope or the operation is looked at.
+		judge, applied = bound.wrap(judge), bound.wrap(applied)
+		if substitutionFails != "" {
+			judge = "(" + substitutionFails + " ? " + elementError + " : " + judge + ")"
+			applied = "(" + substitutionFails + " || " + applied + ")"
 		}
 	default:
 		return "", "", false, model.Refuse(model.ReasonJMESPathNotExpressible, "%s has no deny, pattern or anyPattern", at)
@@ -243,6 +275,58 @@ func elementStatus(e forEachEntry, scope Scope, b *binder, el, at string) (statu
 	}
 	applied = "(" + el + " != null && " + applied + ")"
 	return status, applied, usesIndex, nil
+}
+
+// patternVariables are the pattern values that are one variable, each
+// bound to a CEL variable holding its substituted value.
+type patternVariables struct {
+	// names maps a pattern value to its CEL variable.
+	names map[string]string
+	// order lists the CEL variables and their values, in binding order.
+	order, values []string
+}
+
+// bindPatternVariables compiles the values of the pattern (its JSON)
+// that are one variable, in scope: their bindings, and the predicate
+// (never failing; "" for none) where a substitution fails.
+func bindPatternVariables(raw []byte, scope Scope, b *binder, at string) (patternVariables, string, *model.Refusal) {
+	decoded, err := decodeTyped(raw)
+	if err != nil {
+		return patternVariables{}, "", model.Refuse(model.ReasonPatternNotExpressible, "the pattern is not JSON: %v", err)
+	}
+	var out patternVariables
+	fails := ""
+	for _, leaf := range runtimeLeaves(decoded) {
+		v, fl := operand(leaf, scope, b, at+".pattern")
+		if fl != nil {
+			return patternVariables{}, "", fl
+		}
+		if out.names == nil {
+			out.names = map[string]string{}
+		}
+		name := b.fresh("pv")
+		out.names[leaf] = name
+		// The value, and beside it a string value read as a value string
+		// once (runtimeParse), not once per value it is checked against.
+		parsed := runtimeParse(func() string { return b.fresh("pp") }, name)
+		out.order = append(out.order, name, parsedValueString(name))
+		out.values = append(out.values, "dyn("+v.cel+")", "(type("+name+") == string ? "+parsed+" : [])")
+		if f := v.fails(); f != "false" {
+			fails = joinOr(fails, f)
+		}
+	}
+	return out, fails, nil
+}
+
+// wrap binds the variables around expression (of any type), where none
+// of their substitutions fails.
+func (p patternVariables) wrap(expression string) string {
+	for i := len(p.order) - 1; i >= 0; i-- {
+		if strings.Contains(expression, p.order[i]) {
+			expression = "[" + p.values[i] + "].map(" + p.order[i] + ", " + expression + ")[0]"
+		}
+	}
+	return expression
 }
 
 // judgeScope is the error of elementScope: true on an element that is not

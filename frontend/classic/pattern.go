@@ -94,6 +94,10 @@ type compiler struct {
 	// mayError: the pattern compiled so far has Kyverno's error verdict
 	// (codeError).
 	mayError bool
+	// runtime maps each pattern value that is one variable to the CEL
+	// variable its substituted value is bound to (runtime.go); nil
+	// refuses such values.
+	runtime map[string]string
 }
 
 // measure refuses a pattern past the bounds.
@@ -145,6 +149,17 @@ func (c *compiler) element(x string, p any, path string) (string, *model.Refusal
 		}
 		return "(type(" + x + ") == list && " + body + ")", nil
 	}
+	if v, ok := c.runtimeLeaf(p); ok {
+		// Substituted with anything but a string, the pattern may be no
+		// scalar: it fails to evaluate before any list is looked at.
+		check, fl := c.scalarElement(x, p, path)
+		return "(type(" + v + ") == string ? " + check + " : " + SubstitutedNonString + " == true)", fl
+	}
+	return c.scalarElement(x, p, path)
+}
+
+// scalarElement is element of a scalar pattern p.
+func (c *compiler) scalarElement(x string, p any, path string) (string, *model.Refusal) {
 	// A scalar pattern: against a list, every element must match it; a
 	// value that is no list is judged as the one element of one.
 	e := c.variable()
@@ -187,6 +202,17 @@ func (c *compiler) mapping(m string, p map[string]any, path string) (string, *mo
 				// Kyverno's defaultHandler: "*" asks for a value that is not
 				// null, whatever its type.
 				terms = append(terms, "("+present+" && dyn("+value+") != null)")
+				continue
+			}
+			if v, ok := c.runtimeLeaf(p[k]); ok {
+				// The substituted value may be "*"; a missing key is
+				// validated as null.
+				e := c.variable()
+				check, fl := c.element(e, p[k], at)
+				if fl != nil {
+					return "", fl
+				}
+				terms = append(terms, "("+v+" == '*' ? ("+present+" && dyn("+value+") != null) : ["+present+" ? dyn("+value+") : null].all("+e+", "+check+"))")
 				continue
 			}
 			check, fl := c.element(value, p[k], at)
@@ -329,6 +355,9 @@ func (c *compiler) scalar(x string, p any, path string) (string, *model.Refusal)
 		// validateNilPattern: the zero value of every scalar type.
 		return "(" + x + " == null || (type(" + x + ") == bool && !" + x + ") || (type(" + x + ") == int && " + x + " == 0) || (type(" + x + ") == double && " + x + " == 0.0) || (type(" + x + ") == string && " + x + " == ''))", nil
 	case string:
+		if v, ok := c.runtimeLeaf(typed); ok {
+			return c.runtimeScalar(x, v), nil
+		}
 		return c.valueString(x, typed, path)
 	case float64:
 		return c.numberPattern(x, typed, path)

@@ -95,7 +95,7 @@ func judged(pre classic.Predicate, c compiled) string {
 	if pre.Holds != "true" {
 		terms = append(terms, pre.Holds)
 	}
-	if c.fails != "false" {
+	if c.fails != "false" && !c.violatesNeverFails {
 		terms = append(terms, "!"+c.fails)
 	}
 	return kyverno.CELAnd(append(terms, c.violates))
@@ -110,6 +110,9 @@ type compiled struct {
 	// fails, which never fails to evaluate, holds where Kyverno's
 	// evaluation fails ("false" when it never does).
 	fails string
+	// violatesNeverFails: violates never fails to evaluate and never
+	// holds with fails (a foreach's), so that judged need not read fails.
+	violatesNeverFails bool
 	// applies, which never fails to evaluate, holds where Kyverno has a
 	// result ("" when it always has: a foreach none of whose elements
 	// applied has none).
@@ -132,7 +135,7 @@ func compileClassic(v *kyvernov1.Validation, resource string, scope classic.Scop
 		if fl != nil {
 			return compiled{}, fl
 		}
-		return compiled{passes: j.Passes, violates: j.Violates, fails: j.Fails, applies: j.Applies}, nil
+		return compiled{passes: j.Passes, violates: j.Violates, fails: j.Fails, applies: j.Applies, violatesNeverFails: true}, nil
 	case v.Deny != nil:
 		var deny struct {
 			Conditions json.RawMessage `json:"conditions"`
