@@ -353,7 +353,7 @@ func (c *compiler) scalar(x string, p any, path string) (string, *model.Refusal)
 		return fmt.Sprintf("(type(%s) == bool && %s == %t)", x, x, typed), nil
 	case nil:
 		// validateNilPattern: the zero value of every scalar type.
-		return "(" + x + " == null || (type(" + x + ") == bool && !" + x + ") || (type(" + x + ") == int && " + x + " == 0) || (type(" + x + ") == double && " + x + " == 0.0) || (type(" + x + ") == string && " + x + " == ''))", nil
+		return nilPattern(x), nil
 	case string:
 		if v, ok := c.runtimeLeaf(typed); ok {
 			return c.runtimeScalar(x, v), nil
@@ -365,6 +365,12 @@ func (c *compiler) scalar(x string, p any, path string) (string, *model.Refusal)
 		return c.integerPattern(x, typed, path)
 	}
 	return "", model.Refuse(model.ReasonPatternNotExpressible, "a value of type %T at %s", p, path)
+}
+
+// nilPattern is validateNilPattern of x: the zero value of every scalar
+// type.
+func nilPattern(x string) string {
+	return "(" + x + " == null || (type(" + x + ") == bool && !" + x + ") || (type(" + x + ") == int && " + x + " == 0) || (type(" + x + ") == double && " + x + " == 0.0) || (type(" + x + ") == string && " + x + " == ''))"
 }
 
 // decodePatternList decodes anyPattern's JSON, a list of patterns, with

@@ -82,12 +82,6 @@ func (c *compiler) runtimeLeaf(p any) (string, bool) {
 	return v, ok
 }
 
-// nilPattern is validateNilPattern of x: the zero value of every scalar
-// type.
-func nilPattern(x string) string {
-	return "(" + x + " == null || (type(" + x + ") == bool && !" + x + ") || (type(" + x + ") == int && " + x + " == 0) || (type(" + x + ") == double && " + x + " == 0.0) || (type(" + x + ") == string && " + x + " == ''))"
-}
-
 // runtimeScalar is pattern.Validate of x (a CEL expression that never
 // fails to evaluate) against the substituted value v (a CEL variable): a
 // value string. Any other value fails to evaluate, named
