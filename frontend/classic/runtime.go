@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/kyvap/kyvap/kyverno"
+	"github.com/kyvap/kyvap/model"
 )
 
 // A pattern value that is one variable, as in a foreach's
@@ -188,4 +189,51 @@ func runtimeWildcard(o, s string) string {
 	}
 	quoted += ".replace('*', '.*').replace('?', '.')"
 	return "((" + o + ".contains('*') || " + o + ".contains('?')) ? " + s + ".matches('^(?s:' + " + quoted + " + ')$') : " + s + " == " + o + ")"
+}
+
+// RulePattern compiles a rule's validate.pattern, or its anyPattern
+// (anyPattern true), as its JSON, into Kyverno's verdict on resource in
+// scope: validator.substitutePatterns, then validatePatterns. Context
+// variables holding constant strings are substituted when compiling
+// (SubstituteConstants); other pattern values that are one variable are
+// substituted at run time (runtimeScalar). Kyverno substitutes before it
+// looks at the operation, so where a substitution fails the verdict is
+// its error on every operation, DELETE included: substitutionFails (never
+// failing, "false" for none) holds there, and the verdict's Fails with
+// it.
+func RulePattern(raw []byte, anyPattern bool, resource string, scope Scope) (v Verdict, substitutionFails string, fl *model.Refusal) {
+	raw, fl = SubstituteConstants(raw, scope.Variables)
+	if fl != nil {
+		return Verdict{}, "", fl
+	}
+	b := &binder{}
+	bound, fails, fl := bindPatternVariables(raw, scope, b, "pattern")
+	if fl != nil {
+		return Verdict{}, "", fl
+	}
+	if anyPattern {
+		v, fl = anyPatternVerdict(raw, resource, bound.names)
+	} else {
+		v, fl = patternVerdict(raw, resource, bound.names)
+	}
+	if fl != nil || len(bound.order) == 0 {
+		return v, "false", fl
+	}
+	subst := b.wrap(orFalse(fails))
+	guarded := func(p string) string {
+		if p == "false" {
+			return p
+		}
+		return "(!" + subst + " && " + b.wrap(bound.wrap(p)) + ")"
+	}
+	out := Verdict{
+		Passes:   "(" + subst + " ? " + failure("a pattern variable failed to substitute") + " == true : " + b.wrap(bound.wrap(v.Passes)) + ")",
+		Skips:    guarded(v.Skips),
+		Violates: guarded(v.Violates),
+		Fails:    subst,
+	}
+	if v.Fails != "false" {
+		out.Fails = "(" + subst + " || " + b.wrap(bound.wrap(v.Fails)) + ")"
+	}
+	return out, subst, nil
 }

@@ -111,8 +111,13 @@ type compiled struct {
 	// evaluation fails ("false" when it never does).
 	fails string
 	// violatesNeverFails: violates never fails to evaluate and never
-	// holds with fails (a foreach's), so that judged need not read fails.
+	// holds with fails (a foreach's, a pattern's), so that judged need not
+	// read fails.
 	violatesNeverFails bool
+	// substitutionFails, for a pattern, holds where a pattern variable
+	// fails to substitute: Kyverno's error, on a DELETE too ("false" or
+	// "" when it never does).
+	substitutionFails string
 	// applies, which never fails to evaluate, holds where Kyverno has a
 	// result ("" when it always has: a foreach none of whose elements
 	// applied has none).
@@ -152,27 +157,19 @@ func compileClassic(v *kyvernov1.Validation, resource string, scope classic.Scop
 		}
 		return compiled{passes: "!" + p.Holds, violates: p.Holds, fails: p.Fails}, nil
 	}
-	var verdict classic.Verdict
-	var fl *model.Refusal
+	raw := v.RawPattern
 	if v.RawAnyPattern != nil {
-		raw, sfl := classic.SubstituteConstants(v.RawAnyPattern.Raw, scope.Variables)
-		if sfl != nil {
-			return compiled{}, sfl
-		}
-		verdict, fl = classic.AnyPatternVerdict(raw, resource)
-	} else {
-		raw, sfl := classic.SubstituteConstants(v.RawPattern.Raw, scope.Variables)
-		if sfl != nil {
-			return compiled{}, sfl
-		}
-		verdict, fl = classic.PatternVerdict(raw, resource)
+		raw = v.RawAnyPattern
 	}
+	verdict, substitutionFails, fl := classic.RulePattern(raw.Raw, v.RawAnyPattern != nil, resource, scope)
 	if fl != nil {
 		return compiled{}, fl
 	}
 	// violates holds where the verdict is fail, never where it is an
-	// error: fails is not needed beside it.
-	return compiled{passes: verdict.Passes, violates: verdict.Violates, fails: "false", skips: verdict.Skips}, nil
+	// error (a pattern variable that failed to substitute, a conditional
+	// anchor's key missing from every element).
+	return compiled{passes: verdict.Passes, violates: verdict.Violates, fails: verdict.Fails, skips: verdict.Skips,
+		substitutionFails: substitutionFails, violatesNeverFails: true}, nil
 }
 
 // classicAsCEL is a classic rule (validate.pattern, anyPattern, deny or
@@ -267,6 +264,11 @@ func classicAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction, r
 		// rule is an error where they fail, a skip where they are false,
 		// and has no result otherwise.
 		notDelete := "request.operation != 'DELETE'"
+		if onNew.substitutionFails != "false" {
+			// Kyverno substitutes the pattern's variables first: one that
+			// fails is the rule's error on a DELETE too.
+			notDelete += " || " + onNew.substitutionFails
+		}
 		if pre.Holds != "true" {
 			notDelete = "!" + pre.Holds + " || " + notDelete
 		}

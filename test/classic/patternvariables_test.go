@@ -17,10 +17,11 @@ import (
 	"github.com/kyvap/kyvap/engine"
 )
 
-// patternVariablesPolicy holds foreach patterns whose values are one
-// variable (frontend/classic runtime.go): the element's value string
-// read from the request (plain, under a global anchor) and an element's
-// value as the pattern of a label.
+// patternVariablesPolicy holds patterns whose values are one variable
+// (frontend/classic runtime.go): in a foreach, the element's value string
+// read from the request (plain, under a global anchor, under an equality
+// anchor on a list of ports) and an element's value as the pattern of a
+// label; a rule's pattern and anyPattern (with a conditional anchor).
 const patternVariablesPolicy = `
 apiVersion: kyverno.io/v1
 kind: ClusterPolicy
@@ -54,6 +55,24 @@ spec:
         pattern:
           =(ports):
           - containerPort: "{{ request.object.spec.p }}"
+  - name: rule-pattern
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate:
+      pattern:
+        spec:
+          containers:
+          - value: "{{ request.object.spec.p }}"
+  - name: rule-any-pattern
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate:
+      anyPattern:
+      - spec:
+          containers:
+          - (name): other
+            value: "{{ request.object.spec.p }}"
+      - metadata:
+          labels:
+            tier: "{{ request.object.spec.p }}"
   - name: element-as-pattern
     match: {any: [{resources: {kinds: [Pod]}}]}
     validate:
@@ -167,7 +186,7 @@ func TestPatternVariablesAgreeWithKyverno(t *testing.T) {
 			if got[rule] == want {
 				continue
 			}
-			if got[rule] == "error" && nonString[i] && strings.Contains(messages[rule], "a foreach element failed to evaluate") {
+			if got[rule] == "error" && nonString[i] && (strings.Contains(messages[rule], "a foreach element failed to evaluate") || strings.HasPrefix(rule, "rule-") && strings.Contains(messages[rule], "type conversion error from 'string' to 'int'")) {
 				named["a pattern value substituted with null, a number, a bool, a map or a list"]++
 				continue
 			}
