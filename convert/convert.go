@@ -90,6 +90,10 @@ type Converted struct {
 	// Exactly one is set.
 	ValidatingPolicy           *policiesv1.ValidatingPolicy
 	NamespacedValidatingPolicy *policiesv1.NamespacedValidatingPolicy
+	// PassesWithoutResult: the rule is a foreach whose has-result
+	// condition was folded into the validations (foldHasResult): where
+	// the ClusterPolicy's rule has no result, the converted policy passes.
+	PassesWithoutResult bool
 	// NoAutogen: spec.autogen.podControllers.controllers is [] (Kyverno
 	// would otherwise derive variants the source does not have, or that
 	// are converted as policies of their own). The field's omitempty
@@ -334,6 +338,16 @@ func intersect(m admissionregistrationv1.MatchResources, scope *admissionregistr
 	return out, len(kept) > 0, ""
 }
 
+// hasMatchCondition says whether the rule has the named match condition.
+func hasMatchCondition(r *model.Rule, name string) bool {
+	for _, mc := range r.MatchConditions {
+		if mc.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // foldHasResult folds a compiled foreach rule's has-result condition
 // (clusterpolicy.ConditionHasResult) into its validations: a
 // ValidatingPolicy has no "no result" (a false match condition is a
@@ -496,7 +510,7 @@ func (res *Result) object(r *model.Rule, spec *policiesv1.ValidatingPolicySpec) 
 		Labels:      map[string]string{LabelSourcePolicy: labelValue(res.Source.Name)},
 		Annotations: map[string]string{AnnotationSource: res.Source.String(), AnnotationRule: r.Name},
 	}
-	c := Converted{Rule: r.Name, Region: -1}
+	c := Converted{Rule: r.Name, Region: -1, PassesWithoutResult: hasMatchCondition(r, clusterpolicy.ConditionHasResult)}
 	if res.Source.Namespaced() {
 		c.NamespacedValidatingPolicy = &policiesv1.NamespacedValidatingPolicy{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "policies.kyverno.io/v1", Kind: "NamespacedValidatingPolicy"},

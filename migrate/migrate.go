@@ -472,7 +472,15 @@ func (c *Converter) convertSuite(s *policytest.Suite, dir string) int {
 		fmt.Fprintf(c.stderr, "kyvap convert: %s: %v\n", label, err)
 		return exitUnusableInput
 	}
-	settled, notes, err := c.settle(dir, &test)
+	passesWithoutResult := map[string]bool{}
+	for _, res := range results {
+		for i := range res.Policies {
+			if res.Policies[i].PassesWithoutResult {
+				passesWithoutResult[res.Policies[i].Name()] = true
+			}
+		}
+	}
+	settled, notes, err := c.settle(dir, &test, passesWithoutResult)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "kyvap convert: %s: %v\n", label, err)
 		return exitUnusableInput
@@ -585,11 +593,16 @@ func writeTest(dir, header string, test *policytest.Test, files map[string][]byt
 //     skip, Kyverno's CLI gives a ValidatingPolicy no result (and counts a
 //     row expecting one as not found): the resource is left out;
 //   - a CEL error: a ClusterPolicy rule with failurePolicy Fail reports
-//     fail, a ValidatingPolicy error (both deny): the row expects error.
+//     fail, a ValidatingPolicy error (both deny): the row expects error;
+//
+// and one difference kyvap's conversion keeps (docs/convert.md): a
+// foreach none of whose elements applied has no result in a
+// ClusterPolicy, and the converted policy (passesWithoutResult, by name)
+// passes there: the row expects pass.
 //
 // Any other difference is reported as a verdict difference and counted as
 // not converted. It returns the settled test and one note per change.
-func (c *Converter) settle(dir string, test *policytest.Test) (*policytest.Test, []string, error) {
+func (c *Converter) settle(dir string, test *policytest.Test, passesWithoutResult map[string]bool) (*policytest.Test, []string, error) {
 	suites, err := policytest.LoadFile(filepath.Join(dir, policytest.DefaultFileName))
 	if err != nil {
 		return nil, nil, err
@@ -605,21 +618,28 @@ func (c *Converter) settle(dir string, test *policytest.Test) (*policytest.Test,
 			out.Results = append(out.Results, res)
 			continue
 		}
-		kept, asError := res, res
-		kept.Resources, asError.Resources = nil, nil
-		asError.Result = string(policytest.Error)
+		kept, asError, asPass := res, res, res
+		kept.Resources, asError.Resources, asPass.Resources = nil, nil, nil
+		asError.Result, asPass.Result = string(policytest.Error), string(policytest.Pass)
 		for _, resource := range res.Resources {
 			one := res
 			one.Resources = []string{resource}
 			suite := suites[0]
 			suite.Test.Results = []policytest.TestResult{one}
 			report := policytest.Run(context.Background(), &suite, policytest.Options{CompatibilityVersion: c.flags.CELVersion})
-			switch settleRow(report.Rows, res.Result) {
+			outcome := settleRow(report.Rows, res.Result)
+			if outcome == rowDiffers && passesWithoutResult[res.Policy] && passesEverywhere(report.Rows, res.Result) {
+				outcome = rowNoResult
+			}
+			switch outcome {
 			case rowKept:
 				kept.Resources = append(kept.Resources, resource)
 			case rowUnmatched:
 				c.rows.LeftOut++
 				notes = append(notes, fmt.Sprintf("policy %s, resource %s: left out: the ClusterPolicy's rule reports skip for a resource it does not match, and Kyverno's CLI gives a ValidatingPolicy no result there", res.Policy, resource))
+			case rowNoResult:
+				asPass.Resources = append(asPass.Resources, resource)
+				notes = append(notes, fmt.Sprintf("policy %s, resource %s: expects pass instead of skip: no element of the ClusterPolicy's foreach applied (no result), where a ValidatingPolicy passes", res.Policy, resource))
 			case rowError:
 				asError.Resources = append(asError.Resources, resource)
 				notes = append(notes, fmt.Sprintf("policy %s, resource %s: expects error instead of fail: a ValidatingPolicy reports a CEL error as error, a ClusterPolicy rule with failurePolicy Fail as fail; both deny at admission", res.Policy, resource))
@@ -636,6 +656,9 @@ func (c *Converter) settle(dir string, test *policytest.Test) (*policytest.Test,
 		if len(asError.Resources) > 0 {
 			out.Results = append(out.Results, asError)
 		}
+		if len(asPass.Resources) > 0 {
+			out.Results = append(out.Results, asPass)
+		}
 	}
 	return &out, notes, nil
 }
@@ -647,8 +670,23 @@ const (
 	rowKept rowOutcome = iota
 	rowUnmatched
 	rowError
+	rowNoResult
 	rowDiffers
 )
+
+// passesEverywhere says whether a row expecting skip passes on both of
+// kyvap's paths in every evaluated row.
+func passesEverywhere(rows []policytest.Row, expected string) bool {
+	if expected != string(policytest.Skip) || len(rows) == 0 {
+		return false
+	}
+	for _, row := range rows {
+		if row.VAP.Result != policytest.Pass || row.Engine.Result != policytest.Pass {
+			return false
+		}
+	}
+	return true
+}
 
 func settleRow(rows []policytest.Row, expected string) rowOutcome {
 	if len(rows) == 0 {

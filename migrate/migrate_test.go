@@ -251,3 +251,89 @@ func TestCustomKindsResolvedFromWhatTheUserGives(t *testing.T) {
 		t.Errorf("a kind nobody knows was not refused:\n%s", stderr.String())
 	}
 }
+
+// TestForEachWithoutResultExpectsPass: a source row expecting skip where
+// no element of a foreach applied (the ClusterPolicy's rule has no result)
+// is converted expecting pass, with the reason: the converted
+// ValidatingPolicy passes there (docs/convert.md). A skip of another kind
+// (a resource the rule does not match) is still left out.
+func TestForEachWithoutResultExpectsPass(t *testing.T) {
+	src := writeSuite(t, map[string]string{
+		"kyverno-test.yaml": `apiVersion: cli.kyverno.io/v1alpha1
+kind: Test
+metadata: {name: foreach-no-result}
+policies: [policy.yaml]
+resources: [resources.yaml]
+results:
+- {policy: web-pull-always, rule: web-pull-always, kind: Pod, resources: [web-always], result: pass}
+- {policy: web-pull-always, rule: web-pull-always, kind: Pod, resources: [web-never], result: fail}
+- {policy: web-pull-always, rule: web-pull-always, kind: Pod, resources: [no-web], result: skip}
+- {policy: web-pull-always, rule: web-pull-always, kind: ConfigMap, resources: [settings], result: skip}
+`,
+		"policy.yaml": `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: web-pull-always}
+spec:
+  validationFailureAction: Audit
+  background: false
+  rules:
+  - name: web-pull-always
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate:
+      foreach:
+      - list: request.object.spec.containers
+        pattern:
+          (name): "web-*"
+          imagePullPolicy: Always
+`,
+		"resources.yaml": `apiVersion: v1
+kind: Pod
+metadata: {name: web-always, namespace: default}
+spec: {containers: [{name: web-1, image: nginx, imagePullPolicy: Always}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web-never, namespace: default}
+spec: {containers: [{name: web-1, image: nginx, imagePullPolicy: Never}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: no-web, namespace: default}
+spec: {containers: [{name: db, image: postgres, imagePullPolicy: Never}]}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: default}
+`,
+	})
+	out := t.TempDir()
+	var stderr bytes.Buffer
+	c := New(Options{Files: []string{src}, Out: out}, &stderr)
+	c.ConvertTests(c.FindTests())
+	rows := c.Rows()
+	if rows.Converted != 3 || rows.LeftOut != 1 || rows.Differs != 0 || rows.Unconverted != 0 {
+		t.Fatalf("rows %+v, want 3 converted (no-web expecting pass) and the ConfigMap left out; stderr:\n%s", rows, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "resource no-web: expects pass instead of skip: no element of the ClusterPolicy's foreach applied") {
+		t.Errorf("stderr does not say why no-web's row expects pass:\n%s", stderr.String())
+	}
+	suites, err := policytest.Load(out)
+	if err != nil || len(suites) != 1 {
+		t.Fatalf("loading the converted test: %v (%d suites)", err, len(suites))
+	}
+	expected := map[string]string{}
+	for _, res := range suites[0].Test.Results {
+		for _, r := range res.Resources {
+			expected[r] = res.Result
+		}
+	}
+	if want := map[string]string{"web-always": "pass", "web-never": "fail", "no-web": "pass"}; !maps.Equal(expected, want) {
+		t.Errorf("converted expectations %v, want %v", expected, want)
+	}
+	report := policytest.Run(context.Background(), &suites[0], policytest.Options{})
+	for _, row := range report.Rows {
+		if row.Status != policytest.StatusPass {
+			t.Errorf("converted row %s on %s: %s (VAP %s, engine %s): %s", row.Policy, row.Resource, row.Status, row.VAP.Result, row.Engine.Result, row.Reason)
+		}
+	}
+}
