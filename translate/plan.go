@@ -52,6 +52,14 @@ type Options struct {
 	// VAPs (model.Rule.KyvernoGenerates) are left to it, so that no
 	// validation gets two VAPs.
 	KyvernoGeneratesVAPs bool
+	// TypedObjects specializes each VAP's expressions to the objects the
+	// API server gives it: where every resource the VAP matches is a
+	// built-in one, the type tests that the built-in type decides are
+	// folded (translate/specialize). The operator and `kyvap translate`
+	// set it. Off, the expressions stay in their general form, which also
+	// holds for objects the API server never decoded: `kyvap test`
+	// evaluates that form on its resource files.
+	TypedObjects bool
 }
 
 // AnnotationGenerate set to "false" on a ClusterPolicy keeps all its rules

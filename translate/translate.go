@@ -152,6 +152,9 @@ func (t *translation) emit(r *model.Rule, name string) {
 	if r.FailuresAreErrors {
 		vap.Annotations[AnnotationEvaluationFailures] = "error"
 	}
+	if t.opts.TypedObjects {
+		specializeSpec(&vap.Spec, t.opts.CompatibilityVersion)
+	}
 	t.plan.ValidatingAdmissionPolicies = append(t.plan.ValidatingAdmissionPolicies, *vap.DeepCopy())
 	for i, b := range r.Bindings {
 		binding := admissionregistrationv1.ValidatingAdmissionPolicyBinding{

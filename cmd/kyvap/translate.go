@@ -108,6 +108,7 @@ func parseTranslateFlags(args []string) (f translateFlags, help bool, err error)
 	fs.Var(&f.crdFiles, "crd", "")
 	fs.StringVar(&f.output, "o", "yaml", "")
 	fs.BoolVar(&f.opts.GenerateValidatingAdmissionPolicy, "generate", true, "")
+	f.opts.TypedObjects = true
 	fs.StringVar(&f.opts.CompatibilityVersion, "cel-compatibility-version", "", "")
 	fs.BoolVar(&f.opts.RespectGenerateField, "respect-generate-field", false, "")
 	fs.StringVar(&f.kyvernoConfig, "kyverno-config", kyvernoConfigChartDefaults, "")

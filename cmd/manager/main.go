@@ -170,7 +170,7 @@ func main() {
 		os.Exit(2)
 	}
 	operatorOptions := operator.Options{
-		Translate:                  translate.Options{GenerateValidatingAdmissionPolicy: opts.generateVAP, CompatibilityVersion: opts.celVersion},
+		Translate:                  translate.Options{GenerateValidatingAdmissionPolicy: opts.generateVAP, CompatibilityVersion: opts.celVersion, TypedObjects: true},
 		KyvernoConfig:              kyvernoConfig,
 		ShutdownDrain:              opts.shutdownDrain,
 		BackgroundScanInterval:     opts.backgroundScanInterval,

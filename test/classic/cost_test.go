@@ -89,16 +89,7 @@ type compiledCheck struct {
 // ClusterPolicy and returns its compiled CEL, and its cost estimate.
 func compileCheck(t testing.TB, validate string) (compiledCheck, uint64) {
 	t.Helper()
-	doc := "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata:\n  name: cost\n  annotations:\n    pod-policies.kyverno.io/autogen-controllers: none\nspec:\n  validationFailureAction: Audit\n  rules:\n  - name: check\n    match: {any: [{resources: {kinds: [Pod], operations: [CREATE]}}]}\n    validate:\n" + indent(validate, "      ")
-	data, err := yaml.YAMLToJSON([]byte(doc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var policy kyvernov1.ClusterPolicy
-	if err := json.Unmarshal(data, &policy); err != nil {
-		t.Fatal(err)
-	}
-	l, err := clusterpolicy.New(clusterpolicy.InputFor(&policy, nil), kyverno.NewStaticResolver(), clusterpolicy.Options{})
+	l, err := clusterpolicy.New(clusterpolicy.InputFor(costPolicy(t, validate), nil), kyverno.NewStaticResolver(), clusterpolicy.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,6 +105,50 @@ func compileCheck(t testing.TB, validate string) (compiledCheck, uint64) {
 		c.validations = append(c.validations, v.Expression)
 	}
 	return c, translate.EstimateRuleCost(o.Rule).Units
+}
+
+// vapCheck is the same rule as the API server evaluates it: the match
+// conditions and validations of the VAP the operator writes
+// (translate.Options.TypedObjects, as cmd/manager sets it), whose
+// expressions are specialized to the Pod type.
+func vapCheck(t testing.TB, validate string) compiledCheck {
+	t.Helper()
+	policy := costPolicy(t, validate)
+	plan, err := translate.Translate(clusterpolicy.InputFor(policy, nil), kyverno.NewStaticResolver(), translate.Options{GenerateValidatingAdmissionPolicy: true, TypedObjects: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.ValidatingAdmissionPolicies) != 1 {
+		t.Fatalf("want one VAP, got %d", len(plan.ValidatingAdmissionPolicies))
+	}
+	var c compiledCheck
+	spec := plan.ValidatingAdmissionPolicies[0].Spec
+	if len(spec.Variables) > 0 {
+		t.Fatalf("the cost harness evaluates no variables")
+	}
+	for _, mc := range spec.MatchConditions {
+		c.conditions = append(c.conditions, mc.Expression)
+	}
+	for _, v := range spec.Validations {
+		c.validations = append(c.validations, v.Expression)
+	}
+	return c
+}
+
+// costPolicy is a Pod ClusterPolicy of one rule (its validate block as
+// YAML).
+func costPolicy(t testing.TB, validate string) *kyvernov1.ClusterPolicy {
+	t.Helper()
+	doc := "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata:\n  name: cost\n  annotations:\n    pod-policies.kyverno.io/autogen-controllers: none\nspec:\n  validationFailureAction: Audit\n  rules:\n  - name: check\n    match: {any: [{resources: {kinds: [Pod], operations: [CREATE]}}]}\n    validate:\n" + indent(validate, "      ")
+	data, err := yaml.YAMLToJSON([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var policy kyvernov1.ClusterPolicy
+	if err := json.Unmarshal(data, &policy); err != nil {
+		t.Fatal(err)
+	}
+	return &policy
 }
 
 func indent(s, prefix string) string {
@@ -199,23 +234,28 @@ func TestCompiledCostAgainstHandWritten(t *testing.T) {
 	var lines []string
 	for _, check := range costChecks {
 		compiled, compiledEstimate := compileCheck(t, check.classic)
+		typed := vapCheck(t, check.classic)
 		_, handEstimate := compileCheck(t, "cel:\n  expressions:\n  - expression: "+strconvQuote(check.handWritten))
 		cc, cv := programs(t, env, compiled.conditions), programs(t, env, compiled.validations)
+		tc, tv := programs(t, env, typed.conditions), programs(t, env, typed.validations)
 		hv := programs(t, env, []string{check.handWritten})
-		var compiledCost, handCost uint64
+		var compiledCost, typedCost, handCost uint64
 		for i, pod := range pods {
 			cp, c := run(t, cc, cv, pod)
+			tp, ty := run(t, tc, tv, pod)
 			hp, h := run(t, nil, hv, pod)
-			if cp != hp {
-				t.Errorf("%s: pod %d: compiled says %t, hand-written %t", check.name, i, cp, hp)
+			if cp != hp || tp != hp {
+				t.Errorf("%s: pod %d: compiled says %t, its VAP form %t, hand-written %t", check.name, i, cp, tp, hp)
 			}
 			compiledCost += c
+			typedCost += ty
 			handCost += h
 		}
-		lines = append(lines, fmt.Sprintf("| %s | %d | %d | %.1f | %d | %d |", check.name, compiledCost, handCost, float64(compiledCost)/float64(max(handCost, 1)), compiledEstimate, handEstimate))
+		ratio := func(c uint64) float64 { return float64(c) / float64(max(handCost, 1)) }
+		lines = append(lines, fmt.Sprintf("| %s | %d | %d | %d | %.1f | %.1f | %d | %d |", check.name, compiledCost, typedCost, handCost, ratio(compiledCost), ratio(typedCost), compiledEstimate, handEstimate))
 	}
 	sort.Strings(lines)
-	t.Logf("runtime cost on the %d Pods (compiled, hand-written, ratio), estimates:\n%s", len(pods), strings.Join(lines, "\n"))
+	t.Logf("runtime cost on the %d Pods (general form, VAP form, hand-written, ratios to hand-written), estimates (general, hand-written):\n%s", len(pods), strings.Join(lines, "\n"))
 }
 
 func strconvQuote(s string) string {

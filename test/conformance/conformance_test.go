@@ -185,7 +185,7 @@ func newPredictor(t *testing.T, s *policytest.Suite, generate bool) *predictor {
 	var vaps []admissionregistrationv1.ValidatingAdmissionPolicy
 	var bindings []admissionregistrationv1.ValidatingAdmissionPolicyBinding
 	for i := range s.Policies {
-		plan, err := translate.Translate(clusterpolicy.InputFor(&s.Policies[i], s.Exceptions), resolver, translate.Options{GenerateValidatingAdmissionPolicy: generate})
+		plan, err := translate.Translate(clusterpolicy.InputFor(&s.Policies[i], s.Exceptions), resolver, translate.Options{GenerateValidatingAdmissionPolicy: generate, TypedObjects: true})
 		if err != nil {
 			t.Fatalf("%s: %v", s.Path, err)
 		}
@@ -288,7 +288,7 @@ func TestRealAPIServer(t *testing.T) {
 			name = "webhook"
 		}
 		t.Run(name, func(t *testing.T) {
-			cp.StartWebhookOperator(t, translate.Options{GenerateValidatingAdmissionPolicy: generate}, controlplane.FreePort(t))
+			cp.StartWebhookOperator(t, translate.Options{GenerateValidatingAdmissionPolicy: generate, TypedObjects: true}, controlplane.FreePort(t))
 			replayed, skipped := 0, map[string]int{}
 			for k := range operations {
 				delete(operations, k)
@@ -495,7 +495,7 @@ func enforcedFailures(t *testing.T, s *policytest.Suite, generate bool) map[stri
 	enforceOnly := map[string]bool{}
 	for i := range s.Policies {
 		p := &s.Policies[i]
-		plan, err := translate.Translate(clusterpolicy.InputFor(p, s.Exceptions), kyverno.NewStaticResolver(s.CRDs...), translate.Options{GenerateValidatingAdmissionPolicy: generate})
+		plan, err := translate.Translate(clusterpolicy.InputFor(p, s.Exceptions), kyverno.NewStaticResolver(s.CRDs...), translate.Options{GenerateValidatingAdmissionPolicy: generate, TypedObjects: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -671,7 +671,7 @@ func flagRun() string {
 func TestClusterReplayReusesNamespaces(t *testing.T) {
 	ctx := context.Background()
 	cp.EnsureNamespace(t, controlplane.OperatorNamespace, nil)
-	cp.StartWebhookOperator(t, translate.Options{GenerateValidatingAdmissionPolicy: true}, controlplane.FreePort(t))
+	cp.StartWebhookOperator(t, translate.Options{GenerateValidatingAdmissionPolicy: true, TypedObjects: true}, controlplane.FreePort(t))
 	replay := cluster(t)
 	var suite *policytest.Suite
 	for _, s := range corpus(t) {
@@ -701,7 +701,7 @@ func TestClusterReplay(t *testing.T) {
 	}
 	ctx := context.Background()
 	cp.EnsureNamespace(t, controlplane.OperatorNamespace, nil)
-	cp.StartWebhookOperator(t, translate.Options{GenerateValidatingAdmissionPolicy: true}, controlplane.FreePort(t))
+	cp.StartWebhookOperator(t, translate.Options{GenerateValidatingAdmissionPolicy: true, TypedObjects: true}, controlplane.FreePort(t))
 	replay := cluster(t)
 	var total, vpolTotal policytest.Summary
 	operations := map[string]int{}

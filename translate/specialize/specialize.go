@@ -1,0 +1,715 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package specialize
+
+import (
+	"strings"
+	"sync"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/operators"
+	"github.com/google/cel-go/common/types"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/apiserver/pkg/cel/environment"
+
+	"github.com/kyvap/kyvap/vap"
+)
+
+// shapesMu guards shapeCache.
+var shapesMu sync.Mutex
+
+// ObjectShape is what is known, before any request, of the objects a
+// ValidatingAdmissionPolicy matching these resource rules reads: nil when
+// a rule names a resource (or wildcard) that is not a built-in one known
+// here, for whose objects nothing is known.
+type ObjectShape struct {
+	s *shape
+	// objectPresent: `object` is never null (CREATE and UPDATE only).
+	objectPresent bool
+}
+
+// ShapeOf returns the shape of the objects of the resources that
+// constraints match (its resource rules; exclusions only narrow them).
+func ShapeOf(constraints *admissionregistrationv1.MatchResources) *ObjectShape {
+	if constraints == nil || len(constraints.ResourceRules) == 0 {
+		return nil
+	}
+	shapesMu.Lock()
+	defer shapesMu.Unlock()
+	var s *shape
+	present := true // object is never null: no DELETE matched
+	for _, rule := range constraints.ResourceRules {
+		// A DELETE's object is null. A CONNECT's object is the connect
+		// options (PodExecOptions, ...), not the resource; but only
+		// subresources are connected to (pods/exec, services/proxy, ...),
+		// so a CONNECT never matches a built-in resource itself, and
+		// pods/ephemeralcontainers is no connecter either: the operation
+		// is not refused, "*" is (it would cover any future one).
+		for _, op := range rule.Operations {
+			switch op {
+			case admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Connect:
+			case admissionregistrationv1.Delete:
+				present = false
+			default:
+				return nil
+			}
+		}
+		if len(rule.Operations) == 0 {
+			return nil
+		}
+		for _, group := range rule.APIGroups {
+			for _, v := range rule.APIVersions {
+				for _, res := range rule.Resources {
+					name, sub, _ := strings.Cut(res, "/")
+					if strings.Contains(group+v+res, "*") {
+						return nil
+					}
+					t, ok := objectType(group, v, name, sub)
+					if !ok {
+						return nil
+					}
+					if s == nil {
+						s = shapeOf(t)
+					} else {
+						s = merge(s, shapeOf(t), map[[2]*shape]*shape{})
+					}
+				}
+			}
+		}
+	}
+	if s == nil {
+		return nil
+	}
+	return &ObjectShape{s: s, objectPresent: present}
+}
+
+// merge is the shape of a value of shape a or b, keeping the fields of
+// both structs (a field of one is never present in the other).
+func merge(a, b *shape, seen map[[2]*shape]*shape) *shape {
+	if a == b {
+		return a
+	}
+	if a.kinds == 0 {
+		return b
+	}
+	if b.kinds == 0 {
+		return a
+	}
+	if m, ok := seen[[2]*shape{a, b}]; ok {
+		return m
+	}
+	out := &shape{kinds: a.kinds | b.kinds}
+	seen[[2]*shape{a, b}] = out
+	aMaps, bMaps := a.kinds&(kMap|kList) != 0, b.kinds&(kMap|kList) != 0
+	switch {
+	case aMaps && !bMaps:
+		out.fields, out.elem = a.fields, a.elem
+	case bMaps && !aMaps:
+		out.fields, out.elem = b.fields, b.elem
+	case a.fields != nil && b.fields != nil:
+		out.fields = map[string]*shape{}
+		for k, v := range a.fields {
+			out.fields[k] = v
+		}
+		for k, v := range b.fields {
+			if w, ok := out.fields[k]; ok {
+				out.fields[k] = merge(w, v, seen)
+			} else {
+				out.fields[k] = v
+			}
+		}
+	case a.fields == nil && b.fields == nil && a.elem != nil && b.elem != nil:
+		out.elem = merge(a.elem, b.elem, seen)
+	}
+	return out
+}
+
+// Expression rewrites a CEL expression of a ValidatingAdmissionPolicy
+// whose `object` and `oldObject` have the given shape (null aside:
+// oldObject is null on a CREATE, object on a DELETE), folding the type tests the shape
+// decides: `type(x.f) == bool` is true where the schema makes x.f a bool
+// and x.f is known to be present, false where it can never be one. The
+// result evaluates exactly as the expression on every object the API
+// server decodes into those types; it is the expression itself when
+// nothing folds or anything fails.
+func (o *ObjectShape) Expression(expression string, v *version.Version) string {
+	if o == nil || !strings.Contains(expression, "type(") {
+		return expression
+	}
+	env, err := checkEnv(v)
+	if err != nil {
+		return expression
+	}
+	old := o.s
+	if old.kinds&kNull == 0 {
+		c := *old
+		c.kinds |= kNull
+		old = &c
+	}
+	object := old
+	if o.objectPresent {
+		object = o.s
+	}
+	// A fold can decide a branch whose shape decides another test: fold
+	// again until nothing changes (each round removes a test).
+	out := expression
+	for range maxRounds {
+		next, folded := foldOnce(env, object, old, out)
+		if !folded {
+			break
+		}
+		out = next
+	}
+	return out
+}
+
+// maxRounds bounds the folding rounds of one expression.
+const maxRounds = 8
+
+// foldOnce folds the type tests of expression that its shape decides,
+// then the constants and branches they decide; false when nothing folds
+// or anything fails.
+func foldOnce(env *cel.Env, object, oldObject *shape, expression string) (string, bool) {
+	checked, issues := env.Compile(expression)
+	if issues != nil && issues.Err() != nil {
+		return expression, false
+	}
+	folder := &typeFolder{roots: map[string]*shape{"object": object, "oldObject": oldObject}}
+	folding, err := cel.NewConstantFoldingOptimizer()
+	if err != nil {
+		return expression, false
+	}
+	optimizer, err := cel.NewStaticOptimizer(folder, folding)
+	if err != nil {
+		return expression, false
+	}
+	optimized, issues := optimizer.Optimize(env, checked)
+	if issues != nil && issues.Err() != nil || folder.folds == 0 {
+		return expression, false
+	}
+	out, err := cel.AstToString(optimized)
+	if err != nil {
+		return expression, false
+	}
+	return out, true
+}
+
+var envs sync.Map // version -> *cel.Env
+
+// checkEnv is the API server's environment for a VAP's expressions, with
+// its variables declared dyn: only the shape says what `object` holds.
+func checkEnv(v *version.Version) (*cel.Env, error) {
+	if v == nil {
+		v = vap.NewestCompatibilityVersion
+	}
+	if e, ok := envs.Load(v.String()); ok {
+		return e.(*cel.Env), nil
+	}
+	base, err := vap.BaseEnvSet(v).Env(environment.NewExpressions)
+	if err != nil {
+		return nil, err
+	}
+	var decls []cel.EnvOption
+	for _, name := range []string{"object", "oldObject", "request", "params", "namespaceObject", "authorizer", "variables"} {
+		decls = append(decls, cel.Variable(name, cel.DynType))
+	}
+	decls = append(decls, cel.EnableMacroCallTracking())
+	env, err := base.Extend(decls...)
+	if err != nil {
+		return nil, err
+	}
+	actual, _ := envs.LoadOrStore(v.String(), env)
+	return actual.(*cel.Env), nil
+}
+
+// typeFolder is the optimizer pass that replaces decided type tests by
+// their value; cel-go's constant folding then prunes the branches they
+// decided.
+type typeFolder struct {
+	roots map[string]*shape
+	folds int
+}
+
+// facts are what holds where an expression is evaluated, by the key of
+// a path (an identifier, selections and constant indexes): the runtime
+// types the value may have, and whether it is present.
+type facts map[string]fact
+
+type fact struct {
+	kinds   kinds // 0: unconstrained
+	present bool
+}
+
+func (f facts) with(more facts) facts {
+	if len(more) == 0 {
+		return f
+	}
+	out := make(facts, len(f)+len(more))
+	for k, v := range f {
+		out[k] = v
+	}
+	for k, v := range more {
+		old := out[k]
+		if v.kinds != 0 && old.kinds != 0 {
+			v.kinds &= old.kinds
+		} else if v.kinds == 0 {
+			v.kinds = old.kinds
+		}
+		v.present = v.present || old.present
+		out[k] = v
+	}
+	return out
+}
+
+// without drops the facts about paths rooted at a variable a
+// comprehension rebinds.
+func (f facts) without(vars ...string) facts {
+	out := make(facts, len(f))
+	for k, v := range f {
+		root, _, _ := strings.Cut(k, ".")
+		root, _, _ = strings.Cut(root, "[")
+		drop := false
+		for _, name := range vars {
+			if name != "" && root == name {
+				drop = true
+			}
+		}
+		if !drop {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// scope is the shapes of the variables bound where an expression is.
+type scope map[string]*shape
+
+func (s scope) bind(vars map[string]*shape) scope {
+	out := make(scope, len(s)+len(vars))
+	for k, v := range s {
+		out[k] = v
+	}
+	for k, v := range vars {
+		if k != "" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+type fold struct {
+	expr  ast.Expr
+	value bool
+}
+
+// Optimize implements cel.ASTOptimizer.
+func (t *typeFolder) Optimize(ctx *cel.OptimizerContext, a *ast.AST) *ast.AST {
+	var folds []fold
+	w := walker{roots: t.roots, found: func(e ast.Expr, v bool) { folds = append(folds, fold{e, v}) }}
+	w.walk(a.Expr(), scope{}, facts{})
+	for _, f := range folds {
+		ctx.UpdateExpr(f.expr, ctx.NewLiteral(types.Bool(f.value)))
+	}
+	t.folds += len(folds)
+	return a
+}
+
+type walker struct {
+	roots map[string]*shape
+	found func(ast.Expr, bool)
+}
+
+// walk visits e, evaluated where fs hold, and reports each type test it
+// decides.
+func (w walker) walk(e ast.Expr, sc scope, fs facts) {
+	switch e.Kind() {
+	case ast.CallKind:
+		call := e.AsCall()
+		args := call.Args()
+		switch call.FunctionName() {
+		case operators.LogicalAnd:
+			w.walk(args[0], sc, fs.with(w.whenTrue(args[1], sc, fs)))
+			w.walk(args[1], sc, fs.with(w.whenTrue(args[0], sc, fs)))
+			return
+		case operators.LogicalOr:
+			w.walk(args[0], sc, fs.with(w.whenFalse(args[1], sc, fs)))
+			w.walk(args[1], sc, fs.with(w.whenFalse(args[0], sc, fs)))
+			return
+		case operators.Conditional:
+			w.walk(args[0], sc, fs)
+			w.walk(args[1], sc, fs.with(w.whenTrue(args[0], sc, fs)))
+			w.walk(args[2], sc, fs.with(w.whenFalse(args[0], sc, fs)))
+			return
+		case operators.Equals, operators.NotEquals:
+			if v, ok := w.decide(e, sc, fs); ok {
+				w.found(e, v)
+				return
+			}
+		}
+		if call.IsMemberFunction() {
+			w.walk(call.Target(), sc, fs)
+		}
+		for _, arg := range args {
+			w.walk(arg, sc, fs)
+		}
+	case ast.SelectKind:
+		w.walk(e.AsSelect().Operand(), sc, fs)
+	case ast.ListKind:
+		for _, el := range e.AsList().Elements() {
+			w.walk(el, sc, fs)
+		}
+	case ast.MapKind:
+		for _, entry := range e.AsMap().Entries() {
+			me := entry.AsMapEntry()
+			w.walk(me.Key(), sc, fs)
+			w.walk(me.Value(), sc, fs)
+		}
+	case ast.ComprehensionKind:
+		c := e.AsComprehension()
+		w.walk(c.IterRange(), sc, fs)
+		w.walk(c.AccuInit(), sc, fs)
+		inner := w.bindComprehension(c, sc, fs)
+		innerFacts := fs.without(c.IterVar(), c.IterVar2(), c.AccuVar())
+		w.walk(c.LoopCondition(), inner, innerFacts)
+		w.walk(c.LoopStep(), inner, innerFacts)
+		w.walk(c.Result(), sc.bind(map[string]*shape{c.AccuVar(): inner[c.AccuVar()]}), fs.without(c.AccuVar()))
+	}
+}
+
+// bindComprehension is the scope of a comprehension's loop: its
+// iteration variables by its range's shape, its accumulator by its
+// initial value and step.
+func (w walker) bindComprehension(c ast.ComprehensionExpr, sc scope, fs facts) scope {
+	rng := w.shapeOf(c.IterRange(), sc, fs)
+	// A comprehension over null fails: its variables are bound only when
+	// the range is a list or a map.
+	if rng.kinds&kNull != 0 && rng.kinds != kNull {
+		c := *rng
+		c.kinds &^= kNull
+		rng = &c
+	}
+	vars := map[string]*shape{}
+	switch {
+	case c.HasIterVar2():
+		vars[c.IterVar()], vars[c.IterVar2()] = anyShape, anyShape
+		if rng.kinds == kList {
+			vars[c.IterVar()] = &shape{kinds: kInt}
+			vars[c.IterVar2()] = rng.elem.orAny()
+		}
+	case rng.kinds == kList:
+		vars[c.IterVar()] = rng.elem.orAny()
+	case rng.kinds == kMap && rng.fields == nil:
+		vars[c.IterVar()] = &shape{kinds: kString}
+	default:
+		vars[c.IterVar()] = anyShape
+	}
+	accu := w.shapeOf(c.AccuInit(), sc, fs)
+	for range 2 {
+		vars[c.AccuVar()] = accu
+		step := w.shapeOf(c.LoopStep(), sc.bind(vars), fs.without(c.IterVar(), c.IterVar2(), c.AccuVar()))
+		accu = merge(accu, step, map[[2]*shape]*shape{})
+	}
+	vars[c.AccuVar()] = accu
+	return sc.bind(vars)
+}
+
+// typeNames are the type identifiers a type test compares with, by the
+// runtime type they name.
+var typeNames = map[string]kinds{
+	"null_type": kNull, "bool": kBool, "int": kInt, "uint": kUint, "double": kDouble,
+	"string": kString, "bytes": kBytes, "list": kList, "map": kMap,
+}
+
+// typeTest recognises `type(x) == T` and `type(x) != T`: x, the kinds T
+// names, and whether the test is a negation.
+func typeTest(e ast.Expr) (x ast.Expr, k kinds, negated, ok bool) {
+	if e.Kind() != ast.CallKind {
+		return nil, 0, false, false
+	}
+	call := e.AsCall()
+	name := call.FunctionName()
+	if name != operators.Equals && name != operators.NotEquals || len(call.Args()) != 2 {
+		return nil, 0, false, false
+	}
+	l, r := call.Args()[0], call.Args()[1]
+	// x == null is a type test too: null is the only value of null_type,
+	// and equality with null never fails.
+	if r.Kind() == ast.LiteralKind && r.AsLiteral() == types.NullValue {
+		return l, kNull, name == operators.NotEquals, true
+	}
+	if l.Kind() != ast.CallKind || l.AsCall().FunctionName() != "type" || len(l.AsCall().Args()) != 1 || l.AsCall().IsMemberFunction() {
+		return nil, 0, false, false
+	}
+	if r.Kind() != ast.IdentKind {
+		return nil, 0, false, false
+	}
+	k, ok = typeNames[r.AsIdent()]
+	if !ok {
+		return nil, 0, false, false
+	}
+	return l.AsCall().Args()[0], k, name == operators.NotEquals, true
+}
+
+// decide is the value of a type test where it is decided: its operand
+// is evaluated without error, and the kinds it may have all are, or none
+// is, the tested one.
+func (w walker) decide(e ast.Expr, sc scope, fs facts) (bool, bool) {
+	x, k, negated, ok := typeTest(e)
+	if !ok || !w.safe(x, sc, fs) {
+		return false, false
+	}
+	s := w.shapeOf(x, sc, fs)
+	var is bool
+	switch {
+	case s.kinds&^k == 0 && s.kinds != 0:
+		is = true
+	case s.kinds&k == 0:
+		is = false
+	default:
+		return false, false
+	}
+	return is != negated, true
+}
+
+// safe reports whether e is evaluated without error where fs hold: a
+// bound variable, dyn() of a safe expression, or a selection known
+// present from a safe map.
+func (w walker) safe(e ast.Expr, sc scope, fs facts) bool {
+	switch e.Kind() {
+	case ast.IdentKind:
+		_, bound := sc[e.AsIdent()]
+		_, root := w.roots[e.AsIdent()]
+		return bound || root
+	case ast.CallKind:
+		call := e.AsCall()
+		if call.FunctionName() == "dyn" && len(call.Args()) == 1 && !call.IsMemberFunction() {
+			return w.safe(call.Args()[0], sc, fs)
+		}
+	case ast.SelectKind:
+		sel := e.AsSelect()
+		if sel.IsTestOnly() {
+			return false
+		}
+		key, ok := pathKey(e)
+		return ok && fs[key].present && w.safe(sel.Operand(), sc, fs)
+	}
+	return false
+}
+
+// whenTrue are the facts that hold where e is not false: the type tests
+// and presence tests among its conjuncts that cannot fail to evaluate.
+func (w walker) whenTrue(e ast.Expr, sc scope, fs facts) facts {
+	out := facts{}
+	w.collect(e, sc, fs, true, out)
+	return out
+}
+
+// whenFalse are the facts that hold where e is not true.
+func (w walker) whenFalse(e ast.Expr, sc scope, fs facts) facts {
+	out := facts{}
+	w.collect(e, sc, fs, false, out)
+	return out
+}
+
+func (w walker) collect(e ast.Expr, sc scope, fs facts, truth bool, out facts) {
+	if e.Kind() == ast.CallKind {
+		call := e.AsCall()
+		switch call.FunctionName() {
+		case operators.LogicalAnd:
+			if truth {
+				// A conjunction that is not false has every conjunct that
+				// cannot fail true.
+				for _, arg := range call.Args() {
+					w.collect(arg, sc, fs.with(out), true, out)
+				}
+			}
+			return
+		case operators.LogicalOr:
+			if !truth {
+				for _, arg := range call.Args() {
+					w.collect(arg, sc, fs.with(out), false, out)
+				}
+			}
+			return
+		case operators.LogicalNot:
+			w.collect(call.Args()[0], sc, fs, !truth, out)
+			return
+		}
+		x, k, negated, ok := typeTest(e)
+		if !ok || !w.safe(x, sc, fs) {
+			return
+		}
+		key, ok := pathKey(x)
+		if !ok {
+			return
+		}
+		if truth != negated {
+			out[key] = fact{kinds: k, present: out[key].present}
+		} else {
+			out[key] = fact{kinds: kAny &^ k, present: out[key].present}
+		}
+		return
+	}
+	// has(x.f): cannot fail where x is safe and can only be a map.
+	if e.Kind() == ast.SelectKind && e.AsSelect().IsTestOnly() && truth {
+		operand := e.AsSelect().Operand()
+		if !w.safe(operand, sc, fs) || w.shapeOf(operand, sc, fs).kinds != kMap {
+			return
+		}
+		key, ok := pathKey(e)
+		if !ok {
+			return
+		}
+		f := out[key]
+		f.present = true
+		out[key] = f
+	}
+}
+
+// pathKey is the key of a path expression: an identifier followed by
+// field selections (a presence test names its field's path), dyn()
+// being transparent.
+func pathKey(e ast.Expr) (string, bool) {
+	switch e.Kind() {
+	case ast.IdentKind:
+		return e.AsIdent(), true
+	case ast.SelectKind:
+		sel := e.AsSelect()
+		base, ok := pathKey(sel.Operand())
+		return base + "." + sel.FieldName(), ok
+	case ast.CallKind:
+		call := e.AsCall()
+		if call.FunctionName() == "dyn" && len(call.Args()) == 1 && !call.IsMemberFunction() {
+			return pathKey(call.Args()[0])
+		}
+	}
+	return "", false
+}
+
+// shapeOf is what is known of e's value where fs hold.
+func (w walker) shapeOf(e ast.Expr, sc scope, fs facts) *shape {
+	s := w.rawShape(e, sc, fs)
+	if key, ok := pathKey(e); ok {
+		if f, ok := fs[key]; ok && f.kinds != 0 && s.kinds&^f.kinds != 0 {
+			c := *s
+			c.kinds &= f.kinds
+			s = &c
+		}
+	}
+	return s
+}
+
+func (w walker) rawShape(e ast.Expr, sc scope, fs facts) *shape {
+	switch e.Kind() {
+	case ast.IdentKind:
+		if s, ok := sc[e.AsIdent()]; ok {
+			return s.orAny()
+		}
+		if s, ok := w.roots[e.AsIdent()]; ok {
+			return s
+		}
+	case ast.LiteralKind:
+		switch e.AsLiteral().(type) {
+		case types.Null:
+			return &shape{kinds: kNull}
+		case types.Bool:
+			return &shape{kinds: kBool}
+		case types.Int:
+			return &shape{kinds: kInt}
+		case types.Uint:
+			return &shape{kinds: kUint}
+		case types.Double:
+			return &shape{kinds: kDouble}
+		case types.String:
+			return &shape{kinds: kString}
+		case types.Bytes:
+			return &shape{kinds: kBytes}
+		}
+	case ast.SelectKind:
+		sel := e.AsSelect()
+		if sel.IsTestOnly() {
+			return &shape{kinds: kBool}
+		}
+		return member(w.shapeOf(sel.Operand(), sc, fs), sel.FieldName())
+	case ast.ListKind:
+		elem := &shape{}
+		for _, el := range e.AsList().Elements() {
+			elem = merge(elem, w.shapeOf(el, sc, fs), map[[2]*shape]*shape{})
+		}
+		if len(e.AsList().OptionalIndices()) > 0 {
+			return &shape{kinds: kList}
+		}
+		return &shape{kinds: kList, elem: elem}
+	case ast.MapKind:
+		return &shape{kinds: kMap}
+	case ast.ComprehensionKind:
+		c := e.AsComprehension()
+		inner := w.bindComprehension(c, sc, fs)
+		return w.shapeOf(c.Result(), sc.bind(map[string]*shape{c.AccuVar(): inner[c.AccuVar()]}), fs.without(c.AccuVar()))
+	case ast.CallKind:
+		call := e.AsCall()
+		args := call.Args()
+		switch call.FunctionName() {
+		case "dyn":
+			if len(args) == 1 && !call.IsMemberFunction() {
+				return w.shapeOf(args[0], sc, fs)
+			}
+		case operators.Conditional:
+			return merge(w.shapeOf(args[1], sc, fs.with(w.whenTrue(args[0], sc, fs))), w.shapeOf(args[2], sc, fs.with(w.whenFalse(args[0], sc, fs))), map[[2]*shape]*shape{})
+		case operators.Index:
+			base := w.shapeOf(args[0], sc, fs)
+			if base.kinds == kList && args[1].Kind() == ast.LiteralKind {
+				if _, isInt := args[1].AsLiteral().(types.Int); isInt {
+					return base.elem.orAny()
+				}
+			}
+			if base.kinds == kMap && args[1].Kind() == ast.LiteralKind {
+				if key, isString := args[1].AsLiteral().(types.String); isString {
+					return member(base, string(key))
+				}
+			}
+		case operators.Add:
+			l, r := w.shapeOf(args[0], sc, fs), w.shapeOf(args[1], sc, fs)
+			if l.kinds == kList && r.kinds == kList {
+				return &shape{kinds: kList, elem: merge(l.elem.orEmpty(), r.elem.orEmpty(), map[[2]*shape]*shape{})}
+			}
+			if l.kinds == kString && r.kinds == kString {
+				return &shape{kinds: kString}
+			}
+		case operators.LogicalAnd, operators.LogicalOr, operators.LogicalNot, operators.Equals, operators.NotEquals,
+			operators.Less, operators.LessEquals, operators.Greater, operators.GreaterEquals, operators.In:
+			return &shape{kinds: kBool}
+		}
+	}
+	return anyShape
+}
+
+// orEmpty is an unknown element shape read as "no element known": a list
+// literal's elements are all listed.
+func (s *shape) orEmpty() *shape {
+	if s == nil {
+		return anyShape
+	}
+	return s
+}
+
+// member is the shape of a field or key of a map of shape s, where it is
+// present.
+func member(s *shape, name string) *shape {
+	if s.kinds&kMap == 0 {
+		return anyShape
+	}
+	if s.fields != nil {
+		if f, ok := s.fields[name]; ok {
+			return f
+		}
+		return anyShape
+	}
+	if s.elem != nil && s.kinds&^kNull == kMap {
+		return s.elem
+	}
+	return anyShape
+}
