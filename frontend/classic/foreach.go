@@ -62,7 +62,7 @@ func ForEach(entries [][]byte, scope Scope) (Judgement, *model.Refusal) {
 		return Judgement{}, model.Refuse(model.ReasonJMESPathNotExpressible, "a foreach with %d entries (1 to %d are compiled)", len(entries), MaxForEach)
 	}
 	b := &binder{}
-	var statuses, appliedTerms []string
+	var statuses, appliedTerms, settled []string
 	listFails := ""
 	for i, raw := range entries {
 		at := fmt.Sprintf("foreach[%d]", i)
@@ -96,22 +96,28 @@ func ForEach(entries [][]byte, scope Scope) (Judgement, *model.Refusal) {
 		elements := "[" + list.safe + "].map(" + l + ", type(" + l + ") == list ? dyn(" + l + ") : dyn([" + l + "]))[0]"
 		each := elements + ".map(" + el + ", " + status + ")"
 		anyApplied := elements + ".exists(" + el + ", " + applied + ")"
+		// Every element passes or is skipped: nothing decides the entry.
+		undecided := elements + ".all(" + el + ", " + status + " in [" + elementPass + ", " + elementSkip + "])"
 		if usesIndex {
 			each = elements + ".transformList(" + ix + ", " + el + ", " + status + ")"
 			anyApplied = "size(" + elements + ".transformList(" + ix + ", " + el + ", " + applied + ").filter(a, a)) > 0"
+			undecided = elements + ".all(" + ix + ", " + el + ", " + status + " in [" + elementPass + ", " + elementSkip + "])"
 		}
 		switch {
 		case list.nf == "" && list.oe == "":
 		case list.oe == "":
 			each = "(" + list.nf + " ? [] : " + each + ")"
 			anyApplied = "(!" + list.nf + " && " + anyApplied + ")"
+			undecided = "(" + list.nf + " || " + undecided + ")"
 		default:
 			each = "(" + joinOr(list.nf, list.oe) + " ? [] : " + each + ")"
 			anyApplied = "(!" + joinOr(list.nf, list.oe) + " && " + anyApplied + ")"
+			undecided = "(" + joinOr(list.nf, list.oe) + " || " + undecided + ")"
 			listFails = joinOr(listFails, "(!"+orFalse(list.nf)+" && "+list.oe+")")
 		}
 		statuses = append(statuses, each)
 		appliedTerms = append(appliedTerms, anyApplied)
+		settled = append(settled, undecided)
 	}
 	all := "dyn(" + strings.Join(statuses, " + ") + ")"
 	decided := "st.exists(s, s == " + elementFail + " || s == " + elementError + ")"
@@ -123,8 +129,16 @@ func ForEach(entries [][]byte, scope Scope) (Judgement, *model.Refusal) {
 	if listFailed == "false" {
 		otherwise = "true"
 	}
+	passes := bind("(" + decided + " ? (" + first + " == " + elementError + " ? " + failure("a foreach element failed to evaluate") + " == true : false) : " + otherwise + ")")
+	if listFailed == "false" {
+		// Where no element fails or errs, the rule passes: that is read
+		// first, in one pass over the elements, without the statuses'
+		// list (the common case at admission). A status never fails to
+		// evaluate, so the disjunction is the full form's value.
+		passes = b.wrap("(" + strings.Join(settled, " && ") + ")") + " || " + passes
+	}
 	return Judgement{
-		Passes:   bind("(" + decided + " ? (" + first + " == " + elementError + " ? " + failure("a foreach element failed to evaluate") + " == true : false) : " + otherwise + ")"),
+		Passes:   passes,
 		Violates: bind("(" + decided + " && " + first + " == " + elementFail + ")"),
 		Fails:    bind("(" + decided + " ? " + first + " == " + elementError + " : !" + applied + " && " + listFailed + ")"),
 		// Whether an element applied needs no element's judgement.

@@ -40,8 +40,15 @@ type shape struct {
 	// fields are a struct's fields by JSON name (kinds is kMap); a field
 	// absent here is never present in the object.
 	fields map[string]*shape
+	// always are the struct's fields present in every object: the
+	// converter writes a field that is not omitempty or omitzero even when
+	// empty (as null, for a nil one), and never omits a struct.
+	always map[string]bool
 	// elem is the shape of a list's elements or a map's values.
 	elem *shape
+	// tainted marks a comprehension variable bound to a value read from
+	// a typed variable (see walker.tainted).
+	tainted bool
 }
 
 var anyShape = &shape{kinds: kAny}
@@ -132,8 +139,8 @@ func shapeOf(t reflect.Type) *shape {
 		s.kinds |= kNull
 		return s
 	case reflect.Struct:
-		s := cache(t, &shape{kinds: kMap, fields: map[string]*shape{}})
-		if !structFields(t, s.fields) {
+		s := cache(t, &shape{kinds: kMap, fields: map[string]*shape{}, always: map[string]bool{}})
+		if !structFields(t, s.fields, s.always) {
 			*s = *anyShape
 		}
 		return s
@@ -149,10 +156,10 @@ func cache(t reflect.Type, s *shape) *shape {
 // structFields adds the fields of struct type t to fields, as the
 // converter names them; false when a field is one the converter writes in
 // a way not modelled here (an unexported field).
-func structFields(t reflect.Type, fields map[string]*shape) bool {
+func structFields(t reflect.Type, fields map[string]*shape, always map[string]bool) bool {
 	for i := range t.NumField() {
 		f := t.Field(i)
-		name, omitted := jsonName(f)
+		name, omitted, omitZero := jsonName(f)
 		if name == "-" {
 			continue
 		}
@@ -160,14 +167,12 @@ func structFields(t reflect.Type, fields map[string]*shape) bool {
 			return false
 		}
 		if name == "" {
-			inner := f.Type
-			if inner.Kind() == reflect.Pointer {
-				inner = inner.Elem()
-			}
-			if inner.Kind() != reflect.Struct || value.TypeReflectEntryOf(f.Type).CanConvertToUnstructured() {
+			// Inlined: an embedded struct (an embedded pointer, which the
+			// converter writes over the whole map when nil, is not known).
+			if f.Type.Kind() != reflect.Struct || value.TypeReflectEntryOf(f.Type).CanConvertToUnstructured() {
 				return false
 			}
-			if !structFields(inner, fields) {
+			if !structFields(f.Type, fields, always) {
 				return false
 			}
 			continue
@@ -177,19 +182,24 @@ func structFields(t reflect.Type, fields map[string]*shape) bool {
 			s = s.withoutNull()
 		}
 		fields[name] = s
+		// omitempty never omits a struct (the converter's isEmpty is false
+		// for one); omitzero does, when it is zero.
+		if !omitted || (f.Type.Kind() == reflect.Struct && !omitZero) {
+			always[name] = true
+		}
 	}
 	return true
 }
 
-// jsonName is the converter's name of a struct field ("" inlines it) and
-// whether it is omitted when empty or zero.
-func jsonName(f reflect.StructField) (name string, omitted bool) {
+// jsonName is the converter's name of a struct field ("" inlines it),
+// whether it is omitted when empty or zero, and whether when zero.
+func jsonName(f reflect.StructField) (name string, omitted, omitZero bool) {
 	tag, ok := f.Tag.Lookup("json")
 	if !ok || tag == "" {
 		if f.Anonymous {
-			return "", false
+			return "", false, false
 		}
-		return f.Name, false
+		return f.Name, false, false
 	}
 	items := strings.Split(tag, ",")
 	name = items[0]
@@ -197,11 +207,14 @@ func jsonName(f reflect.StructField) (name string, omitted bool) {
 		name = f.Name
 	}
 	for _, item := range items[1:] {
-		if item == "omitempty" || item == "omitzero" {
+		switch item {
+		case "omitempty":
 			omitted = true
+		case "omitzero":
+			omitted, omitZero = true, true
 		}
 	}
-	return name, omitted
+	return name, omitted, omitZero
 }
 
 // nilOmitted reports whether an omitempty or omitzero field of type t is

@@ -48,6 +48,11 @@ func conforms(path string, v any, s *shape) string {
 			}
 		}
 	case map[string]any:
+		for _, key := range keys(s.always) {
+			if _, ok := v[key]; !ok {
+				return fmt.Sprintf("%s.%s: a field the shape says is always present is absent", path, key)
+			}
+		}
 		for _, key := range keys(v) {
 			switch {
 			case s.fields != nil:
@@ -70,8 +75,9 @@ func conforms(path string, v any, s *shape) string {
 
 // TestShapesHoldForConvertedObjects fills objects of every built-in type
 // at random, converts them as the API server does for a VAP, and checks
-// that every value is of a kind its shape allows, and every field one it
-// lists: the shapes are what the folding relies on.
+// that every value is of a kind its shape allows, every field one it
+// lists, and every field it says is always present there: the shapes are
+// what the folding relies on.
 func TestShapesHoldForConvertedObjects(t *testing.T) {
 	types := map[reflect.Type]bool{}
 	for _, typ := range builtinTypes() {

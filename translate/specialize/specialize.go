@@ -29,6 +29,9 @@ type ObjectShape struct {
 	s *shape
 	// objectPresent: `object` is never null (CREATE and UPDATE only).
 	objectPresent bool
+	// operations are the operations the VAP matches: request.operation
+	// is one of them.
+	operations map[string]bool
 }
 
 // ShapeOf returns the shape of the objects of the resources that
@@ -41,6 +44,7 @@ func ShapeOf(constraints *admissionregistrationv1.MatchResources) *ObjectShape {
 	defer shapesMu.Unlock()
 	var s *shape
 	present := true // object is never null: no DELETE matched
+	operations := map[string]bool{}
 	for _, rule := range constraints.ResourceRules {
 		// A DELETE's object is null. A CONNECT's object is the connect
 		// options (PodExecOptions, ...), not the resource; but only
@@ -49,6 +53,7 @@ func ShapeOf(constraints *admissionregistrationv1.MatchResources) *ObjectShape {
 		// pods/ephemeralcontainers is no connecter either: the operation
 		// is not refused, "*" is (it would cover any future one).
 		for _, op := range rule.Operations {
+			operations[string(op)] = true
 			switch op {
 			case admissionregistrationv1.Create, admissionregistrationv1.Update, admissionregistrationv1.Connect:
 			case admissionregistrationv1.Delete:
@@ -83,7 +88,7 @@ func ShapeOf(constraints *admissionregistrationv1.MatchResources) *ObjectShape {
 	if s == nil {
 		return nil
 	}
-	return &ObjectShape{s: s, objectPresent: present}
+	return &ObjectShape{s: s, objectPresent: present, operations: operations}
 }
 
 // merge is the shape of a value of shape a or b, keeping the fields of
@@ -111,6 +116,12 @@ func merge(a, b *shape, seen map[[2]*shape]*shape) *shape {
 		out.fields, out.elem = b.fields, b.elem
 	case a.fields != nil && b.fields != nil:
 		out.fields = map[string]*shape{}
+		out.always = map[string]bool{}
+		for k := range a.always {
+			if b.always[k] {
+				out.always[k] = true
+			}
+		}
 		for k, v := range a.fields {
 			out.fields[k] = v
 		}
@@ -136,7 +147,7 @@ func merge(a, b *shape, seen map[[2]*shape]*shape) *shape {
 // server decodes into those types; it is the expression itself when
 // nothing folds or anything fails.
 func (o *ObjectShape) Expression(expression string, v *version.Version) string {
-	if o == nil || !strings.Contains(expression, "type(") {
+	if o == nil || !foldable(expression) {
 		return expression
 	}
 	env, err := checkEnv(v)
@@ -157,8 +168,16 @@ func (o *ObjectShape) Expression(expression string, v *version.Version) string {
 	// again until nothing changes (each round removes a test).
 	out := expression
 	for range maxRounds {
-		next, folded := foldOnce(env, object, old, out)
-		if !folded {
+		folder := func() *typeFolder {
+			return &typeFolder{roots: map[string]*shape{"object": object, "oldObject": old}, operations: o.operations}
+		}
+		f := folder()
+		next, changed := foldOnce(env, out, f, &inliner{env: env, shapes: f})
+		if !changed || len(next) > maxLength(expression) {
+			// Inlining made it too long: the round without it.
+			next, changed = foldOnce(env, out, folder())
+		}
+		if !changed {
 			break
 		}
 		out = next
@@ -166,28 +185,53 @@ func (o *ObjectShape) Expression(expression string, v *version.Version) string {
 	return out
 }
 
+// foldable reports whether expression has anything the pass may fold:
+// a type test, a null test, a dyn() or string(), the request's
+// operation, a comprehension over a list literal.
+func foldable(expression string) bool {
+	for _, sign := range []string{"type(", "null", "dyn(", "string(", "request.operation", "]."} {
+		if strings.Contains(expression, sign) {
+			return true
+		}
+	}
+	return false
+}
+
+// maxLength bounds what inlining may make of an expression: a little
+// longer (a distributed binding whose literal branch did not fold), never
+// much (the API server bounds an expression's length, and each copy is
+// compiled).
+func maxLength(expression string) int { return len(expression) + len(expression)/4 + 64 }
+
 // maxRounds bounds the folding rounds of one expression.
-const maxRounds = 8
+const maxRounds = 24
 
 // foldOnce folds the type tests of expression that its shape decides,
 // then the constants and branches they decide; false when nothing folds
 // or anything fails.
-func foldOnce(env *cel.Env, object, oldObject *shape, expression string) (string, bool) {
+func foldOnce(env *cel.Env, expression string, folder *typeFolder, inline ...*inliner) (string, bool) {
 	checked, issues := env.Compile(expression)
 	if issues != nil && issues.Err() != nil {
 		return expression, false
 	}
-	folder := &typeFolder{roots: map[string]*shape{"object": object, "oldObject": oldObject}}
 	folding, err := cel.NewConstantFoldingOptimizer()
 	if err != nil {
 		return expression, false
 	}
-	optimizer, err := cel.NewStaticOptimizer(folder, folding)
+	passes := []any{folder}
+	for _, in := range inline {
+		passes = append(passes, in)
+	}
+	optimizer, err := cel.NewStaticOptimizer(append(passes, folding)...)
 	if err != nil {
 		return expression, false
 	}
 	optimized, issues := optimizer.Optimize(env, checked)
-	if issues != nil && issues.Err() != nil || folder.folds == 0 {
+	changes := folder.folds
+	for _, in := range inline {
+		changes += in.changes
+	}
+	if issues != nil && issues.Err() != nil || changes == 0 {
 		return expression, false
 	}
 	out, err := cel.AstToString(optimized)
@@ -229,8 +273,9 @@ func checkEnv(v *version.Version) (*cel.Env, error) {
 // their value; cel-go's constant folding then prunes the branches they
 // decided.
 type typeFolder struct {
-	roots map[string]*shape
-	folds int
+	roots      map[string]*shape
+	operations map[string]bool
+	folds      int
 }
 
 // facts are what holds where an expression is evaluated, by the key of
@@ -305,21 +350,155 @@ type fold struct {
 	value bool
 }
 
+type strip struct{ call, arg ast.Expr }
+
 // Optimize implements cel.ASTOptimizer.
 func (t *typeFolder) Optimize(ctx *cel.OptimizerContext, a *ast.AST) *ast.AST {
 	var folds []fold
-	w := walker{roots: t.roots, found: func(e ast.Expr, v bool) { folds = append(folds, fold{e, v}) }}
+	var strips []strip
+	w := walker{
+		roots: t.roots, operations: t.operations,
+		typeOf:      a.GetType,
+		found:       func(e ast.Expr, v bool) { folds = append(folds, fold{e, v}) },
+		stripped:    func(call, arg ast.Expr) { strips = append(strips, strip{call, arg}) },
+		safeElement: func(int64) {},
+	}
 	w.walk(a.Expr(), scope{}, facts{})
 	for _, f := range folds {
 		ctx.UpdateExpr(f.expr, ctx.NewLiteral(types.Bool(f.value)))
 	}
-	t.folds += len(folds)
+	for _, s := range strips {
+		ctx.UpdateExpr(s.call, s.arg)
+	}
+	t.folds += len(folds) + len(strips)
 	return a
 }
 
 type walker struct {
-	roots map[string]*shape
-	found func(ast.Expr, bool)
+	roots      map[string]*shape
+	operations map[string]bool
+	// typeOf is the checked type of an expression, by ID.
+	typeOf func(id int64) *types.Type
+	found  func(ast.Expr, bool)
+	// stripped reports a call that is the identity on its argument (a
+	// dyn() that changes no type where the API server checks the
+	// expression, a string() of a string), to be replaced by it.
+	stripped func(call, arg ast.Expr)
+	// safeElement reports a comprehension over [p] where p is a path
+	// known to evaluate.
+	safeElement func(id int64)
+}
+
+// typedVariables are the variables of a VAP's environment that the API
+// server declares with a type (kyvap's check environment declares every
+// variable dyn): an expression reading one may have a type there that it
+// does not have here.
+var typedVariables = map[string]bool{"request": true, "namespaceObject": true, "authorizer": true, "variables": true}
+
+// tainted reports whether e reads a typed variable, directly or through
+// a comprehension variable bound to one. An expression that does not has
+// the same type in the API server's environment as in kyvap's: the other
+// variables (object, oldObject, params) are dyn in both.
+func (w walker) tainted(e ast.Expr, sc scope) bool {
+	return taintedIn(e, sc, map[string]bool{})
+}
+
+// taintedIn is tainted where the names in bound are bound inside e (they
+// shadow the scope's).
+func taintedIn(e ast.Expr, sc scope, bound map[string]bool) bool {
+	switch e.Kind() {
+	case ast.IdentKind:
+		name := e.AsIdent()
+		if bound[name] {
+			return false
+		}
+		if s, ok := sc[name]; ok {
+			return s == nil || s.tainted
+		}
+		return typedVariables[name]
+	case ast.SelectKind:
+		return taintedIn(e.AsSelect().Operand(), sc, bound)
+	case ast.CallKind:
+		call := e.AsCall()
+		if call.IsMemberFunction() && taintedIn(call.Target(), sc, bound) {
+			return true
+		}
+		for _, arg := range call.Args() {
+			if taintedIn(arg, sc, bound) {
+				return true
+			}
+		}
+	case ast.ListKind:
+		for _, el := range e.AsList().Elements() {
+			if taintedIn(el, sc, bound) {
+				return true
+			}
+		}
+	case ast.MapKind:
+		for _, entry := range e.AsMap().Entries() {
+			me := entry.AsMapEntry()
+			if taintedIn(me.Key(), sc, bound) || taintedIn(me.Value(), sc, bound) {
+				return true
+			}
+		}
+	case ast.StructKind:
+		for _, f := range e.AsStruct().Fields() {
+			if taintedIn(f.AsStructField().Value(), sc, bound) {
+				return true
+			}
+		}
+	case ast.ComprehensionKind:
+		c := e.AsComprehension()
+		if taintedIn(c.IterRange(), sc, bound) || taintedIn(c.AccuInit(), sc, bound) {
+			return true
+		}
+		inner := make(map[string]bool, len(bound)+3)
+		for k := range bound {
+			inner[k] = true
+		}
+		for _, name := range []string{c.IterVar(), c.IterVar2(), c.AccuVar()} {
+			if name != "" {
+				inner[name] = true
+			}
+		}
+		return taintedIn(c.LoopCondition(), sc, inner) || taintedIn(c.LoopStep(), sc, inner) || taintedIn(c.Result(), sc, inner)
+	}
+	return false
+}
+
+// isDyn reports whether e's type is dyn wherever it is checked: here,
+// and in the API server's environment (e reads no typed variable).
+func (w walker) isDyn(e ast.Expr, sc scope) bool {
+	t := w.typeOf(e.ID())
+	return t != nil && t.Kind() == types.DynKind && !w.tainted(e, sc)
+}
+
+// decideOperation is the value of `request.operation == 'OP'` (or !=)
+// where the VAP's operations decide it.
+func (w walker) decideOperation(e ast.Expr) (bool, bool) {
+	call := e.AsCall()
+	name := call.FunctionName()
+	if name != operators.Equals && name != operators.NotEquals || len(call.Args()) != 2 || len(w.operations) == 0 {
+		return false, false
+	}
+	l, r := call.Args()[0], call.Args()[1]
+	if key, ok := pathKey(l); !ok || key != "request.operation" || r.Kind() != ast.LiteralKind {
+		return false, false
+	}
+	op, ok := r.AsLiteral().(types.String)
+	if !ok {
+		return false, false
+	}
+	var is bool
+	switch {
+	case !w.operations[string(op)]:
+		is = false
+	case len(w.operations) == 1:
+		is = true
+	default:
+		return false, false
+	}
+	return is != (name == operators.NotEquals), true
 }
 
 // walk visits e, evaluated where fs hold, and reports each type test it
@@ -348,6 +527,20 @@ func (w walker) walk(e ast.Expr, sc scope, fs facts) {
 				w.found(e, v)
 				return
 			}
+			if v, ok := w.decideOperation(e); ok {
+				w.found(e, v)
+				return
+			}
+		case "dyn":
+			if len(args) == 1 && !call.IsMemberFunction() && w.isDyn(args[0], sc) {
+				w.stripped(e, args[0])
+			}
+		case "string":
+			// string() of a string is the string; the call's type, string,
+			// becomes the argument's, dyn, which every overload accepts.
+			if len(args) == 1 && !call.IsMemberFunction() && w.isDyn(args[0], sc) && w.shapeOf(args[0], sc, fs).kinds == kString {
+				w.stripped(e, args[0])
+			}
 		}
 		if call.IsMemberFunction() {
 			w.walk(call.Target(), sc, fs)
@@ -356,6 +549,11 @@ func (w walker) walk(e ast.Expr, sc scope, fs facts) {
 			w.walk(arg, sc, fs)
 		}
 	case ast.SelectKind:
+		// A presence test that the facts or the type decide.
+		if e.AsSelect().IsTestOnly() && w.present(e, sc, fs) {
+			w.found(e, true)
+			return
+		}
 		w.walk(e.AsSelect().Operand(), sc, fs)
 	case ast.ListKind:
 		for _, el := range e.AsList().Elements() {
@@ -369,6 +567,9 @@ func (w walker) walk(e ast.Expr, sc scope, fs facts) {
 		}
 	case ast.ComprehensionKind:
 		c := e.AsComprehension()
+		if el, ok := oneElement(c.IterRange()); ok && el.Kind() == ast.SelectKind && w.safe(el, sc, fs) {
+			w.safeElement(e.ID())
+		}
 		w.walk(c.IterRange(), sc, fs)
 		w.walk(c.AccuInit(), sc, fs)
 		inner := w.bindComprehension(c, sc, fs)
@@ -384,6 +585,7 @@ func (w walker) walk(e ast.Expr, sc scope, fs facts) {
 // initial value and step.
 func (w walker) bindComprehension(c ast.ComprehensionExpr, sc scope, fs facts) scope {
 	rng := w.shapeOf(c.IterRange(), sc, fs)
+	taint := w.tainted(c.IterRange(), sc)
 	// A comprehension over null fails: its variables are bound only when
 	// the range is a list or a map.
 	if rng.kinds&kNull != 0 && rng.kinds != kNull {
@@ -406,14 +608,30 @@ func (w walker) bindComprehension(c ast.ComprehensionExpr, sc scope, fs facts) s
 	default:
 		vars[c.IterVar()] = anyShape
 	}
+	if taint {
+		for _, name := range []string{c.IterVar(), c.IterVar2()} {
+			if name != "" {
+				vars[name] = taintedCopy(vars[name])
+			}
+		}
+	}
 	accu := w.shapeOf(c.AccuInit(), sc, fs)
 	for range 2 {
 		vars[c.AccuVar()] = accu
 		step := w.shapeOf(c.LoopStep(), sc.bind(vars), fs.without(c.IterVar(), c.IterVar2(), c.AccuVar()))
 		accu = merge(accu, step, map[[2]*shape]*shape{})
 	}
+	if w.tainted(c.AccuInit(), sc) || w.tainted(c.LoopStep(), sc.bind(vars)) {
+		accu = taintedCopy(accu)
+	}
 	vars[c.AccuVar()] = accu
 	return sc.bind(vars)
+}
+
+func taintedCopy(s *shape) *shape {
+	c := *s.orAny()
+	c.tainted = true
+	return &c
 }
 
 // typeNames are the type identifiers a type test compares with, by the
@@ -493,10 +711,25 @@ func (w walker) safe(e ast.Expr, sc scope, fs facts) bool {
 		if sel.IsTestOnly() {
 			return false
 		}
-		key, ok := pathKey(e)
-		return ok && fs[key].present && w.safe(sel.Operand(), sc, fs)
+		return w.present(e, sc, fs)
 	}
 	return false
+}
+
+// present reports whether the selection (or presence test) e = x.f is
+// known to find its field: x is safe and a map, and f is known present
+// there (a guard took it) or present in every object of x's type.
+func (w walker) present(e ast.Expr, sc scope, fs facts) bool {
+	sel := e.AsSelect()
+	operand := sel.Operand()
+	if !w.safe(operand, sc, fs) {
+		return false
+	}
+	if key, ok := pathKey(e); ok && fs[key].present {
+		return true
+	}
+	s := w.shapeOf(operand, sc, fs)
+	return s.kinds == kMap && s.always[sel.FieldName()]
 }
 
 // whenTrue are the facts that hold where e is not false: the type tests
