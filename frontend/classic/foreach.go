@@ -135,7 +135,7 @@ func ForEach(entries [][]byte, scope Scope) (Judgement, *model.Refusal) {
 		// first, in one pass over the elements, without the statuses'
 		// list (the common case at admission). A status never fails to
 		// evaluate, so the disjunction is the full form's value.
-		passes = b.wrap("(" + strings.Join(settled, " && ") + ")") + " || " + passes
+		passes = b.wrap("("+strings.Join(settled, " && ")+")") + " || " + passes
 	}
 	return Judgement{
 		Passes:   passes,
