@@ -133,8 +133,9 @@ func ForEach(entries [][]byte, scope Scope) (Judgement, *model.Refusal) {
 	if listFailed == "false" {
 		// Where no element fails or errs, the rule passes: that is read
 		// first, in one pass over the elements, without the statuses'
-		// list (the common case at admission). A status never fails to
-		// evaluate, so the disjunction is the full form's value.
+		// list (the common case at admission). The disjunction is the full
+		// form's value: where the first part fails to evaluate, a status
+		// failed, which fails the full form too.
 		passes = b.wrap("("+strings.Join(settled, " && ")+")") + " || " + passes
 	}
 	return Judgement{

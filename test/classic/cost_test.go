@@ -264,17 +264,25 @@ func strconvQuote(s string) string {
 }
 
 // BenchmarkCompiledAgainstHandWritten times one evaluation of each check
-// on the 5-container Pod, both ways.
+// on the 5-container Pod: the general form, the VAP's and the
+// hand-written CEL.
 func BenchmarkCompiledAgainstHandWritten(b *testing.B) {
 	env := requestEnv(b)
 	pod := decodePods(b)[1]
 	for _, check := range costChecks {
 		compiled, _ := compileCheck(b, check.classic)
+		typed := vapCheck(b, check.classic)
 		cc, cv := programs(b, env, compiled.conditions), programs(b, env, compiled.validations)
+		tc, tv := programs(b, env, typed.conditions), programs(b, env, typed.validations)
 		hv := programs(b, env, []string{check.handWritten})
 		b.Run(check.name+"/compiled", func(b *testing.B) {
 			for range b.N {
 				run(b, cc, cv, pod)
+			}
+		})
+		b.Run(check.name+"/vap", func(b *testing.B) {
+			for range b.N {
+				run(b, tc, tv, pod)
 			}
 		})
 		b.Run(check.name+"/hand-written", func(b *testing.B) {

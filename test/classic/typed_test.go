@@ -31,8 +31,9 @@ import (
 // and Policy of Kyverno's tests (its module's test/) and of the cost
 // checks is translated both ways; each VAP whose expressions the
 // specialization changed is evaluated both ways on random objects of the
-// built-in types it matches, converted as the API server converts them,
-// for each operation it matches. The two forms must give the same value,
+// built-in types it matches, converted as the API server converts them
+// and completed where the API server's validation requires it
+// (specialize.AdmittedFacts), for each operation it matches. The two forms must give the same value,
 // or both fail to evaluate.
 func TestTypedFormsAgreeWithGeneralForms(t *testing.T) {
 	policies := corpusPolicies(t, filepath.Join(kyvernoModule(t), "test"))
@@ -92,8 +93,12 @@ func compareForms(t *testing.T, env *cel.Env, name string, general, typed *admis
 		ops = append(ops, r.Operations...)
 	}
 	n := 0
-	for _, typ := range specialize.ObjectTypes(general.MatchConstraints) {
+	for _, builtin := range specialize.ObjectTypes(general.MatchConstraints) {
+		typ := builtin.Type
 		objects := specializetest.RandomObjects(typ, int64(len(name)), 8)
+		for _, obj := range objects {
+			specializetest.Admit(obj, builtin.Facts)
+		}
 		for k, obj := range objects {
 			for _, op := range ops {
 				var object, oldObject any = obj, nil

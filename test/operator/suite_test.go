@@ -20,4 +20,6 @@ func TestMain(m *testing.M) {
 	os.Exit(controlplane.RunSuite(m, controlplane.Options{GarbageCollector: true}, &cp))
 }
 
-var generateOn = translate.Options{GenerateValidatingAdmissionPolicy: true}
+// generateOn is what the shipped manager runs with (cmd/manager): VAPs,
+// their expressions specialized to the built-in types they read.
+var generateOn = translate.Options{GenerateValidatingAdmissionPolicy: true, TypedObjects: true}

@@ -68,29 +68,38 @@ func objectType(group, version, resource, subresource string) (reflect.Type, boo
 	return t, ok
 }
 
-// ObjectTypes are the Go types of the objects of the built-in resources
-// that constraints match, sorted by name; nil where ShapeOf is nil. Tests
-// generate objects of these types to compare the specialized forms with
-// the general ones.
-func ObjectTypes(constraints *admissionregistrationv1.MatchResources) []reflect.Type {
+// BuiltinObject is a built-in resource a VAP matches: the Go type of
+// its objects and the facts the API server's validation adds.
+type BuiltinObject struct {
+	Type  reflect.Type
+	Facts []string
+}
+
+// ObjectTypes are the built-in resources constraints match (their
+// objects' types, and facts), sorted by type; nil where ShapeOf is nil.
+// Tests generate objects of these types to compare the specialized forms
+// with the general ones.
+func ObjectTypes(constraints *admissionregistrationv1.MatchResources) []BuiltinObject {
 	if ShapeOf(constraints) == nil {
 		return nil
 	}
-	seen := map[reflect.Type]bool{}
-	var out []reflect.Type
+	seen := map[string]bool{}
+	var out []BuiltinObject
 	for _, rule := range constraints.ResourceRules {
 		for _, group := range rule.APIGroups {
 			for _, v := range rule.APIVersions {
 				for _, res := range rule.Resources {
 					name, sub, _ := strings.Cut(res, "/")
-					if t, ok := objectType(group, v, name, sub); ok && !seen[t] {
-						seen[t] = true
-						out = append(out, t)
+					t, ok := objectType(group, v, name, sub)
+					if !ok || seen[t.String()+group+name] {
+						continue
 					}
+					seen[t.String()+group+name] = true
+					out = append(out, BuiltinObject{Type: t, Facts: AdmittedFacts(group, name)})
 				}
 			}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	sort.Slice(out, func(i, j int) bool { return out[i].Type.String() < out[j].Type.String() })
 	return out
 }

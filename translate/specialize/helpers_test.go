@@ -1,3 +1,6 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package specialize
 
 import admissionregistrationv1 "k8s.io/api/admissionregistration/v1"

@@ -19,6 +19,8 @@ import (
 //     value; an identifier never fails to evaluate);
 //   - over the element of a map binding, `[[x].map(v, F)[0]].all(k, G)`,
 //     it is composed: `[x].all(v, [F].all(k, G))`;
+//   - a comparison of a choice between constants with a constant is the
+//     choice between the comparisons, and `c ? false : true` is `!c`;
 //   - over `c ? a : b` where a branch is a literal, it is distributed,
 //     `c ? [a].all(v, B) : [b].all(v, B)` (exact: the list element is
 //     evaluated first, whatever fails fails both), so that constant
@@ -171,8 +173,12 @@ func oneElement(e ast.Expr) (ast.Expr, bool) {
 	return e.AsList().Elements()[0], true
 }
 
-// rewrite evaluates the binding at e, where it is one the inliner takes.
+// rewrite evaluates the binding at e, where it is one the inliner takes,
+// or the operator over a choice of constants.
 func (in *inliner) rewrite(ctx *cel.OptimizerContext, a *ast.AST, e ast.Expr) bool {
+	if in.distributeOperator(ctx, a, e) || negateChoice(ctx, a, e) {
+		return true
+	}
 	b, ok := bindingAt(a, e)
 	if !ok {
 		return false
@@ -349,4 +355,98 @@ func replaceFree(e ast.Expr, name string, replace func(ast.Expr)) {
 		replaceFree(c.LoopStep(), name, replace)
 		replaceFree(c.Result(), name, replace)
 	}
+}
+
+// comparisons are the operators distributeOperator takes.
+var comparisons = map[string]bool{
+	operators.Equals: true, operators.NotEquals: true, operators.In: true,
+	operators.Less: true, operators.LessEquals: true, operators.Greater: true, operators.GreaterEquals: true,
+}
+
+// constant reports whether e is a literal or a list literal of literals.
+func constant(e ast.Expr) bool {
+	switch e.Kind() {
+	case ast.LiteralKind:
+		return true
+	case ast.ListKind:
+		if len(e.AsList().OptionalIndices()) > 0 {
+			return false
+		}
+		for _, el := range e.AsList().Elements() {
+			if el.Kind() != ast.LiteralKind {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// distributeOperator rewrites a comparison of a choice between two
+// constants with a constant, `(c ? 1 : 0) in [0, 3]`, as the choice
+// between the comparisons, `c ? (1 in [0, 3]) : (0 in [0, 3])`, which
+// constant folding decides (exact: the choice is evaluated first either
+// way, and what fails fails both).
+func (in *inliner) distributeOperator(ctx *cel.OptimizerContext, a *ast.AST, e ast.Expr) bool {
+	if e.Kind() != ast.CallKind {
+		return false
+	}
+	call := e.AsCall()
+	if !comparisons[call.FunctionName()] || len(call.Args()) != 2 {
+		return false
+	}
+	choice, other, left := call.Args()[0], call.Args()[1], true
+	if !isConstantChoice(choice) {
+		choice, other, left = other, choice, false
+	}
+	if !isConstantChoice(choice) || !constant(other) {
+		return false
+	}
+	args := choice.AsCall().Args()
+	branch := func(value ast.Expr) ast.Expr {
+		v := ctx.CopyASTAndMetadata(ast.NewAST(value, a.SourceInfo()))
+		o := ctx.CopyASTAndMetadata(ast.NewAST(other, a.SourceInfo()))
+		if left {
+			return ctx.NewCall(call.FunctionName(), v, o)
+		}
+		return ctx.NewCall(call.FunctionName(), o, v)
+	}
+	cond := ctx.CopyASTAndMetadata(ast.NewAST(args[0], a.SourceInfo()))
+	ctx.UpdateExpr(e, ctx.NewCall(operators.Conditional, cond, branch(args[1]), branch(args[2])))
+	return true
+}
+
+// isConstantChoice reports whether e is `c ? k1 : k2` of two constants.
+func isConstantChoice(e ast.Expr) bool {
+	if e.Kind() != ast.CallKind || e.AsCall().FunctionName() != operators.Conditional {
+		return false
+	}
+	args := e.AsCall().Args()
+	return constant(args[1]) && constant(args[2])
+}
+
+// negateChoice rewrites `c ? false : true` as `!c`, and `c ? true :
+// false` as `c`, where c is a bool (exact: the same value, the same
+// failure).
+func negateChoice(ctx *cel.OptimizerContext, a *ast.AST, e ast.Expr) bool {
+	if e.Kind() != ast.CallKind || e.AsCall().FunctionName() != operators.Conditional {
+		return false
+	}
+	args := e.AsCall().Args()
+	if t := a.GetType(args[0].ID()); t == nil || t.Kind() != types.BoolKind {
+		return false
+	}
+	if args[1].Kind() != ast.LiteralKind || args[2].Kind() != ast.LiteralKind {
+		return false
+	}
+	l, r := args[1].AsLiteral(), args[2].AsLiteral()
+	switch {
+	case l == types.False && r == types.True:
+		ctx.UpdateExpr(e, ctx.NewCall(operators.LogicalNot, args[0]))
+	case l == types.True && r == types.False:
+		ctx.UpdateExpr(e, args[0])
+	default:
+		return false
+	}
+	return true
 }

@@ -26,7 +26,9 @@ var shapesMu sync.Mutex
 // a rule names a resource (or wildcard) that is not a built-in one known
 // here, for whose objects nothing is known.
 type ObjectShape struct {
-	s *shape
+	// s is what the types say; object what they and the API server's
+	// validation say (AdmittedFacts).
+	s, object *shape
 	// objectPresent: `object` is never null (CREATE and UPDATE only).
 	objectPresent bool
 	// operations are the operations the VAP matches: request.operation
@@ -42,7 +44,7 @@ func ShapeOf(constraints *admissionregistrationv1.MatchResources) *ObjectShape {
 	}
 	shapesMu.Lock()
 	defer shapesMu.Unlock()
-	var s *shape
+	var s, object *shape
 	present := true // object is never null: no DELETE matched
 	operations := map[string]bool{}
 	for _, rule := range constraints.ResourceRules {
@@ -76,10 +78,15 @@ func ShapeOf(constraints *admissionregistrationv1.MatchResources) *ObjectShape {
 					if !ok {
 						return nil
 					}
+					typed := shapeOf(t)
+					// pods/ephemeralcontainers carries the whole Pod, validated
+					// as one (the rest of its spec as stored).
+					validated := admitted(typed, AdmittedFacts(group, name))
 					if s == nil {
-						s = shapeOf(t)
+						s, object = typed, validated
 					} else {
-						s = merge(s, shapeOf(t), map[[2]*shape]*shape{})
+						s = merge(s, typed, map[[2]*shape]*shape{})
+						object = merge(object, validated, map[[2]*shape]*shape{})
 					}
 				}
 			}
@@ -88,7 +95,7 @@ func ShapeOf(constraints *admissionregistrationv1.MatchResources) *ObjectShape {
 	if s == nil {
 		return nil
 	}
-	return &ObjectShape{s: s, objectPresent: present, operations: operations}
+	return &ObjectShape{s: s, object: object, objectPresent: present, operations: operations}
 }
 
 // merge is the shape of a value of shape a or b, keeping the fields of
@@ -160,9 +167,11 @@ func (o *ObjectShape) Expression(expression string, v *version.Version) string {
 		c.kinds |= kNull
 		old = &c
 	}
-	object := old
-	if o.objectPresent {
-		object = o.s
+	object := o.object
+	if !o.objectPresent {
+		c := *object
+		c.kinds |= kNull
+		object = &c
 	}
 	// A fold can decide a branch whose shape decides another test: fold
 	// again until nothing changes (each round removes a test).
@@ -186,10 +195,10 @@ func (o *ObjectShape) Expression(expression string, v *version.Version) string {
 }
 
 // foldable reports whether expression has anything the pass may fold:
-// a type test, a null test, a dyn() or string(), the request's
+// a type, presence or null test, a dyn() or string(), the request's
 // operation, a comprehension over a list literal.
 func foldable(expression string) bool {
-	for _, sign := range []string{"type(", "null", "dyn(", "string(", "request.operation", "]."} {
+	for _, sign := range []string{"type(", "has(", "null", "dyn(", "string(", "request.operation", "]."} {
 		if strings.Contains(expression, sign) {
 			return true
 		}

@@ -8,6 +8,7 @@ package specializetest
 
 import (
 	"reflect"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -44,4 +45,54 @@ func RandomObjects(t reflect.Type, seed int64, n int) []map[string]any {
 		out = append(out, u)
 	}
 	return out
+}
+
+// admittedValues are the values Admit gives a missing required field, by
+// its name.
+var admittedValues = map[string]func() any{
+	"containers": func() any { return []any{map[string]any{"name": "admitted", "image": "busybox:1.36"}} },
+	"name":       func() any { return "admitted" },
+	"image":      func() any { return "busybox:1.36" },
+}
+
+// Admit makes a converted object one the API server's validation admits
+// as far as the facts (specialize.AdmittedFacts) say: each path's value
+// is set where it is missing or null, and the maps on the way created.
+// Random objects do not hold them, and the specialized forms assume them.
+func Admit(obj map[string]any, facts []string) {
+	for _, fact := range facts {
+		admit(obj, strings.Split(strings.ReplaceAll(fact, "[]", ".[]"), "."))
+	}
+}
+
+func admit(v any, path []string) {
+	if len(path) == 0 {
+		return
+	}
+	switch v := v.(type) {
+	case []any:
+		if path[0] == "[]" {
+			for _, el := range v {
+				admit(el, path[1:])
+			}
+		}
+	case map[string]any:
+		name := path[0]
+		rest := path[1:]
+		if len(rest) > 0 && rest[0] == "[]" {
+			// Every element of the list, when there is one.
+			admit(v[name], rest)
+			return
+		}
+		if v[name] == nil {
+			if len(rest) == 0 {
+				if value, ok := admittedValues[name]; ok {
+					v[name] = value()
+				}
+				return
+			}
+			v[name] = map[string]any{}
+		}
+		admit(v[name], rest)
+	}
 }
