@@ -295,9 +295,6 @@ func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule)
 		}
 	}
 
-	if t.opts.TypedObjects {
-		specializeSpec(&spec, t.opts.CompatibilityVersion)
-	}
 	name := modelVAPName(src, rule.ID)
 	meta := modelObjectMeta(src, rule, name)
 	vap := admissionregistrationv1.ValidatingAdmissionPolicy{

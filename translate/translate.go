@@ -152,7 +152,10 @@ func (t *translation) emit(r *model.Rule, name string) {
 	if r.FailuresAreErrors {
 		vap.Annotations[AnnotationEvaluationFailures] = "error"
 	}
-	if t.opts.TypedObjects {
+	// Only a rule compiled from the classic language (whose failures are
+	// Kyverno's errors) tests the types that specialization folds: CEL as
+	// a person writes it is left as written.
+	if t.opts.TypedObjects && r.FailuresAreErrors {
 		specializeSpec(&vap.Spec, t.opts.CompatibilityVersion)
 	}
 	t.plan.ValidatingAdmissionPolicies = append(t.plan.ValidatingAdmissionPolicies, *vap.DeepCopy())

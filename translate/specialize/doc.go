@@ -12,9 +12,11 @@
 // SchemalessTypedToVal, equivalent to runtime.DefaultUnstructuredConverter):
 // there, most of those tests are decided. This package derives each
 // built-in type's shape from its Go type by the converter's own rules
-// (shape.go), folds the type tests the shape decides where their operand
-// is known to evaluate, and lets cel-go's constant folding prune the
-// branches they decided (specialize.go).
+// (shape.go), adds what the API server's validation requires of a pod
+// spec (admitted.go), folds the type, presence and null tests the shape
+// decides where their operand is known to evaluate (specialize.go),
+// evaluates the one-element bindings the compiler uses (inline.go), and
+// prunes the branches all that decided (prune.go).
 //
 // The result is exact on every object the API server admits for those
 // resources, not on arbitrary JSON: `kyvap test`, whose resources are

@@ -23,9 +23,9 @@ import (
 //     choice between the comparisons, and `c ? false : true` is `!c`;
 //   - over `c ? a : b` where a branch is a literal, it is distributed,
 //     `c ? [a].all(v, B) : [b].all(v, B)` (exact: the list element is
-//     evaluated first, whatever fails fails both), so that constant
-//     folding evaluates the literal's branch (a comprehension over a
-//     literal is folded whole where its body reads nothing else).
+//     evaluated first, whatever fails fails both), so that the pruner
+//     evaluates the literal's branch (a comprehension over a literal is
+//     evaluated whole where its body reads nothing else).
 //
 // A round that makes the expression longer is not taken (Expression).
 type inliner struct {
@@ -44,8 +44,9 @@ func (in *inliner) Optimize(ctx *cel.OptimizerContext, a *ast.AST) *ast.AST {
 	// expressions between passes).
 	in.safeElements = map[int64]bool{}
 	if in.shapes != nil {
+		budget := shapeBudget
 		w := walker{
-			roots: in.shapes.roots, operations: in.shapes.operations, typeOf: a.GetType,
+			roots: in.shapes.roots, operations: in.shapes.operations, typeOf: a.GetType, budget: &budget, taints: map[int64]bool{},
 			found: func(ast.Expr, bool) {}, stripped: func(_, _ ast.Expr) {},
 			safeElement: func(id int64) { in.safeElements[id] = true },
 		}
@@ -200,7 +201,7 @@ func (in *inliner) rewrite(ctx *cel.OptimizerContext, a *ast.AST, e ast.Expr) bo
 		}
 		path := b.element
 		replaceFree(b.body, b.name, func(at ast.Expr) {
-			ctx.UpdateExpr(at, ctx.CopyASTAndMetadata(ast.NewAST(path, a.SourceInfo())))
+			ctx.UpdateExpr(at, ctx.CopyASTAndMetadata(subAST(a, path)))
 		})
 		ctx.UpdateExpr(b.at, b.body)
 		return true
@@ -220,17 +221,17 @@ func (in *inliner) rewrite(ctx *cel.OptimizerContext, a *ast.AST, e ast.Expr) bo
 		}
 		// c ? B[a] : B[b], each a copy of the binding over one branch.
 		branch := func(value ast.Expr) ast.Expr {
-			at := ctx.CopyASTAndMetadata(ast.NewAST(b.at, a.SourceInfo()))
+			at := ctx.CopyASTAndMetadata(subAST(a, b.at))
 			copied, _ := bindingAt(ast.NewAST(at, a.SourceInfo()), at)
 			if copied.element == nil {
 				copied = locate(at)
 			}
 			// dyn(): the variable keeps the type it had (a null literal's
 			// would not check where the body reads it as a string).
-			ctx.UpdateExpr(copied.element, ctx.NewCall("dyn", ctx.CopyASTAndMetadata(ast.NewAST(value, a.SourceInfo()))))
+			ctx.UpdateExpr(copied.element, ctx.NewCall("dyn", ctx.CopyASTAndMetadata(subAST(a, value))))
 			return at
 		}
-		cond := ctx.CopyASTAndMetadata(ast.NewAST(args[0], a.SourceInfo()))
+		cond := ctx.CopyASTAndMetadata(subAST(a, args[0]))
 		ctx.UpdateExpr(b.at, ctx.NewCall(operators.Conditional, cond, branch(args[1]), branch(args[2])))
 		return true
 	}
@@ -385,7 +386,7 @@ func constant(e ast.Expr) bool {
 // distributeOperator rewrites a comparison of a choice between two
 // constants with a constant, `(c ? 1 : 0) in [0, 3]`, as the choice
 // between the comparisons, `c ? (1 in [0, 3]) : (0 in [0, 3])`, which
-// constant folding decides (exact: the choice is evaluated first either
+// the pruner decides (exact: the choice is evaluated first either
 // way, and what fails fails both).
 func (in *inliner) distributeOperator(ctx *cel.OptimizerContext, a *ast.AST, e ast.Expr) bool {
 	if e.Kind() != ast.CallKind {
@@ -404,14 +405,14 @@ func (in *inliner) distributeOperator(ctx *cel.OptimizerContext, a *ast.AST, e a
 	}
 	args := choice.AsCall().Args()
 	branch := func(value ast.Expr) ast.Expr {
-		v := ctx.CopyASTAndMetadata(ast.NewAST(value, a.SourceInfo()))
-		o := ctx.CopyASTAndMetadata(ast.NewAST(other, a.SourceInfo()))
+		v := ctx.CopyASTAndMetadata(subAST(a, value))
+		o := ctx.CopyASTAndMetadata(subAST(a, other))
 		if left {
 			return ctx.NewCall(call.FunctionName(), v, o)
 		}
 		return ctx.NewCall(call.FunctionName(), o, v)
 	}
-	cond := ctx.CopyASTAndMetadata(ast.NewAST(args[0], a.SourceInfo()))
+	cond := ctx.CopyASTAndMetadata(subAST(a, args[0]))
 	ctx.UpdateExpr(e, ctx.NewCall(operators.Conditional, cond, branch(args[1]), branch(args[2])))
 	return true
 }
@@ -449,4 +450,18 @@ func negateChoice(ctx *cel.OptimizerContext, a *ast.AST, e ast.Expr) bool {
 		return false
 	}
 	return true
+}
+
+// subAST is the AST of e alone, with the macro calls inside it: copying
+// it (CopyASTAndMetadata) then costs e's size, not the whole
+// expression's source information.
+func subAST(a *ast.AST, e ast.Expr) *ast.AST {
+	info := ast.NewSourceInfo(nil)
+	calls := a.SourceInfo().MacroCalls()
+	ast.PostOrderVisit(e, ast.NewExprVisitor(func(x ast.Expr) {
+		if call, ok := calls[x.ID()]; ok {
+			info.SetMacroCall(x.ID(), call)
+		}
+	}))
+	return ast.NewAST(e, info)
 }

@@ -154,7 +154,7 @@ func merge(a, b *shape, seen map[[2]*shape]*shape) *shape {
 // server decodes into those types; it is the expression itself when
 // nothing folds or anything fails.
 func (o *ObjectShape) Expression(expression string, v *version.Version) string {
-	if o == nil || !foldable(expression) {
+	if o == nil || len(expression) > maxSpecialized || !foldable(expression) {
 		return expression
 	}
 	env, err := checkEnv(v)
@@ -173,25 +173,45 @@ func (o *ObjectShape) Expression(expression string, v *version.Version) string {
 		c.kinds |= kNull
 		object = &c
 	}
+	checked, issues := env.Compile(expression)
+	if issues != nil && issues.Err() != nil {
+		return expression
+	}
+	limit := nodes(checked.NativeRep())
+	limit += limit/4 + 16
 	// A fold can decide a branch whose shape decides another test: fold
-	// again until nothing changes (each round removes a test).
-	out := expression
+	// again until nothing changes. Each round is one optimizer run over
+	// the checked AST (one type check), the text written once at the end.
+	changed := false
 	for range maxRounds {
 		folder := func() *typeFolder {
 			return &typeFolder{roots: map[string]*shape{"object": object, "oldObject": old}, operations: o.operations}
 		}
-		f := folder()
-		next, changed := foldOnce(env, out, f, &inliner{env: env, shapes: f})
-		if !changed || len(next) > maxLength(expression) {
-			// Inlining made it too long: the round without it.
-			next, changed = foldOnce(env, out, folder())
+		next, ok := foldOnce(env, checked, folder(), true)
+		if !ok || nodes(next.NativeRep()) > limit {
+			// Inlining made it too large: the round without it.
+			next, ok = foldOnce(env, checked, folder(), false)
 		}
-		if !changed {
+		if !ok {
 			break
 		}
-		out = next
+		checked, changed = next, true
+	}
+	if !changed {
+		return expression
+	}
+	out, err := cel.AstToString(checked)
+	if err != nil {
+		return expression
 	}
 	return out
+}
+
+// nodes counts an AST's expressions.
+func nodes(a *ast.AST) int {
+	n := 0
+	ast.PostOrderVisit(a.Expr(), ast.NewExprVisitor(func(ast.Expr) { n++ }))
+	return n
 }
 
 // foldable reports whether expression has anything the pass may fold:
@@ -206,48 +226,58 @@ func foldable(expression string) bool {
 	return false
 }
 
-// maxLength bounds what inlining may make of an expression: a little
-// longer (a distributed binding whose literal branch did not fold), never
-// much (the API server bounds an expression's length, and each copy is
-// compiled).
-func maxLength(expression string) int { return len(expression) + len(expression)/4 + 64 }
-
 // maxRounds bounds the folding rounds of one expression.
-const maxRounds = 24
+const maxRounds = 8
 
-// foldOnce folds the type tests of expression that its shape decides,
-// then the constants and branches they decide; false when nothing folds
-// or anything fails.
-func foldOnce(env *cel.Env, expression string, folder *typeFolder, inline ...*inliner) (string, bool) {
-	checked, issues := env.Compile(expression)
-	if issues != nil && issues.Err() != nil {
-		return expression, false
+// maxSpecialized is the longest expression specialized: cel-go's
+// optimizer revisits the whole expression on each change, and the
+// compiler's longest forms (a pattern value parsed at run time, a long
+// JMESPath chain) would take seconds. They keep the general form.
+const maxSpecialized = 12000
+
+// foldOnce is one round: the type folds, the inlining (when inline),
+// the pruning, as one optimizer pass, checked once; false when nothing
+// changed or anything failed.
+func foldOnce(env *cel.Env, checked *cel.Ast, folder *typeFolder, inline bool) (*cel.Ast, bool) {
+	round := &round{folder: folder, pruner: &pruner{env: env}}
+	if inline {
+		round.inliner = &inliner{env: env, shapes: folder}
 	}
-	folding, err := cel.NewConstantFoldingOptimizer()
+	optimizer, err := cel.NewStaticOptimizer(round)
 	if err != nil {
-		return expression, false
-	}
-	passes := []any{folder}
-	for _, in := range inline {
-		passes = append(passes, in)
-	}
-	optimizer, err := cel.NewStaticOptimizer(append(passes, folding)...)
-	if err != nil {
-		return expression, false
+		return nil, false
 	}
 	optimized, issues := optimizer.Optimize(env, checked)
-	changes := folder.folds
-	for _, in := range inline {
-		changes += in.changes
+	if issues != nil && issues.Err() != nil || round.changes() == 0 {
+		return nil, false
 	}
-	if issues != nil && issues.Err() != nil || changes == 0 {
-		return expression, false
+	return optimized, true
+}
+
+// round runs the passes of one round over the same AST: the inliner
+// reads the checked types of the nodes the folder left (a node it made
+// has none, and is not inlined).
+type round struct {
+	folder  *typeFolder
+	inliner *inliner
+	pruner  *pruner
+}
+
+// Optimize implements cel.ASTOptimizer.
+func (r *round) Optimize(ctx *cel.OptimizerContext, a *ast.AST) *ast.AST {
+	a = r.folder.Optimize(ctx, a)
+	if r.inliner != nil {
+		a = r.inliner.Optimize(ctx, a)
 	}
-	out, err := cel.AstToString(optimized)
-	if err != nil {
-		return expression, false
+	return r.pruner.Optimize(ctx, a)
+}
+
+func (r *round) changes() int {
+	n := r.folder.folds + r.pruner.changes
+	if r.inliner != nil {
+		n += r.inliner.changes
 	}
-	return out, true
+	return n
 }
 
 var envs sync.Map // version -> *cel.Env
@@ -279,7 +309,7 @@ func checkEnv(v *version.Version) (*cel.Env, error) {
 }
 
 // typeFolder is the optimizer pass that replaces decided type tests by
-// their value; cel-go's constant folding then prunes the branches they
+// their value; the pruner then removes the branches they
 // decided.
 type typeFolder struct {
 	roots      map[string]*shape
@@ -365,8 +395,9 @@ type strip struct{ call, arg ast.Expr }
 func (t *typeFolder) Optimize(ctx *cel.OptimizerContext, a *ast.AST) *ast.AST {
 	var folds []fold
 	var strips []strip
+	budget := shapeBudget
 	w := walker{
-		roots: t.roots, operations: t.operations,
+		roots: t.roots, operations: t.operations, budget: &budget, taints: map[int64]bool{},
 		typeOf:      a.GetType,
 		found:       func(e ast.Expr, v bool) { folds = append(folds, fold{e, v}) },
 		stripped:    func(call, arg ast.Expr) { strips = append(strips, strip{call, arg}) },
@@ -396,7 +427,16 @@ type walker struct {
 	// safeElement reports a comprehension over [p] where p is a path
 	// known to evaluate.
 	safeElement func(id int64)
+	// budget bounds the shapes computed in one pass: nested
+	// comprehensions make their number grow with the nesting's depth.
+	// Past it every shape is unknown, which folds nothing (sound).
+	budget *int
+	// taints memoizes tainted by expression ID.
+	taints map[int64]bool
 }
+
+// shapeBudget is the shapes one pass computes at most.
+const shapeBudget = 4000
 
 // typedVariables are the variables of a VAP's environment that the API
 // server declares with a type (kyvap's check environment declares every
@@ -409,7 +449,18 @@ var typedVariables = map[string]bool{"request": true, "namespaceObject": true, "
 // the same type in the API server's environment as in kyvap's: the other
 // variables (object, oldObject, params) are dyn in both.
 func (w walker) tainted(e ast.Expr, sc scope) bool {
-	return taintedIn(e, sc, map[string]bool{})
+	// A node's taint depends only on the comprehensions around it, the
+	// same wherever the pass meets it: computed once.
+	if w.taints != nil {
+		if t, ok := w.taints[e.ID()]; ok {
+			return t
+		}
+	}
+	t := taintedIn(e, sc, map[string]bool{})
+	if w.taints != nil {
+		w.taints[e.ID()] = t
+	}
+	return t
 }
 
 // taintedIn is tainted where the names in bound are bound inside e (they
@@ -845,6 +896,12 @@ func (w walker) shapeOf(e ast.Expr, sc scope, fs facts) *shape {
 }
 
 func (w walker) rawShape(e ast.Expr, sc scope, fs facts) *shape {
+	if w.budget != nil {
+		if *w.budget <= 0 {
+			return anyShape
+		}
+		*w.budget--
+	}
 	switch e.Kind() {
 	case ast.IdentKind:
 		if s, ok := sc[e.AsIdent()]; ok {

@@ -17,10 +17,11 @@ import (
 )
 
 // RandomObjects returns n objects of Go type t, filled at random (nil
-// and empty values included) and converted as the API server converts
-// them for a ValidatingAdmissionPolicy
+// and empty values included), completed where the facts require (Admit)
+// and converted as the API server converts them for a
+// ValidatingAdmissionPolicy
 // (runtime.DefaultUnstructuredConverter.ToUnstructured).
-func RandomObjects(t reflect.Type, seed int64, n int) []map[string]any {
+func RandomObjects(t reflect.Type, seed int64, n int, facts ...string) []map[string]any {
 	filler := randfill.NewWithSeed(seed).NilChance(0.3).NumElements(0, 3).MaxDepth(10).Funcs(
 		func(q *resource.Quantity, c randfill.Continue) {
 			*q = *resource.NewMilliQuantity(c.Int63n(100000), resource.DecimalSI)
@@ -38,6 +39,7 @@ func RandomObjects(t reflect.Type, seed int64, n int) []map[string]any {
 	for len(out) < n {
 		obj := reflect.New(t)
 		filler.Fill(obj.Interface())
+		Admit(obj.Interface(), facts)
 		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj.Interface())
 		if err != nil {
 			continue
@@ -47,52 +49,82 @@ func RandomObjects(t reflect.Type, seed int64, n int) []map[string]any {
 	return out
 }
 
-// admittedValues are the values Admit gives a missing required field, by
-// its name.
-var admittedValues = map[string]func() any{
-	"containers": func() any { return []any{map[string]any{"name": "admitted", "image": "busybox:1.36"}} },
-	"name":       func() any { return "admitted" },
-	"image":      func() any { return "busybox:1.36" },
-}
+// admittedStrings are the values Admit gives a required string field
+// that is empty, by its JSON name.
+var admittedStrings = map[string]string{"name": "admitted", "image": "busybox:1.36"}
 
-// Admit makes a converted object one the API server's validation admits
-// as far as the facts (specialize.AdmittedFacts) say: each path's value
-// is set where it is missing or null, and the maps on the way created.
-// Random objects do not hold them, and the specialized forms assume them.
-func Admit(obj map[string]any, facts []string) {
+// Admit makes a typed object (a pointer to it) one the API server's
+// validation admits as far as the facts (specialize.AdmittedFacts) say:
+// a nil pointer on a fact's way is allocated, an empty required list gets
+// one zero element, an empty required string a value. Random objects do
+// not hold the facts, and the specialized forms assume them. It works on
+// the Go value, before conversion, so that what it adds is converted as
+// everything else is (a zero struct is written, a nil slice is null).
+func Admit(obj any, facts []string) {
 	for _, fact := range facts {
-		admit(obj, strings.Split(strings.ReplaceAll(fact, "[]", ".[]"), "."))
+		admit(reflect.ValueOf(obj), strings.Split(strings.ReplaceAll(fact, "[]", ".[]"), "."))
 	}
 }
 
-func admit(v any, path []string) {
+func admit(v reflect.Value, path []string) {
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		v = v.Elem()
+	}
 	if len(path) == 0 {
 		return
 	}
-	switch v := v.(type) {
-	case []any:
+	switch v.Kind() {
+	case reflect.Slice:
 		if path[0] == "[]" {
-			for _, el := range v {
-				admit(el, path[1:])
+			for i := range v.Len() {
+				admit(v.Index(i), path[1:])
 			}
 		}
-	case map[string]any:
-		name := path[0]
-		rest := path[1:]
-		if len(rest) > 0 && rest[0] == "[]" {
-			// Every element of the list, when there is one.
-			admit(v[name], rest)
+	case reflect.Struct:
+		f, ok := fieldByJSON(v, path[0])
+		if !ok {
 			return
 		}
-		if v[name] == nil {
-			if len(rest) == 0 {
-				if value, ok := admittedValues[name]; ok {
-					v[name] = value()
-				}
-				return
-			}
-			v[name] = map[string]any{}
+		rest := path[1:]
+		if len(rest) > 0 && rest[0] == "[]" {
+			admit(f, rest) // every element there is
+			return
 		}
-		admit(v[name], rest)
+		if len(rest) == 0 {
+			switch f.Kind() {
+			case reflect.Slice:
+				if f.Len() == 0 {
+					f.Set(reflect.MakeSlice(f.Type(), 1, 1))
+				}
+			case reflect.String:
+				if f.String() == "" {
+					f.SetString(admittedStrings[path[0]])
+				}
+			}
+			return
+		}
+		admit(f, rest)
 	}
+}
+
+// fieldByJSON finds a struct field by its JSON name, inlined embedded
+// structs included.
+func fieldByJSON(v reflect.Value, name string) (reflect.Value, bool) {
+	t := v.Type()
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		tag, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		if tag == name {
+			return v.Field(i), true
+		}
+		if tag == "" && sf.Anonymous && sf.Type.Kind() == reflect.Struct {
+			if f, ok := fieldByJSON(v.Field(i), name); ok {
+				return f, true
+			}
+		}
+	}
+	return reflect.Value{}, false
 }
