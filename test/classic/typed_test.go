@@ -95,7 +95,7 @@ func compareForms(t *testing.T, env *cel.Env, name string, general, typed *admis
 	n := 0
 	for _, builtin := range specialize.ObjectTypes(general.MatchConstraints) {
 		typ := builtin.Type
-		objects := specializetest.RandomObjects(typ, int64(len(name)), 8, builtin.Facts...)
+		objects := specializetest.RandomObjects(typ, int64(len(name)), 5, builtin.Facts...)
 		for k, obj := range objects {
 			for _, op := range ops {
 				var object, oldObject any = obj, nil

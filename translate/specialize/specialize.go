@@ -231,9 +231,10 @@ const maxRounds = 8
 
 // maxSpecialized is the longest expression specialized: cel-go's
 // optimizer revisits the whole expression on each change, and the
-// compiler's longest forms (a pattern value parsed at run time, a long
-// JMESPath chain) would take seconds. They keep the general form.
-const maxSpecialized = 12000
+// compiler's longer forms (a pattern value parsed at run time, a long
+// JMESPath chain) took seconds, and the operator's status a minute under
+// the race detector. They keep the general form.
+const maxSpecialized = 4000
 
 // foldOnce is one round: the type folds, the inlining (when inline),
 // the pruning, as one optimizer pass, checked once; false when nothing
