@@ -62,7 +62,7 @@ func ForEach(entries [][]byte, scope Scope) (Judgement, *model.Refusal) {
 		return Judgement{}, model.Refuse(model.ReasonJMESPathNotExpressible, "a foreach with %d entries (1 to %d are compiled)", len(entries), MaxForEach)
 	}
 	b := &binder{}
-	var statuses, appliedTerms, settled []string
+	var statuses, appliedTerms, settled, erring []string
 	listFails := ""
 	for i, raw := range entries {
 		at := fmt.Sprintf("foreach[%d]", i)
@@ -98,10 +98,13 @@ func ForEach(entries [][]byte, scope Scope) (Judgement, *model.Refusal) {
 		anyApplied := elements + ".exists(" + el + ", " + applied + ")"
 		// Every element passes or is skipped: nothing decides the entry.
 		undecided := elements + ".all(" + el + ", " + status + " in [" + elementPass + ", " + elementSkip + "])"
+		// An element's status is an error.
+		errs := elements + ".exists(" + el + ", " + status + " == " + elementError + ")"
 		if usesIndex {
 			each = elements + ".transformList(" + ix + ", " + el + ", " + status + ")"
 			anyApplied = "size(" + elements + ".transformList(" + ix + ", " + el + ", " + applied + ").filter(a, a)) > 0"
 			undecided = elements + ".all(" + ix + ", " + el + ", " + status + " in [" + elementPass + ", " + elementSkip + "])"
+			errs = elements + ".exists(" + ix + ", " + el + ", " + status + " == " + elementError + ")"
 		}
 		switch {
 		case list.nf == "" && list.oe == "":
@@ -109,6 +112,9 @@ func ForEach(entries [][]byte, scope Scope) (Judgement, *model.Refusal) {
 			each = "(" + list.nf + " ? [] : " + each + ")"
 			anyApplied = "(!" + list.nf + " && " + anyApplied + ")"
 			undecided = "(" + list.nf + " || " + undecided + ")"
+			// A ternary, not a conjunction: where the guard fails to
+			// evaluate, so does this (see passes).
+			errs = "(" + list.nf + " ? false : " + errs + ")"
 		default:
 			each = "(" + joinOr(list.nf, list.oe) + " ? [] : " + each + ")"
 			anyApplied = "(!" + joinOr(list.nf, list.oe) + " && " + anyApplied + ")"
@@ -118,6 +124,7 @@ func ForEach(entries [][]byte, scope Scope) (Judgement, *model.Refusal) {
 		statuses = append(statuses, each)
 		appliedTerms = append(appliedTerms, anyApplied)
 		settled = append(settled, undecided)
+		erring = append(erring, errs)
 	}
 	all := "dyn(" + strings.Join(statuses, " + ") + ")"
 	decided := "st.exists(s, s == " + elementFail + " || s == " + elementError + ")"
@@ -136,7 +143,17 @@ func ForEach(entries [][]byte, scope Scope) (Judgement, *model.Refusal) {
 		// list (the common case at admission). The disjunction is the full
 		// form's value: where the first part fails to evaluate, a status
 		// failed, which fails the full form too.
-		passes = b.wrap("("+strings.Join(settled, " && ")+")") + " || " + passes
+		//
+		// Where it is false, the full form is read only where a status is
+		// an error: otherwise a status is a failure and the full form is
+		// false. Where the statuses cannot be errors (a VAP's typed
+		// objects: translate/specialize folds the test), the rule is the
+		// first part alone. Exact under CEL's errors too: where the full
+		// form fails to evaluate, a status is an error, or a guard or a
+		// status fails to evaluate and so does the test (it is never false
+		// then); where the first part is false and the test is false, every
+		// status evaluated, none an error, one a failure.
+		passes = b.wrap("("+strings.Join(settled, " && ")+")") + " || " + b.wrap("("+strings.Join(erring, " || ")+")") + " && " + passes
 	}
 	return Judgement{
 		Passes:   passes,

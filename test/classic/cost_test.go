@@ -59,6 +59,9 @@ deny:
     - key: "{{ request.object.metadata.labels.team || '' }}"
       operator: AnyIn
       value: ["legacy", "sandbox-*"]`,
+		// Kyverno's AnyIn also reads the key as a wildcard pattern
+		// against each value (a label "sandbox*" is in ["sandbox-*"]), but
+		// no label value the API server admits holds a '*' or a '?'.
 		`!(has(object.metadata.labels) && 'team' in object.metadata.labels && (object.metadata.labels['team'] == 'legacy' || object.metadata.labels['team'].startsWith('sandbox-')))`},
 	{"no-latest (foreach, deny)", `
 foreach:
@@ -70,6 +73,19 @@ foreach:
         operator: Equals
         value: "*:latest"`,
 		`object.spec.containers.all(c, !c.image.endsWith(':latest'))`},
+}
+
+// verdictPods are more Pods on which every form of a check must agree,
+// beside costPods (their cost is not counted): labels around the
+// retired teams (valid label values: the API server admits no other) and
+// images around the latest tag.
+var verdictPods = []string{
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"w1","namespace":"default","labels":{"team":"sandbox-"}},"spec":{"containers":[{"name":"a","image":"nginx:latest-1"}]}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"w2","namespace":"default","labels":{"team":"legacy2"}},"spec":{"containers":[{"name":"a","image":"nginx"},{"name":"b","image":"x:latest"}]}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"w3","namespace":"default","labels":{"team":""}},"spec":{"containers":[{"name":"a","image":"a:1"}]}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"w4","namespace":"default","labels":{"team":"sandbox-1"}},"spec":{"containers":[{"name":"a","image":"a:1"},{"name":"b","image":"b:latest"}]}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"w5","namespace":"default","labels":{"team":"sandbox"}},"spec":{"containers":[{"name":"a","image":"a:1"}]}}`,
+	`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"w6","namespace":"default"},"spec":{"containers":[{"name":"a","image":"a:1"}]}}`,
 }
 
 // costPods are compliant Pods of 1 and 5 containers, and a failing one.
@@ -207,8 +223,13 @@ func run(t testing.TB, conditions, validations []cel.Program, pod map[string]any
 
 func decodePods(t testing.TB) []map[string]any {
 	t.Helper()
-	pods := make([]map[string]any, len(costPods))
-	for i, raw := range costPods {
+	return decodeEach(t, costPods)
+}
+
+func decodeEach(t testing.TB, raws []string) []map[string]any {
+	t.Helper()
+	pods := make([]map[string]any, len(raws))
+	for i, raw := range raws {
 		pods[i] = roundTrip(mustJSON(t, raw)).(map[string]any)
 	}
 	return pods
@@ -250,6 +271,14 @@ func TestCompiledCostAgainstHandWritten(t *testing.T) {
 			compiledCost += c
 			typedCost += ty
 			handCost += h
+		}
+		for i, pod := range decodeEach(t, verdictPods) {
+			cp, _ := run(t, cc, cv, pod)
+			tp, _ := run(t, tc, tv, pod)
+			hp, _ := run(t, nil, hv, pod)
+			if cp != hp || tp != hp {
+				t.Errorf("%s: verdict pod %d: compiled says %t, its VAP form %t, hand-written %t", check.name, i, cp, tp, hp)
+			}
 		}
 		ratio := func(c uint64) float64 { return float64(c) / float64(max(handCost, 1)) }
 		lines = append(lines, fmt.Sprintf("| %s | %d | %d | %d | %.1f | %.1f | %d | %d |", check.name, compiledCost, typedCost, handCost, ratio(compiledCost), ratio(typedCost), compiledEstimate, handEstimate))

@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kyvap/kyvap/translate/specialize"
@@ -50,11 +51,11 @@ spec: {selector: {matchLabels: {app: a}}, template: {metadata: {labels: {app: a}
 	"jobs.batch": `apiVersion: batch/v1
 kind: Job
 metadata: {name: admitted, namespace: default}
-spec: {template: {spec: POD_NEVER}}`,
+spec: {template: {metadata: {labels: {app: a}}, spec: POD_NEVER}}`,
 	"cronjobs.batch": `apiVersion: batch/v1
 kind: CronJob
 metadata: {name: admitted, namespace: default}
-spec: {schedule: "0 * * * *", jobTemplate: {spec: {template: {spec: POD_NEVER}}}}`,
+spec: {schedule: "0 * * * *", jobTemplate: {spec: {template: {metadata: {labels: {app: a}}, spec: POD_NEVER}}}}`,
 }
 
 const (
@@ -86,22 +87,37 @@ func TestAPIServerRequiresAdmittedFacts(t *testing.T) {
 		if len(facts) == 0 {
 			t.Errorf("%s: no facts", gr)
 		}
+		// The facts hold on UPDATE too: the stored object, updated to lack
+		// one, is refused.
+		stored := valid.DeepCopy()
+		stored.SetName("admitted-update")
+		if err := cp.Client.Create(ctx, stored); err != nil {
+			t.Fatalf("%s: %v", gr, err)
+		}
+		t.Cleanup(func() { _ = cp.Client.Delete(context.Background(), stored) })
 		for _, fact := range facts {
+			path := strings.Split(strings.NewReplacer("[]", ".[]", "[0]", ".[0]", "{}", ".{}").Replace(fact), ".")
 			obj := valid.DeepCopy()
-			if !removeAt(obj.Object, strings.Split(strings.ReplaceAll(fact, "[]", ".[]"), ".")) {
+			if !removeAt(obj.Object, path) {
 				t.Errorf("%s: the base object has nothing at %s", gr, fact)
 				continue
 			}
-			_, err := cp.DryRunCreate(ctx, obj)
-			if !apierrors.IsInvalid(err) {
+			if _, err := cp.DryRunCreate(ctx, obj); !apierrors.IsInvalid(err) {
 				t.Errorf("%s without %s: want the API server to refuse it as invalid, got %v", gr, fact, err)
+				continue
+			}
+			refused++
+			updated := stored.DeepCopy()
+			removeAt(updated.Object, path)
+			if err := cp.Client.Update(ctx, updated, client.DryRunAll); !apierrors.IsInvalid(err) {
+				t.Errorf("%s updated without %s: want the API server to refuse it as invalid, got %v", gr, fact, err)
 				continue
 			}
 			refused++
 		}
 	}
 	t.Logf("%d objects without an admitted fact refused", refused)
-	if refused < 40 {
+	if refused < 140 {
 		t.Errorf("only %d refusals checked", refused)
 	}
 }
@@ -115,13 +131,30 @@ func decodeUnstructured(t *testing.T, doc string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: m}
 }
 
-// removeAt deletes the value at path ("[]": the first element of a list);
-// false when there is none.
+// removeAt deletes the value at path ("[]": the first element of a list;
+// a last "[0]": every element, leaving the list empty; a last "{}": a
+// map's values are label values, and one that is not is added); false
+// when there is none.
 func removeAt(v any, path []string) bool {
 	switch v := v.(type) {
 	case []any:
 		return len(path) > 0 && path[0] == "[]" && len(v) > 0 && removeAt(v[0], path[1:])
 	case map[string]any:
+		if len(path) == 2 && path[1] == "[0]" {
+			l, ok := v[path[0]].([]any)
+			v[path[0]] = []any{}
+			return ok && len(l) > 0
+		}
+		if len(path) == 2 && path[1] == "{}" {
+			// A value that is no label value ('*': a wildcard).
+			m, ok := v[path[0]].(map[string]any)
+			if !ok {
+				m = map[string]any{}
+				v[path[0]] = m
+			}
+			m["kyvap-test"] = "sandbox*"
+			return true
+		}
 		if len(path) == 1 {
 			_, ok := v[path[0]]
 			delete(v, path[0])

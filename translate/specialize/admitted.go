@@ -28,9 +28,11 @@ var podSpecs = map[schema.GroupResource]string{
 // podSpecFacts are what the API server's validation of a pod spec
 // requires (ValidatePodSpec, for a Pod and for every pod template): its
 // containers, and a name and an image for each container and init
-// container. "[]" is every element of a list.
+// container. "[]" is every element of a list, "[0]" its first (the list
+// has one).
 var podSpecFacts = []string{
 	"containers",
+	"containers[0]",
 	"containers[].name",
 	"containers[].image",
 	"initContainers[].name",
@@ -48,17 +50,32 @@ var podSpecFacts = []string{
 // them on the real API server, which must refuse every one. `oldObject`
 // gets none of them: it was validated when it was stored, by whatever
 // rules held then.
+//
+// A fact is a path ("a.b[].c": every element of the list b) that is
+// present and not null, a list that has an element ("a.b[0]"), or a map
+// whose every value is a label value ("metadata.labels{}": letters,
+// digits, '-', '_' and '.' only, as ValidateLabels requires of the
+// object's labels and of its pod template's).
 func AdmittedFacts(group, resource string) []string {
 	prefix, ok := podSpecs[schema.GroupResource{Group: group, Resource: resource}]
 	if !ok {
 		return nil
 	}
-	out := make([]string, 0, len(podSpecFacts))
+	out := make([]string, 0, len(podSpecFacts)+2)
 	for _, fact := range podSpecFacts {
 		out = append(out, prefix+"."+fact)
 	}
+	out = append(out, "metadata.labels{}")
+	if template := strings.TrimSuffix(prefix, "spec") + "metadata"; template != "metadata" {
+		out = append(out, template+".labels{}")
+	}
 	sort.Strings(out)
 	return out
+}
+
+// IsLabelValueCharacter reports whether r may be in a label value.
+func IsLabelValueCharacter(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.'
 }
 
 // admitted is s with the facts of the paths added: each is present and
@@ -71,12 +88,21 @@ func admitted(s *shape, paths []string) *shape {
 	return s
 }
 
-// splitPath splits "a.b[].c" into "a", "b", "[]", "c".
+// splitPath splits "a.b[].c" into "a", "b", "[]", "c"; "a[0]" into "a",
+// "[0]"; "a{}" into "a", "{}".
 func splitPath(p string) []string {
 	var out []string
 	for _, part := range strings.Split(p, ".") {
 		if name, ok := strings.CutSuffix(part, "[]"); ok {
 			out = append(out, name, "[]")
+			continue
+		}
+		if name, ok := strings.CutSuffix(part, "[0]"); ok {
+			out = append(out, name, "[0]")
+			continue
+		}
+		if name, ok := strings.CutSuffix(part, "{}"); ok {
+			out = append(out, name, "{}")
 			continue
 		}
 		out = append(out, part)
@@ -85,8 +111,9 @@ func splitPath(p string) []string {
 }
 
 // refine is s where the value at path is present and not null. A path
-// through the elements of a list ("[]") says nothing of the list itself:
-// only the segments after its last "[]" are required on the way.
+// through the elements of a list ("[]") or the values of a map ("{}")
+// says nothing of the list or the map itself: only the segments after
+// its last "[]" are required on the way.
 func refine(s *shape, path []string) *shape {
 	c := *s
 	if len(path) == 0 {
@@ -103,6 +130,25 @@ func refine(s *shape, path []string) *shape {
 		c.elem = refine(c.elem, path[1:])
 		return &c
 	}
+	if path[0] == "{}" {
+		// Every value of the map is a label value.
+		if c.elem == nil || c.elem.kinds != kString || len(path) > 1 {
+			return s
+		}
+		e := *c.elem
+		e.labelValue = true
+		c.elem = &e
+		return &c
+	}
+	if path[0] == "[0]" {
+		// The list has a first element: it is a non-empty list.
+		if c.kinds&kList == 0 || len(path) > 1 {
+			return s
+		}
+		c.kinds = kList
+		c.nonEmpty = true
+		return &c
+	}
 	f, ok := c.fields[path[0]]
 	if !ok {
 		return s
@@ -112,7 +158,7 @@ func refine(s *shape, path []string) *shape {
 		c.fields[k] = v
 	}
 	c.fields[path[0]] = refine(f, path[1:])
-	if !slices.Contains(path[1:], "[]") {
+	if !slices.Contains(path[1:], "[]") && !slices.Contains(path[1:], "{}") {
 		// The field and the map holding it are present and not null.
 		c.always = make(map[string]bool, len(s.always)+1)
 		for k, v := range s.always {

@@ -47,7 +47,8 @@ func (in *inliner) Optimize(ctx *cel.OptimizerContext, a *ast.AST) *ast.AST {
 		budget := shapeBudget
 		w := walker{
 			roots: in.shapes.roots, operations: in.shapes.operations, typeOf: a.GetType, budget: &budget, taints: map[int64]bool{},
-			found: func(ast.Expr, bool) {}, stripped: func(_, _ ast.Expr) {},
+			found: func(ast.Expr, bool) {}, stripped: func(_, _ ast.Expr) {}, sized: func(_, _ ast.Expr, _ bool) {},
+			conjoined: func(_, _, _ ast.Expr) {},
 			safeElement: func(id int64) { in.safeElements[id] = true },
 		}
 		w.walk(a.Expr(), scope{}, facts{})
@@ -193,10 +194,10 @@ func (in *inliner) rewrite(ctx *cel.OptimizerContext, a *ast.AST, e ast.Expr) bo
 		ctx.UpdateExpr(b.at, b.body)
 		return true
 	case ast.SelectKind:
-		// A path known to evaluate, read once: the body reading the path
-		// itself costs what reading the variable does, without the list
-		// and the comprehension.
-		if !in.safeElements[b.comp.ID()] || occurrences(b.body, b.name) != 1 || capturesAny(b.body, b.element) {
+		// A path known to evaluate, read where the body reads the
+		// variable: cheaper than the list and the comprehension where it
+		// is read once, or a few times when the path is short.
+		if !in.safeElements[b.comp.ID()] || !cheaperInlined(occurrences(b.body, b.name), pathLength(b.element)) || capturesAny(b.body, b.element) {
 			return false
 		}
 		path := b.element
@@ -236,6 +237,30 @@ func (in *inliner) rewrite(ctx *cel.OptimizerContext, a *ast.AST, e ast.Expr) bo
 		return true
 	}
 	return false
+}
+
+// bindingCost is what a one-element binding costs beyond reading its
+// element and its variable, in CEL's runtime cost: the list literal
+// (10) and the comprehension's loop over it, as measured (cel-go
+// v0.29).
+const bindingCost = 14
+
+// cheaperInlined reports whether reading a path of length p (its
+// identifier and selections, one unit of cost each) n times costs no
+// more than binding it once and reading the variable n times.
+func cheaperInlined(n, p int) bool {
+	return n == 1 || n*p <= p+bindingCost+n
+}
+
+// pathLength is the number of nodes of a path: its identifier and its
+// selections.
+func pathLength(e ast.Expr) int {
+	n := 1
+	for e.Kind() == ast.SelectKind {
+		n++
+		e = e.AsSelect().Operand()
+	}
+	return n
 }
 
 // locate finds the list element of a copied binding (whose checked

@@ -40,6 +40,11 @@ func (p *pruner) prune(ctx *cel.OptimizerContext, a *ast.AST, e ast.Expr) {
 			p.prune(ctx, a, arg)
 		}
 		p.simplify(ctx, e)
+		// A comparison of literals (`1 in [0, 3]`, what distributing a
+		// comparison over a choice of constants leaves): its value.
+		if e.Kind() == ast.CallKind && comparisons[e.AsCall().FunctionName()] && literals(e) {
+			p.replaceByValue(ctx, a, e)
+		}
 	case ast.SelectKind:
 		p.prune(ctx, a, e.AsSelect().Operand())
 	case ast.ListKind:
@@ -125,6 +130,12 @@ func (p *pruner) evaluate(ctx *cel.OptimizerContext, a *ast.AST, e ast.Expr) {
 	if target.Kind() != ast.ComprehensionKind || !closed(e) {
 		return
 	}
+	p.replaceByValue(ctx, a, e)
+}
+
+// replaceByValue replaces the closed expression e by its value, where it
+// evaluates to a bool, a number, a string or null.
+func (p *pruner) replaceByValue(ctx *cel.OptimizerContext, a *ast.AST, e ast.Expr) {
 	text, err := cel.ExprToString(e, a.SourceInfo())
 	if err != nil {
 		return
@@ -146,6 +157,21 @@ func (p *pruner) evaluate(ctx *cel.OptimizerContext, a *ast.AST, e ast.Expr) {
 		p.changes++
 		ctx.UpdateExpr(e, ctx.NewLiteral(out))
 	}
+}
+
+// literals reports whether e's arguments are constants: literals, or
+// lists of literals.
+func literals(e ast.Expr) bool {
+	call := e.AsCall()
+	if call.IsMemberFunction() {
+		return false
+	}
+	for _, arg := range call.Args() {
+		if !constant(arg) {
+			return false
+		}
+	}
+	return true
 }
 
 // closed reports whether e reads no identifier it does not bind.

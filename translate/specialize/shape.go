@@ -46,6 +46,13 @@ type shape struct {
 	always map[string]bool
 	// elem is the shape of a list's elements or a map's values.
 	elem *shape
+	// nonEmpty marks a list that has an element whenever it is a list
+	// (an admitted fact, "path[0]").
+	nonEmpty bool
+	// labelValue marks a string that is a label value whenever it is a
+	// string (an admitted fact, "path{}"): IsLabelValueCharacter holds
+	// for each of its characters.
+	labelValue bool
 	// tainted marks a comprehension variable bound to a value read from
 	// a typed variable (see walker.tainted).
 	tainted bool

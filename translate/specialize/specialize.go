@@ -11,6 +11,7 @@ import (
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apiserver/pkg/cel/environment"
@@ -113,7 +114,11 @@ func merge(a, b *shape, seen map[[2]*shape]*shape) *shape {
 	if m, ok := seen[[2]*shape{a, b}]; ok {
 		return m
 	}
-	out := &shape{kinds: a.kinds | b.kinds}
+	out := &shape{
+		kinds:      a.kinds | b.kinds,
+		nonEmpty:   (a.kinds&kList == 0 || a.nonEmpty) && (b.kinds&kList == 0 || b.nonEmpty),
+		labelValue: (a.kinds&kString == 0 || a.labelValue) && (b.kinds&kString == 0 || b.labelValue),
+	}
 	seen[[2]*shape{a, b}] = out
 	aMaps, bMaps := a.kinds&(kMap|kList) != 0, b.kinds&(kMap|kList) != 0
 	switch {
@@ -240,6 +245,7 @@ const maxSpecialized = 4000
 // the pruning, as one optimizer pass, checked once; false when nothing
 // changed or anything failed.
 func foldOnce(env *cel.Env, checked *cel.Ast, folder *typeFolder, inline bool) (*cel.Ast, bool) {
+	folder.env = env
 	round := &round{folder: folder, pruner: &pruner{env: env}}
 	if inline {
 		round.inliner = &inliner{env: env, shapes: folder}
@@ -316,6 +322,8 @@ type typeFolder struct {
 	roots      map[string]*shape
 	operations map[string]bool
 	folds      int
+	// env evaluates what the emptiness rewrite substitutes (nil: none).
+	env *cel.Env
 }
 
 // facts are what holds where an expression is evaluated, by the key of
@@ -392,16 +400,138 @@ type fold struct {
 
 type strip struct{ call, arg ast.Expr }
 
+type conjunction struct{ choice, cond, then ast.Expr }
+
+// whenEmpty is x's value where the path (an identifier or a path from
+// one) is the empty string: x is evaluated with its root bound to a value
+// holding "" at the path. False where x reads anything else than the
+// path (the value would not be x's), or fails to evaluate.
+func (t *typeFolder) whenEmpty(a *ast.AST, x, path ast.Expr) (ref.Val, bool) {
+	if t.env == nil {
+		return nil, false
+	}
+	key, ok := pathKey(path)
+	if !ok {
+		return nil, false
+	}
+	parts := strings.Split(key, ".")
+	root := parts[0]
+	if !readsOnly(x, root, key) {
+		return nil, false
+	}
+	var value any = ""
+	for i := len(parts) - 1; i > 0; i-- {
+		value = map[string]any{parts[i]: value}
+	}
+	text, err := cel.ExprToString(x, a.SourceInfo())
+	if err != nil {
+		return nil, false
+	}
+	env := t.env
+	if _, declared := t.roots[root]; !declared {
+		// A comprehension's variable: declared for this evaluation.
+		if env, err = env.Extend(cel.Variable(root, cel.DynType)); err != nil {
+			return nil, false
+		}
+	}
+	checked, iss := env.Compile(text)
+	if iss != nil && iss.Err() != nil {
+		return nil, false
+	}
+	prg, err := env.Program(checked)
+	if err != nil {
+		return nil, false
+	}
+	out, _, err := prg.Eval(map[string]any{root: value})
+	if err != nil {
+		return nil, false
+	}
+	return out, true
+}
+
+// readsOnly reports whether the only free identifier x reads is root,
+// and only as the path key (no other field of it, and it is not
+// rebound inside x).
+func readsOnly(x ast.Expr, root, key string) bool {
+	ok := true
+	var visit func(e ast.Expr, bound map[string]bool)
+	visit = func(e ast.Expr, bound map[string]bool) {
+		if !ok {
+			return
+		}
+		if k, isPath := pathKey(e); isPath && k == key && !bound[root] {
+			return
+		}
+		switch e.Kind() {
+		case ast.IdentKind:
+			ok = bound[e.AsIdent()]
+		case ast.SelectKind:
+			visit(e.AsSelect().Operand(), bound)
+		case ast.CallKind:
+			call := e.AsCall()
+			if call.IsMemberFunction() {
+				visit(call.Target(), bound)
+			}
+			for _, arg := range call.Args() {
+				visit(arg, bound)
+			}
+		case ast.ListKind:
+			for _, el := range e.AsList().Elements() {
+				visit(el, bound)
+			}
+		case ast.MapKind:
+			for _, entry := range e.AsMap().Entries() {
+				me := entry.AsMapEntry()
+				visit(me.Key(), bound)
+				visit(me.Value(), bound)
+			}
+		case ast.ComprehensionKind:
+			c := e.AsComprehension()
+			visit(c.IterRange(), bound)
+			visit(c.AccuInit(), bound)
+			inner := make(map[string]bool, len(bound)+3)
+			for k, v := range bound {
+				inner[k] = v
+			}
+			for _, name := range []string{c.IterVar(), c.IterVar2(), c.AccuVar()} {
+				if name != "" {
+					inner[name] = true
+				}
+			}
+			visit(c.LoopCondition(), inner)
+			visit(c.LoopStep(), inner)
+			visit(c.Result(), inner)
+		case ast.LiteralKind:
+		default:
+			ok = false
+		}
+	}
+	visit(x, map[string]bool{})
+	return ok
+}
+
+type sizeTest struct {
+	comprehension, rng ast.Expr
+	nonEmpty           bool
+}
+
 // Optimize implements cel.ASTOptimizer.
 func (t *typeFolder) Optimize(ctx *cel.OptimizerContext, a *ast.AST) *ast.AST {
 	var folds []fold
 	var strips []strip
+	var sizes []sizeTest
+	var conjunctions []conjunction
 	budget := shapeBudget
 	w := walker{
 		roots: t.roots, operations: t.operations, budget: &budget, taints: map[int64]bool{},
 		typeOf:      a.GetType,
 		found:       func(e ast.Expr, v bool) { folds = append(folds, fold{e, v}) },
 		stripped:    func(call, arg ast.Expr) { strips = append(strips, strip{call, arg}) },
+		sized: func(comprehension, rng ast.Expr, nonEmpty bool) {
+			sizes = append(sizes, sizeTest{comprehension, rng, nonEmpty})
+		},
+		conjoined: func(choice, cond, then ast.Expr) { conjunctions = append(conjunctions, conjunction{choice, cond, then}) },
+		whenEmpty: func(x, path ast.Expr) (ref.Val, bool) { return t.whenEmpty(a, x, path) },
 		safeElement: func(int64) {},
 	}
 	w.walk(a.Expr(), scope{}, facts{})
@@ -411,7 +541,17 @@ func (t *typeFolder) Optimize(ctx *cel.OptimizerContext, a *ast.AST) *ast.AST {
 	for _, s := range strips {
 		ctx.UpdateExpr(s.call, s.arg)
 	}
-	t.folds += len(folds) + len(strips)
+	for _, s := range sizes {
+		op := operators.Equals
+		if s.nonEmpty {
+			op = operators.Greater
+		}
+		ctx.UpdateExpr(s.comprehension, ctx.NewCall(op, ctx.NewCall("size", s.rng), ctx.NewLiteral(types.Int(0))))
+	}
+	for _, c := range conjunctions {
+		ctx.UpdateExpr(c.choice, ctx.NewCall(operators.LogicalAnd, c.cond, c.then))
+	}
+	t.folds += len(folds) + len(strips) + len(sizes) + len(conjunctions)
 	return a
 }
 
@@ -425,6 +565,15 @@ type walker struct {
 	// dyn() that changes no type where the API server checks the
 	// expression, a string() of a string), to be replaced by it.
 	stripped func(call, arg ast.Expr)
+	// sized reports an exists() (nonEmpty) or all() of a literal
+	// predicate over a list or a map, to be replaced by a test of the
+	// range's size.
+	sized func(comprehension, rng ast.Expr, nonEmpty bool)
+	// conjoined reports `!c ? false : y` of a total c and a bool y, to be
+	// replaced by `c && y`.
+	conjoined func(choice, cond, then ast.Expr)
+	// whenEmpty is x's value where path is "" (see typeFolder.whenEmpty).
+	whenEmpty func(x, path ast.Expr) (ref.Val, bool)
 	// safeElement reports a comprehension over [p] where p is a path
 	// known to evaluate.
 	safeElement func(id int64)
@@ -579,6 +728,21 @@ func (w walker) walk(e ast.Expr, sc scope, fs facts) {
 			w.walk(args[1], sc, fs.with(w.whenFalse(args[0], sc, fs)))
 			return
 		case operators.Conditional:
+			// `c ? v : v` of a bool literal v is v where c evaluates.
+			if l, ok := boolLiteral(args[1]); ok {
+				if r, ok := boolLiteral(args[2]); ok && l == r && w.totalBool(args[0], sc, fs) {
+					w.found(e, l)
+					return
+				}
+			}
+			if w.emptinessDecided(e, sc, fs) {
+				return
+			}
+			if not, ok := negation(args[0]); ok {
+				if v, isBool := boolLiteral(args[1]); isBool && !v && w.totalBool(args[0], sc, fs) && w.isBool(args[2]) {
+					w.conjoined(e, not, args[2])
+				}
+			}
 			w.walk(args[0], sc, fs)
 			w.walk(args[1], sc, fs.with(w.whenTrue(args[0], sc, fs)))
 			w.walk(args[2], sc, fs.with(w.whenFalse(args[0], sc, fs)))
@@ -595,6 +759,17 @@ func (w walker) walk(e ast.Expr, sc scope, fs facts) {
 		case "dyn":
 			if len(args) == 1 && !call.IsMemberFunction() && w.isDyn(args[0], sc) {
 				w.stripped(e, args[0])
+			}
+		case "contains":
+			// A label value contains no string with another character.
+			if call.IsMemberFunction() && len(args) == 1 && args[0].Kind() == ast.LiteralKind {
+				if lit, ok := args[0].AsLiteral().(types.String); ok && strings.IndexFunc(string(lit), func(r rune) bool { return !IsLabelValueCharacter(r) }) >= 0 &&
+					w.safe(call.Target(), sc, fs) {
+					if t := w.shapeOf(call.Target(), sc, fs); t.kinds == kString && t.labelValue {
+						w.found(e, false)
+						return
+					}
+				}
 			}
 		case "string":
 			// string() of a string is the string; the call's type, string,
@@ -628,6 +803,9 @@ func (w walker) walk(e ast.Expr, sc scope, fs facts) {
 		}
 	case ast.ComprehensionKind:
 		c := e.AsComprehension()
+		if q, ok := quantifier(c); ok && w.quantifierDecided(e, q, sc, fs) {
+			return
+		}
 		if el, ok := oneElement(c.IterRange()); ok && el.Kind() == ast.SelectKind && w.safe(el, sc, fs) {
 			w.safeElement(e.ID())
 		}
@@ -751,6 +929,194 @@ func (w walker) decide(e ast.Expr, sc scope, fs facts) (bool, bool) {
 		return false, false
 	}
 	return is != negated, true
+}
+
+// quantifierMacro is an all() or exists() macro's comprehension, read
+// back: which one, and its predicate.
+type quantifierMacro struct {
+	exists bool
+	// value is the predicate's, a bool literal.
+	value bool
+}
+
+// quantifier recognizes the comprehension of `r.all(x, p)` and
+// `r.exists(x, p)` of a bool literal p as cel-go's macros expand them:
+// the accumulator starts at true (all) or false (exists), and each step
+// is `accu && p` (all) or `accu || p` (exists), or what the pruner
+// leaves of it; the result is the accumulator.
+func quantifier(c ast.ComprehensionExpr) (quantifierMacro, bool) {
+	init, ok := boolLiteral(c.AccuInit())
+	if !ok || c.HasIterVar2() || c.Result().Kind() != ast.IdentKind || c.Result().AsIdent() != c.AccuVar() {
+		return quantifierMacro{}, false
+	}
+	// The macros' loop condition, which only stops the loop early.
+	if cond := c.LoopCondition(); cond.Kind() != ast.CallKind || cond.AsCall().FunctionName() != operators.NotStrictlyFalse {
+		if _, ok := boolLiteral(cond); !ok {
+			return quantifierMacro{}, false
+		}
+	}
+	step := c.LoopStep()
+	switch step.Kind() {
+	case ast.IdentKind:
+		// `accu || false` (exists) or `accu && true` (all), pruned.
+		if step.AsIdent() != c.AccuVar() {
+			return quantifierMacro{}, false
+		}
+		return quantifierMacro{exists: !init, value: init}, true
+	case ast.LiteralKind:
+		// `accu || true` (exists) or `accu && false` (all), pruned.
+		v, ok := boolLiteral(step)
+		if !ok || v == init {
+			return quantifierMacro{}, false
+		}
+		return quantifierMacro{exists: !init, value: v}, true
+	case ast.CallKind:
+	default:
+		return quantifierMacro{}, false
+	}
+	want := operators.LogicalAnd
+	if !init {
+		want = operators.LogicalOr
+	}
+	call := step.AsCall()
+	if call.FunctionName() != want || len(call.Args()) != 2 {
+		return quantifierMacro{}, false
+	}
+	if accu := call.Args()[0]; accu.Kind() != ast.IdentKind || accu.AsIdent() != c.AccuVar() {
+		return quantifierMacro{}, false
+	}
+	v, ok := boolLiteral(call.Args()[1])
+	if !ok {
+		return quantifierMacro{}, false
+	}
+	return quantifierMacro{exists: !init, value: v}, true
+}
+
+// quantifierDecided reports an all() or exists() whose predicate is a
+// bool literal over a range known to evaluate to a list or a map:
+// `r.exists(x, false)` is false, `r.all(x, true)` true; `r.exists(x,
+// true)` is `size(r) > 0`, `r.all(x, false)` is `size(r) == 0` (one call
+// in place of a pass over the range).
+func (w walker) quantifierDecided(e ast.Expr, q quantifierMacro, sc scope, fs facts) bool {
+	c := e.AsComprehension()
+	v := q.value
+	if !w.safe(c.IterRange(), sc, fs) {
+		return false
+	}
+	rng := w.shapeOf(c.IterRange(), sc, fs)
+	if rng.kinds == 0 || rng.kinds&^(kList|kMap) != 0 {
+		return false
+	}
+	if v != q.exists || rng.kinds == kList && rng.nonEmpty {
+		// A non-empty list: `exists(x, true)` is true, `all(x, false)`
+		// false.
+		w.found(e, v)
+		return true
+	}
+	if v != q.exists {
+		w.found(e, v)
+		return true
+	}
+	w.sized(e, c.IterRange(), q.exists)
+	w.walk(c.IterRange(), sc, fs)
+	return true
+}
+
+// total reports whether e is evaluated without error where fs hold: a
+// safe expression, a literal, the logical operators and equality of
+// total operands, a choice of total operands, and startsWith, endsWith
+// and contains on a known string with a string literal.
+func (w walker) total(e ast.Expr, sc scope, fs facts) bool {
+	switch e.Kind() {
+	case ast.LiteralKind:
+		return true
+	case ast.CallKind:
+		call := e.AsCall()
+		args := call.Args()
+		switch call.FunctionName() {
+		case operators.LogicalNot, operators.LogicalAnd, operators.LogicalOr, operators.Conditional, operators.Equals, operators.NotEquals:
+			// The logical operators and a choice's condition take a bool,
+			// or fail.
+			logical := call.FunctionName() != operators.Equals && call.FunctionName() != operators.NotEquals
+			for i, arg := range args {
+				takesBool := logical && (call.FunctionName() != operators.Conditional || i == 0)
+				if takesBool && !w.totalBool(arg, sc, fs) || !takesBool && !w.total(arg, sc, fs) {
+					return false
+				}
+			}
+			return true
+		case "startsWith", "endsWith", "contains":
+			if !call.IsMemberFunction() || len(args) != 1 || args[0].Kind() != ast.LiteralKind {
+				return false
+			}
+			if _, isString := args[0].AsLiteral().(types.String); !isString {
+				return false
+			}
+			return w.safe(call.Target(), sc, fs) && w.shapeOf(call.Target(), sc, fs).kinds == kString
+		}
+	case ast.SelectKind:
+		// has(x.f) of a map x.
+		if sel := e.AsSelect(); sel.IsTestOnly() {
+			return w.safe(sel.Operand(), sc, fs) && w.shapeOf(sel.Operand(), sc, fs).kinds == kMap
+		}
+	}
+	return w.safe(e, sc, fs)
+}
+
+// negation is x where e is `!x`.
+func negation(e ast.Expr) (ast.Expr, bool) {
+	if e.Kind() != ast.CallKind || e.AsCall().FunctionName() != operators.LogicalNot {
+		return nil, false
+	}
+	return e.AsCall().Args()[0], true
+}
+
+// isBool reports whether e's checked type is bool (its value is a bool
+// wherever it evaluates).
+func (w walker) isBool(e ast.Expr) bool {
+	t := w.typeOf(e.ID())
+	return t != nil && t.Kind() == types.BoolKind
+}
+
+// emptinessDecided reports `size(p) == 0 ? k : x`, of a path p known to
+// evaluate to a string and a bool literal k, where x is k when p is "":
+// the choice is x (p is "" exactly where its size is 0). This is the
+// default of a JMESPath `p || ''` compared with constants. It reports
+// the choice as the identity on x.
+func (w walker) emptinessDecided(e ast.Expr, sc scope, fs facts) bool {
+	args := e.AsCall().Args()
+	cond, k, x := args[0], args[1], args[2]
+	want, ok := boolLiteral(k)
+	if !ok || cond.Kind() != ast.CallKind || cond.AsCall().FunctionName() != operators.Equals {
+		return false
+	}
+	eq := cond.AsCall().Args()
+	size, zero := eq[0], eq[1]
+	if zero.Kind() != ast.LiteralKind {
+		return false
+	}
+	if z, isInt := zero.AsLiteral().(types.Int); !isInt || z != 0 {
+		return false
+	}
+	if size.Kind() != ast.CallKind || size.AsCall().FunctionName() != "size" || size.AsCall().IsMemberFunction() || len(size.AsCall().Args()) != 1 {
+		return false
+	}
+	path := size.AsCall().Args()[0]
+	if !w.safe(path, sc, fs) || w.shapeOf(path, sc, fs).kinds != kString || w.whenEmpty == nil {
+		return false
+	}
+	v, ok := w.whenEmpty(x, path)
+	if !ok || v != types.Bool(want) {
+		return false
+	}
+	w.stripped(e, x)
+	w.walk(x, sc, fs)
+	return true
+}
+
+// totalBool reports whether e is total and a bool.
+func (w walker) totalBool(e ast.Expr, sc scope, fs facts) bool {
+	return w.total(e, sc, fs) && w.shapeOf(e, sc, fs).kinds == kBool
 }
 
 // safe reports whether e is evaluated without error where fs hold: a
@@ -980,7 +1346,8 @@ func (w walker) rawShape(e ast.Expr, sc scope, fs facts) *shape {
 				return &shape{kinds: kString}
 			}
 		case operators.LogicalAnd, operators.LogicalOr, operators.LogicalNot, operators.Equals, operators.NotEquals,
-			operators.Less, operators.LessEquals, operators.Greater, operators.GreaterEquals, operators.In:
+			operators.Less, operators.LessEquals, operators.Greater, operators.GreaterEquals, operators.In,
+			"startsWith", "endsWith", "contains", "matches":
 			return &shape{kinds: kBool}
 		}
 	}

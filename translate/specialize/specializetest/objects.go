@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/randfill"
 )
 
@@ -62,8 +63,19 @@ var admittedStrings = map[string]string{"name": "admitted", "image": "busybox:1.
 // everything else is (a zero struct is written, a nil slice is null).
 func Admit(obj any, facts []string) {
 	for _, fact := range facts {
-		admit(reflect.ValueOf(obj), strings.Split(strings.ReplaceAll(fact, "[]", ".[]"), "."))
+		fact = strings.NewReplacer("[]", ".[]", "[0]", ".[0]", "{}", ".{}").Replace(fact)
+		admit(reflect.ValueOf(obj), strings.Split(fact, "."))
 	}
+}
+
+// labelValue is s where the API server's validation takes it as a label
+// value (validation.IsValidLabelValue), and another valid value where it
+// does not.
+func labelValue(s string) string {
+	if len(validation.IsValidLabelValue(s)) == 0 {
+		return s
+	}
+	return "label-value"
 }
 
 func admit(v reflect.Value, path []string) {
@@ -91,6 +103,19 @@ func admit(v reflect.Value, path []string) {
 		rest := path[1:]
 		if len(rest) > 0 && rest[0] == "[]" {
 			admit(f, rest) // every element there is
+			return
+		}
+		if len(rest) == 1 && rest[0] == "[0]" && f.Kind() == reflect.Slice {
+			if f.Len() == 0 {
+				f.Set(reflect.MakeSlice(f.Type(), 1, 1))
+			}
+			return
+		}
+		if len(rest) == 1 && rest[0] == "{}" && f.Kind() == reflect.Map && f.Type().Elem().Kind() == reflect.String {
+			iter := f.MapRange()
+			for iter.Next() {
+				f.SetMapIndex(iter.Key(), reflect.ValueOf(labelValue(iter.Value().String())).Convert(f.Type().Elem()))
+			}
 			return
 		}
 		if len(rest) == 0 {
