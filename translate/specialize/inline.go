@@ -48,7 +48,7 @@ func (in *inliner) Optimize(ctx *cel.OptimizerContext, a *ast.AST) *ast.AST {
 		w := walker{
 			roots: in.shapes.roots, operations: in.shapes.operations, typeOf: a.GetType, budget: &budget, taints: map[int64]bool{},
 			found: func(ast.Expr, bool) {}, stripped: func(_, _ ast.Expr) {}, sized: func(_, _ ast.Expr, _ bool) {},
-			conjoined: func(_, _, _ ast.Expr) {},
+			conjoined:   func(_, _, _ ast.Expr) {},
 			safeElement: func(id int64) { in.safeElements[id] = true },
 		}
 		w.walk(a.Expr(), scope{}, facts{})

@@ -524,14 +524,16 @@ func (t *typeFolder) Optimize(ctx *cel.OptimizerContext, a *ast.AST) *ast.AST {
 	budget := shapeBudget
 	w := walker{
 		roots: t.roots, operations: t.operations, budget: &budget, taints: map[int64]bool{},
-		typeOf:      a.GetType,
-		found:       func(e ast.Expr, v bool) { folds = append(folds, fold{e, v}) },
-		stripped:    func(call, arg ast.Expr) { strips = append(strips, strip{call, arg}) },
+		typeOf:   a.GetType,
+		found:    func(e ast.Expr, v bool) { folds = append(folds, fold{e, v}) },
+		stripped: func(call, arg ast.Expr) { strips = append(strips, strip{call, arg}) },
 		sized: func(comprehension, rng ast.Expr, nonEmpty bool) {
 			sizes = append(sizes, sizeTest{comprehension, rng, nonEmpty})
 		},
-		conjoined: func(choice, cond, then ast.Expr) { conjunctions = append(conjunctions, conjunction{choice, cond, then}) },
-		whenEmpty: func(x, path ast.Expr) (ref.Val, bool) { return t.whenEmpty(a, x, path) },
+		conjoined: func(choice, cond, then ast.Expr) {
+			conjunctions = append(conjunctions, conjunction{choice, cond, then})
+		},
+		whenEmpty:   func(x, path ast.Expr) (ref.Val, bool) { return t.whenEmpty(a, x, path) },
 		safeElement: func(int64) {},
 	}
 	w.walk(a.Expr(), scope{}, facts{})
@@ -1081,7 +1083,7 @@ func (w walker) isBool(e ast.Expr) bool {
 // emptinessDecided reports `size(p) == 0 ? k : x`, of a path p known to
 // evaluate to a string and a bool literal k, where x is k when p is "":
 // the choice is x (p is "" exactly where its size is 0). This is the
-// default of a JMESPath `p || ''` compared with constants. It reports
+// default of a JMESPath `p || ”` compared with constants. It reports
 // the choice as the identity on x.
 func (w walker) emptinessDecided(e ast.Expr, sc scope, fs facts) bool {
 	args := e.AsCall().Args()
