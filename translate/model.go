@@ -15,6 +15,7 @@ import (
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/kyverno/cellib"
 	"github.com/kyvap/kyvap/model"
+	"github.com/kyvap/kyvap/translate/libforms"
 	"github.com/kyvap/kyvap/vap"
 )
 
@@ -178,6 +179,17 @@ func (t *translation) toWebhook(rule *model.Rule, reason model.Reason, message s
 }
 
 func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule) RuleResult {
+	// Calls of Kyverno's libraries that have an exact form in the API
+	// server's CEL are written in it, for the VAP (kyvap's engine
+	// evaluates the rule as written).
+	libraryForms := ""
+	if len(rule.Libraries) > 0 {
+		if written, err := libforms.Rule(rule); err != nil {
+			libraryForms = " (" + err.Error() + ")"
+		} else {
+			rule = written
+		}
+	}
 	switch {
 	case rule.Mode == model.ModeJSON:
 		return RuleResult{Rule: rule.ID, Verdict: VerdictNotHandled, Reason: model.ReasonEvaluationModeJSON, Message: "evaluation.mode is JSON: the policy validates JSON payloads, not admission requests"}
@@ -190,7 +202,7 @@ func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule)
 	case rule.Unsupported != "":
 		return t.toWebhook(rule, model.ReasonAutogenExtraction, rule.Unsupported)
 	case len(rule.Libraries) > 0:
-		return t.toWebhook(rule, model.ReasonKyvernoLibrary, fmt.Sprintf("uses Kyverno's CEL %s %s, which the API server does not have%s", plural(len(rule.Libraries), "library", "libraries"), strings.Join(rule.Libraries, ", "), libraryUsers(rule)))
+		return t.toWebhook(rule, model.ReasonKyvernoLibrary, fmt.Sprintf("uses Kyverno's CEL %s %s, which the API server does not have%s%s", plural(len(rule.Libraries), "library", "libraries"), strings.Join(rule.Libraries, ", "), libraryUsers(rule), libraryForms))
 	case !t.opts.GenerateValidatingAdmissionPolicy:
 		return t.toWebhook(rule, model.ReasonGenerationDisabled, "ValidatingAdmissionPolicy generation is disabled")
 	}

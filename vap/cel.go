@@ -211,3 +211,34 @@ func SpecExpressions(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec
 	}
 	return out
 }
+
+var dynEnvs sync.Map // version -> *cel.Env
+
+// DynEnv is the API server's environment for a ValidatingAdmissionPolicy's
+// expressions at compatibility version v (nil: the newest), with every
+// variable of a VAP declared dyn and macro calls tracked (for the
+// rewriting passes, which read what a value is from elsewhere and write
+// the result back as text).
+func DynEnv(v *version.Version) (*cel.Env, error) {
+	if v == nil {
+		v = NewestCompatibilityVersion
+	}
+	if e, ok := dynEnvs.Load(v.String()); ok {
+		return e.(*cel.Env), nil
+	}
+	base, err := BaseEnvSet(v).Env(environment.NewExpressions)
+	if err != nil {
+		return nil, err
+	}
+	var decls []cel.EnvOption
+	for _, name := range []string{"object", "oldObject", "request", "params", "namespaceObject", "authorizer", "variables"} {
+		decls = append(decls, cel.Variable(name, cel.DynType))
+	}
+	decls = append(decls, cel.EnableMacroCallTracking())
+	env, err := base.Extend(decls...)
+	if err != nil {
+		return nil, err
+	}
+	actual, _ := dynEnvs.LoadOrStore(v.String(), env)
+	return actual.(*cel.Env), nil
+}

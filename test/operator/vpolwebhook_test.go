@@ -15,6 +15,8 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kyvap/kyvap/controllers"
 	"github.com/kyvap/kyvap/operator"
@@ -197,5 +199,53 @@ func TestKyvernoRunningTakesTheValidatingPolicyWebhookRules(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestUserLibraryIsEnforcedByAVAP: a ValidatingPolicy that reads the
+// requesting service account with Kyverno's user library
+// (parseServiceAccount) is a VAP: kyvap writes the call in the API
+// server's CEL (translate/libforms). The API server, impersonating
+// users, admits a service account of the ConfigMap's namespace and denies
+// one of another namespace, a user that is no service account, and a
+// malformed service account name (empty fields, as in Kyverno).
+func TestUserLibraryIsEnforcedByAVAP(t *testing.T) {
+	const ns = "vpol-user-lib"
+	cp.Namespace(t, ns, nil)
+	cp.StartWebhookOperator(t, generateOn, controlplane.FreePort(t))
+	spec := configMapPolicySpec("user.parseServiceAccount(request.userInfo.username).Namespace == object.metadata.namespace", ns)
+	spec.ValidationAction = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}
+	spec.Validations[0].Message = "only the namespace's service accounts"
+	policy := validatingPolicy("own-namespace-accounts", spec)
+	cp.Create(t, policy)
+	got, cond := waitForVPolCondition(t, policy, controllers.ReasonAllRulesTranslated)
+	if !vpolStatus(got).Generated {
+		t.Errorf("status.generated = false: %s", cond.Message)
+	}
+	waitReady(t, policy)
+
+	as := func(username string) client.Client {
+		cfg := rest.CopyConfig(cp.Config)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: username, Groups: []string{"system:masters", "system:authenticated"}}
+		c, err := client.New(cfg, client.Options{Scheme: cp.Scheme})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	for username, admitted := range map[string]bool{
+		"system:serviceaccount:" + ns + ":deployer":    true,
+		"system:serviceaccount:" + ns + ":deployer:v2": true,
+		"system:serviceaccount:other:deployer":         false,
+		"alice":                                        false,
+		"system:serviceaccount:" + ns:                  false, // no name: both fields empty
+	} {
+		err := as(username).Create(context.Background(), controlplane.ConfigMap(ns, "by-user", nil), client.DryRunAll)
+		switch {
+		case admitted && err != nil:
+			t.Errorf("%s: refused: %v", username, err)
+		case !admitted && (err == nil || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy") || !strings.Contains(err.Error(), "only the namespace's service accounts")):
+			t.Errorf("%s: want a denial by the VAP, got %v", username, err)
+		}
 	}
 }

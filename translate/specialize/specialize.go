@@ -14,7 +14,6 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/util/version"
-	"k8s.io/apiserver/pkg/cel/environment"
 
 	"github.com/kyvap/kyvap/vap"
 )
@@ -162,7 +161,7 @@ func (o *ObjectShape) Expression(expression string, v *version.Version) string {
 	if o == nil || len(expression) > maxSpecialized || !foldable(expression) {
 		return expression
 	}
-	env, err := checkEnv(v)
+	env, err := vap.DynEnv(v)
 	if err != nil {
 		return expression
 	}
@@ -285,34 +284,6 @@ func (r *round) changes() int {
 		n += r.inliner.changes
 	}
 	return n
-}
-
-var envs sync.Map // version -> *cel.Env
-
-// checkEnv is the API server's environment for a VAP's expressions, with
-// its variables declared dyn: only the shape says what `object` holds.
-func checkEnv(v *version.Version) (*cel.Env, error) {
-	if v == nil {
-		v = vap.NewestCompatibilityVersion
-	}
-	if e, ok := envs.Load(v.String()); ok {
-		return e.(*cel.Env), nil
-	}
-	base, err := vap.BaseEnvSet(v).Env(environment.NewExpressions)
-	if err != nil {
-		return nil, err
-	}
-	var decls []cel.EnvOption
-	for _, name := range []string{"object", "oldObject", "request", "params", "namespaceObject", "authorizer", "variables"} {
-		decls = append(decls, cel.Variable(name, cel.DynType))
-	}
-	decls = append(decls, cel.EnableMacroCallTracking())
-	env, err := base.Extend(decls...)
-	if err != nil {
-		return nil, err
-	}
-	actual, _ := envs.LoadOrStore(v.String(), env)
-	return actual.(*cel.Env), nil
 }
 
 // typeFolder is the optimizer pass that replaces decided type tests by

@@ -1,0 +1,175 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package libforms
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/kyvap/kyvap/kyverno/cellib"
+	"github.com/kyvap/kyvap/model"
+	"github.com/kyvap/kyvap/vap"
+)
+
+func userRule(variables map[string]string, validations ...string) *model.Rule {
+	r := &model.Rule{}
+	for name, e := range variables {
+		r.Variables = append(r.Variables, admissionregistrationv1.Variable{Name: name, Expression: e})
+	}
+	for _, v := range validations {
+		r.Validations = append(r.Validations, admissionregistrationv1.Validation{Expression: v})
+	}
+	r.Libraries = cellib.Used(r.Expressions()...)
+	return r
+}
+
+func TestRuleWritesServiceAccountFields(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		variables  map[string]string
+		validation string
+		want       []string // variables then the validation
+	}{
+		{"a field of the call on a path", nil,
+			`parseServiceAccount(request.userInfo.username).Namespace == "ci"`,
+			[]string{`((request.userInfo.username.startsWith("system:serviceaccount:") && size(request.userInfo.username.split(":", 4)) == 4) ? (request.userInfo.username.split(":", 4)[2]) : "") == "ci"`}},
+		{"the prefixed function, on an expression read once", nil,
+			`user.parseServiceAccount(object.metadata.annotations["owner"]).Name != ""`,
+			[]string{"[object.metadata.annotations[\"owner\"]].map(kyvapUsername, (kyvapUsername.startsWith(\"system:serviceaccount:\") &&\nsize(kyvapUsername.split(\":\", 4)) == 4) ? (kyvapUsername.split(\":\", 4)[3]) : \"\")[0] != \"\""}},
+		{"a variable holding the call: a map of the fields", map[string]string{"sa": `parseServiceAccount(request.userInfo.username)`},
+			`variables.sa.Name == "builder"`,
+			[]string{
+				`{'Name': (request.userInfo.username.startsWith('system:serviceaccount:') && size(request.userInfo.username.split(':', 4)) == 4 ? request.userInfo.username.split(':', 4)[3] : ''), 'Namespace': (request.userInfo.username.startsWith('system:serviceaccount:') && size(request.userInfo.username.split(':', 4)) == 4 ? request.userInfo.username.split(':', 4)[2] : '')}`,
+				`variables.sa.Name == "builder"`}},
+	} {
+		got, err := Rule(userRule(tc.variables, tc.validation))
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		var texts []string
+		for _, v := range got.Variables {
+			texts = append(texts, v.Expression)
+		}
+		for _, v := range got.Validations {
+			texts = append(texts, v.Expression)
+		}
+		if diff := cmp.Diff(tc.want, texts); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+		if len(got.Libraries) != 0 {
+			t.Errorf("%s: still uses %v", tc.name, got.Libraries)
+		}
+	}
+}
+
+func TestRuleRefusesOtherReads(t *testing.T) {
+	for name, tc := range map[string]struct {
+		variables  map[string]string
+		validation string
+		want       string
+	}{
+		"the result compared as a whole": {nil, `parseServiceAccount(request.userInfo.username) == parseServiceAccount("x")`, "read as a whole"},
+		"a presence test on a field":      {nil, `has(parseServiceAccount(request.userInfo.username).Name)`, "read as has("},
+		"another field":                   {nil, `parseServiceAccount(request.userInfo.username).name == ""`, "not by its Name or Namespace"},
+		"a variable read as a whole":      {map[string]string{"sa": `parseServiceAccount(request.userInfo.username)`}, `variables.sa != null`, "variables.sa (a service account) is read as a whole"},
+		"a call in a call's argument":     {nil, `parseServiceAccount(parseServiceAccount(request.userInfo.username).Name).Name == ""`, "still uses user"},
+		"another library":                 {nil, `parseServiceAccount(request.userInfo.username).Name == json.marshal(1)`, "uses json"},
+	} {
+		r := userRule(tc.variables, tc.validation)
+		got, err := Rule(r)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: want an error with %q, got %v", name, tc.want, err)
+		}
+		if got != r {
+			t.Errorf("%s: the rule is not returned as it is", name)
+		}
+	}
+}
+
+// TestServiceAccountFormsAgreeWithTheLibrary evaluates each field of
+// parseServiceAccount as kyvap's engine does (Kyverno's function, in
+// kyverno/cellib, itself checked against Kyverno by the conformance
+// suites) and as written for the API server, on usernames around the
+// prefix and the colons, and on random ones.
+func TestServiceAccountFormsAgreeWithTheLibrary(t *testing.T) {
+	withLibrary, err := libraryEnv([]string{"user"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiServer, err := vap.DynEnv(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{
+		"", "alice", "system:serviceaccount:", "system:serviceaccount:ci", "system:serviceaccount:ci:", "system:serviceaccount::",
+		"system:serviceaccount::x", "system:serviceaccount:ci:builder", "system:serviceaccount:ci:builder:v2", "system:serviceaccount:a:b:c:d",
+		"system:serviceaccounts:ci:x", "System:serviceaccount:ci:x", "system:serviceaccount", "xsystem:serviceaccount:ci:x",
+		"system:serviceaccount:system:serviceaccount:a:b", "system:serviceaccount:ç:ñ", "system:serviceaccount:\xff:\xfe", "::::",
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	parts := []string{"system", ":", "serviceaccount", "a", "", "é", "\xff", "ci"}
+	for range 2000 {
+		var b strings.Builder
+		for range rng.IntN(8) {
+			b.WriteString(parts[rng.IntN(len(parts))])
+		}
+		if rng.IntN(2) == 0 {
+			names = append(names, "system:serviceaccount:"+b.String())
+		} else {
+			names = append(names, b.String())
+		}
+	}
+	compared := 0
+	for _, arg := range []string{"request.userInfo.username", `object.metadata.annotations["owner"]`} {
+		for _, field := range []string{"Name", "Namespace"} {
+			original := "parseServiceAccount(" + arg + ")." + field
+			written, err := Expression(withLibrary, original, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, got := program(t, withLibrary, original), program(t, apiServer, written)
+			for _, name := range names {
+				vars := map[string]any{
+					"request": map[string]any{"userInfo": map[string]any{"username": name}},
+					"object":  map[string]any{"metadata": map[string]any{"annotations": map[string]any{"owner": name}}},
+				}
+				w, _, werr := want.Eval(vars)
+				g, _, gerr := got.Eval(vars)
+				if (werr != nil) != (gerr != nil) || werr == nil && w.Equal(g) != types.True {
+					t.Errorf("%s on %q: Kyverno's function gives %v (%v), the API server's form %v (%v)", original, name, w, werr, g, gerr)
+				}
+				compared++
+			}
+			// A value that is no string fails both ways.
+			vars := map[string]any{"request": map[string]any{"userInfo": map[string]any{"username": 1}}, "object": map[string]any{"metadata": map[string]any{"annotations": map[string]any{"owner": 1}}}}
+			if _, _, err := want.Eval(vars); err == nil {
+				t.Errorf("%s: Kyverno's function takes a number", original)
+			}
+			if _, _, err := got.Eval(vars); err == nil {
+				t.Errorf("%s: the API server's form takes a number", original)
+			}
+		}
+	}
+	t.Logf("%d evaluations agree", compared)
+}
+
+func program(t *testing.T, env *cel.Env, expression string) cel.Program {
+	t.Helper()
+	checked, iss := env.Compile(expression)
+	if iss != nil && iss.Err() != nil {
+		t.Fatalf("%s: %v", expression, iss.Err())
+	}
+	p, err := env.Program(checked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
