@@ -183,7 +183,7 @@ func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule)
 	// server's CEL are written in it, for the VAP (kyvap's engine
 	// evaluates the rule as written).
 	libraryForms := ""
-	if len(rule.Libraries) > 0 {
+	if len(rule.Libraries) > 0 && libforms.Writable(rule.Libraries) {
 		if written, err := libforms.Rule(rule); err != nil {
 			libraryForms = " (" + err.Error() + ")"
 		} else {

@@ -50,6 +50,17 @@ var serviceAccountFields = map[string]int{"Namespace": 2, "Name": 3}
 // parseServiceAccount are the names of Kyverno's function.
 var parseServiceAccount = map[string]bool{"parseServiceAccount": true, "user.parseServiceAccount": true}
 
+// Writable reports whether every one of libs is a library this package
+// writes (some of whose calls it writes).
+func Writable(libs []string) bool {
+	for _, lib := range libs {
+		if !Libraries[lib] {
+			return false
+		}
+	}
+	return true
+}
+
 // Rule returns a copy of rule whose expressions call no library this
 // package writes, where it can write every call; otherwise rule itself
 // and why not. A rule that uses another library is returned as it is,

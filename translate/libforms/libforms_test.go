@@ -77,11 +77,11 @@ func TestRuleRefusesOtherReads(t *testing.T) {
 		want       string
 	}{
 		"the result compared as a whole": {nil, `parseServiceAccount(request.userInfo.username) == parseServiceAccount("x")`, "read as a whole"},
-		"a presence test on a field":      {nil, `has(parseServiceAccount(request.userInfo.username).Name)`, "read as has("},
-		"another field":                   {nil, `parseServiceAccount(request.userInfo.username).name == ""`, "not by its Name or Namespace"},
-		"a variable read as a whole":      {map[string]string{"sa": `parseServiceAccount(request.userInfo.username)`}, `variables.sa != null`, "variables.sa (a service account) is read as a whole"},
-		"a call in a call's argument":     {nil, `parseServiceAccount(parseServiceAccount(request.userInfo.username).Name).Name == ""`, "still uses user"},
-		"another library":                 {nil, `parseServiceAccount(request.userInfo.username).Name == json.marshal(1)`, "uses json"},
+		"a presence test on a field":     {nil, `has(parseServiceAccount(request.userInfo.username).Name)`, "read as has("},
+		"another field":                  {nil, `parseServiceAccount(request.userInfo.username).name == ""`, "not by its Name or Namespace"},
+		"a variable read as a whole":     {map[string]string{"sa": `parseServiceAccount(request.userInfo.username)`}, `variables.sa != null`, "variables.sa (a service account) is read as a whole"},
+		"a call in a call's argument":    {nil, `parseServiceAccount(parseServiceAccount(request.userInfo.username).Name).Name == ""`, "still uses user"},
+		"another library":                {nil, `parseServiceAccount(request.userInfo.username).Name == json.marshal(1)`, "uses json"},
 	} {
 		r := userRule(tc.variables, tc.validation)
 		got, err := Rule(r)
