@@ -32,6 +32,7 @@ import (
 	"github.com/kyvap/kyvap/kyverno/cellib"
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/vap"
+	"github.com/kyvap/kyvap/vap/celast"
 )
 
 // Libraries are the Kyverno libraries whose calls this package can write
@@ -302,36 +303,13 @@ func (w *writer) Optimize(ctx *cel.OptimizerContext, a *ast.AST) *ast.AST {
 			}
 			visit(operand, isField && !sel.IsTestOnly())
 		case ast.CallKind:
-			call := e.AsCall()
 			if parseServiceAccount[callName(e)] {
 				w.err = fmt.Errorf("%s's result is read as a whole, not by its Name or Namespace", callName(e))
 				return
 			}
-			if call.IsMemberFunction() {
-				visit(call.Target(), false)
-			}
-			for _, arg := range call.Args() {
-				visit(arg, false)
-			}
-		case ast.ListKind:
-			for _, el := range e.AsList().Elements() {
-				visit(el, false)
-			}
-		case ast.MapKind:
-			for _, entry := range e.AsMap().Entries() {
-				me := entry.AsMapEntry()
-				visit(me.Key(), false)
-				visit(me.Value(), false)
-			}
-		case ast.StructKind:
-			for _, f := range e.AsStruct().Fields() {
-				visit(f.AsStructField().Value(), false)
-			}
-		case ast.ComprehensionKind:
-			c := e.AsComprehension()
-			for _, x := range []ast.Expr{c.IterRange(), c.AccuInit(), c.LoopCondition(), c.LoopStep(), c.Result()} {
-				visit(x, false)
-			}
+			fallthrough
+		default:
+			celast.EachChild(e, func(child ast.Expr, _ []string) { visit(child, false) })
 		}
 	}
 	visit(a.Expr(), false)

@@ -8,6 +8,8 @@ import (
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
+
+	"github.com/kyvap/kyvap/vap/celast"
 )
 
 // pruner is the last pass of a round: it removes what the folds decided
@@ -176,58 +178,5 @@ func literals(e ast.Expr) bool {
 
 // closed reports whether e reads no identifier it does not bind.
 func closed(e ast.Expr) bool {
-	return freeIn(e, map[string]bool{})
-}
-
-func freeIn(e ast.Expr, bound map[string]bool) bool {
-	switch e.Kind() {
-	case ast.IdentKind:
-		return bound[e.AsIdent()]
-	case ast.LiteralKind:
-		return true
-	case ast.SelectKind:
-		return freeIn(e.AsSelect().Operand(), bound)
-	case ast.CallKind:
-		call := e.AsCall()
-		if call.IsMemberFunction() && !freeIn(call.Target(), bound) {
-			return false
-		}
-		for _, arg := range call.Args() {
-			if !freeIn(arg, bound) {
-				return false
-			}
-		}
-		return true
-	case ast.ListKind:
-		for _, el := range e.AsList().Elements() {
-			if !freeIn(el, bound) {
-				return false
-			}
-		}
-		return true
-	case ast.MapKind:
-		for _, entry := range e.AsMap().Entries() {
-			me := entry.AsMapEntry()
-			if !freeIn(me.Key(), bound) || !freeIn(me.Value(), bound) {
-				return false
-			}
-		}
-		return true
-	case ast.ComprehensionKind:
-		c := e.AsComprehension()
-		if !freeIn(c.IterRange(), bound) || !freeIn(c.AccuInit(), bound) {
-			return false
-		}
-		inner := make(map[string]bool, len(bound)+3)
-		for k := range bound {
-			inner[k] = true
-		}
-		for _, name := range []string{c.IterVar(), c.IterVar2(), c.AccuVar()} {
-			if name != "" {
-				inner[name] = true
-			}
-		}
-		return freeIn(c.LoopCondition(), inner) && freeIn(c.LoopStep(), inner) && freeIn(c.Result(), inner)
-	}
-	return false
+	return celast.FreeIdents(e, func(ast.Expr) bool { return false })
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/kyvap/kyvap/vap"
+	"github.com/kyvap/kyvap/vap/celast"
 )
 
 // shapesMu guards shapeCache.
@@ -424,61 +425,25 @@ func (t *typeFolder) whenEmpty(a *ast.AST, x, path ast.Expr) (ref.Val, bool) {
 // and only as the path key (no other field of it, and it is not
 // rebound inside x).
 func readsOnly(x ast.Expr, root, key string) bool {
-	ok := true
-	var visit func(e ast.Expr, bound map[string]bool)
-	visit = func(e ast.Expr, bound map[string]bool) {
-		if !ok {
-			return
-		}
+	var visit func(e ast.Expr, bound celast.Scope) bool
+	visit = func(e ast.Expr, bound celast.Scope) bool {
 		if k, isPath := pathKey(e); isPath && k == key && !bound[root] {
-			return
+			return true
 		}
 		switch e.Kind() {
 		case ast.IdentKind:
-			ok = bound[e.AsIdent()]
-		case ast.SelectKind:
-			visit(e.AsSelect().Operand(), bound)
-		case ast.CallKind:
-			call := e.AsCall()
-			if call.IsMemberFunction() {
-				visit(call.Target(), bound)
-			}
-			for _, arg := range call.Args() {
-				visit(arg, bound)
-			}
-		case ast.ListKind:
-			for _, el := range e.AsList().Elements() {
-				visit(el, bound)
-			}
-		case ast.MapKind:
-			for _, entry := range e.AsMap().Entries() {
-				me := entry.AsMapEntry()
-				visit(me.Key(), bound)
-				visit(me.Value(), bound)
-			}
-		case ast.ComprehensionKind:
-			c := e.AsComprehension()
-			visit(c.IterRange(), bound)
-			visit(c.AccuInit(), bound)
-			inner := make(map[string]bool, len(bound)+3)
-			for k, v := range bound {
-				inner[k] = v
-			}
-			for _, name := range []string{c.IterVar(), c.IterVar2(), c.AccuVar()} {
-				if name != "" {
-					inner[name] = true
-				}
-			}
-			visit(c.LoopCondition(), inner)
-			visit(c.LoopStep(), inner)
-			visit(c.Result(), inner)
-		case ast.LiteralKind:
+			return bound[e.AsIdent()]
+		case ast.LiteralKind, ast.SelectKind, ast.CallKind, ast.ListKind, ast.MapKind, ast.ComprehensionKind:
 		default:
-			ok = false
+			return false
 		}
+		ok := true
+		celast.EachChild(e, func(child ast.Expr, binds []string) {
+			ok = ok && visit(child, bound.With(binds))
+		})
+		return ok
 	}
-	visit(x, map[string]bool{})
-	return ok
+	return visit(x, celast.Scope{})
 }
 
 type sizeTest struct {
@@ -579,74 +544,23 @@ func (w walker) tainted(e ast.Expr, sc scope) bool {
 			return t
 		}
 	}
-	t := taintedIn(e, sc, map[string]bool{})
+	t := taintedIn(e, sc)
 	if w.taints != nil {
 		w.taints[e.ID()] = t
 	}
 	return t
 }
 
-// taintedIn is tainted where the names in bound are bound inside e (they
-// shadow the scope's).
-func taintedIn(e ast.Expr, sc scope, bound map[string]bool) bool {
-	switch e.Kind() {
-	case ast.IdentKind:
-		name := e.AsIdent()
-		if bound[name] {
-			return false
+// taintedIn is tainted: an identifier e reads and does not bind is a
+// typed variable, or a variable of the scope bound to a value read from
+// one.
+func taintedIn(e ast.Expr, sc scope) bool {
+	return !celast.FreeIdents(e, func(id ast.Expr) bool {
+		if s, ok := sc[id.AsIdent()]; ok {
+			return !(s == nil || s.tainted)
 		}
-		if s, ok := sc[name]; ok {
-			return s == nil || s.tainted
-		}
-		return typedVariables[name]
-	case ast.SelectKind:
-		return taintedIn(e.AsSelect().Operand(), sc, bound)
-	case ast.CallKind:
-		call := e.AsCall()
-		if call.IsMemberFunction() && taintedIn(call.Target(), sc, bound) {
-			return true
-		}
-		for _, arg := range call.Args() {
-			if taintedIn(arg, sc, bound) {
-				return true
-			}
-		}
-	case ast.ListKind:
-		for _, el := range e.AsList().Elements() {
-			if taintedIn(el, sc, bound) {
-				return true
-			}
-		}
-	case ast.MapKind:
-		for _, entry := range e.AsMap().Entries() {
-			me := entry.AsMapEntry()
-			if taintedIn(me.Key(), sc, bound) || taintedIn(me.Value(), sc, bound) {
-				return true
-			}
-		}
-	case ast.StructKind:
-		for _, f := range e.AsStruct().Fields() {
-			if taintedIn(f.AsStructField().Value(), sc, bound) {
-				return true
-			}
-		}
-	case ast.ComprehensionKind:
-		c := e.AsComprehension()
-		if taintedIn(c.IterRange(), sc, bound) || taintedIn(c.AccuInit(), sc, bound) {
-			return true
-		}
-		inner := make(map[string]bool, len(bound)+3)
-		for k := range bound {
-			inner[k] = true
-		}
-		for _, name := range []string{c.IterVar(), c.IterVar2(), c.AccuVar()} {
-			if name != "" {
-				inner[name] = true
-			}
-		}
-		return taintedIn(c.LoopCondition(), sc, inner) || taintedIn(c.LoopStep(), sc, inner) || taintedIn(c.Result(), sc, inner)
-	}
-	return false
+		return !typedVariables[id.AsIdent()]
+	})
 }
 
 // isDyn reports whether e's type is dyn wherever it is checked: here,
