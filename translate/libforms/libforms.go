@@ -205,7 +205,8 @@ func isPath(text string) bool {
 			return false
 		}
 		for j, r := range part {
-			if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || j > 0 && r >= '0' && r <= '9') {
+			letter := r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+			if !letter && (j == 0 || r < '0' || r > '9') {
 				return false
 			}
 		}

@@ -557,7 +557,7 @@ func (w walker) tainted(e ast.Expr, sc scope) bool {
 func taintedIn(e ast.Expr, sc scope) bool {
 	return !celast.FreeIdents(e, func(id ast.Expr) bool {
 		if s, ok := sc[id.AsIdent()]; ok {
-			return !(s == nil || s.tainted)
+			return s != nil && !s.tainted
 		}
 		return !typedVariables[id.AsIdent()]
 	})
