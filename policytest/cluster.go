@@ -189,6 +189,13 @@ func (c *Cluster) Install(ctx context.Context, s *Suite) (*Installation, error) 
 	return in, nil
 }
 
+// PolicyStatusTimeout is how long a replay waits for kyvap's status of a
+// policy it installs: translating a large compiled classic policy takes
+// seconds on an idle machine (its CEL type-checked at the cluster's
+// version, its VAP form specialized), and many times that on a loaded one
+// or under the race detector.
+const PolicyStatusTimeout = 3 * time.Minute
+
 // namespace ensures a namespace with the labels (plus the name label).
 func (in *Installation) namespace(ctx context.Context, name string, labels map[string]string) error {
 	ns := &corev1.Namespace{}

@@ -235,7 +235,7 @@ func (r *runner) replayPolicy(ctx context.Context, c *Cluster, in *Installation,
 	}
 	target := &replayTarget{
 		install: func(ctx context.Context) error {
-			return in.AddPolicies(ctx, []kyvernov1.ClusterPolicy{*p}, time.Minute)
+			return in.AddPolicies(ctx, []kyvernov1.ClusterPolicy{*p}, PolicyStatusTimeout)
 		},
 		vapRules: func(ctx context.Context) (map[string]string, error) { return in.vapRules(ctx, p.Name) },
 		judge: func(a Answer, cr *clusterRequest, vapRules map[string]string) PathResult {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -89,7 +88,7 @@ func (r *runner) replayVpol(ctx context.Context, c *Cluster, in *Installation, s
 	}
 	sort.SliceStable(requests, func(a, b int) bool { return rank(&requests[a]) < rank(&requests[b]) })
 	target := &replayTarget{
-		install: func(ctx context.Context) error { return in.AddValidatingPolicy(ctx, st.vp, time.Minute) },
+		install: func(ctx context.Context) error { return in.AddValidatingPolicy(ctx, st.vp, PolicyStatusTimeout) },
 		vapRules: func(ctx context.Context) (map[string]string, error) {
 			return in.vpolVAPRules(ctx, st)
 		},

@@ -378,7 +378,7 @@ func replaySuite(t *testing.T, s *policytest.Suite, generate bool, user authenti
 				}
 			}
 		}
-		if err := in.AddPolicies(ctx, s.Policies, time.Minute); err != nil {
+		if err := in.AddPolicies(ctx, s.Policies, policytest.PolicyStatusTimeout); err != nil {
 			t.Fatalf("%s: %v", s.Path, err)
 		}
 		n, phaseNotes := checkAll(t, s, generate, user, pending)
