@@ -49,7 +49,7 @@ func TestRuleWritesServiceAccountFields(t *testing.T) {
 				`{'Name': (request.userInfo.username.startsWith('system:serviceaccount:') && size(request.userInfo.username.split(':', 4)) == 4 ? request.userInfo.username.split(':', 4)[3] : ''), 'Namespace': (request.userInfo.username.startsWith('system:serviceaccount:') && size(request.userInfo.username.split(':', 4)) == 4 ? request.userInfo.username.split(':', 4)[2] : '')}`,
 				`variables.sa.Name == "builder"`}},
 	} {
-		got, err := Rule(userRule(tc.variables, tc.validation))
+		got, err := Rule(userRule(tc.variables, tc.validation), Options{})
 		if err != nil {
 			t.Errorf("%s: %v", tc.name, err)
 			continue
@@ -76,7 +76,7 @@ func TestRuleRefusesOtherReads(t *testing.T) {
 		validation string
 		want       string
 	}{
-		"the result compared as a whole": {nil, `parseServiceAccount(request.userInfo.username) == parseServiceAccount("x")`, "read as a whole"},
+		"the result compared as a whole": {nil, `parseServiceAccount(request.userInfo.username) == parseServiceAccount("x")`, "not by its Name or Namespace"},
 		"a presence test on a field":     {nil, `has(parseServiceAccount(request.userInfo.username).Name)`, "read as has("},
 		"another field":                  {nil, `parseServiceAccount(request.userInfo.username).name == ""`, "not by its Name or Namespace"},
 		"a variable read as a whole":     {map[string]string{"sa": `parseServiceAccount(request.userInfo.username)`}, `variables.sa != null`, "variables.sa (a service account) is read as a whole"},
@@ -84,7 +84,7 @@ func TestRuleRefusesOtherReads(t *testing.T) {
 		"another library":                {nil, `parseServiceAccount(request.userInfo.username).Name == json.marshal(1)`, "uses json"},
 	} {
 		r := userRule(tc.variables, tc.validation)
-		got, err := Rule(r)
+		got, err := Rule(r, Options{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: want an error with %q, got %v", name, tc.want, err)
 		}
@@ -131,7 +131,8 @@ func TestServiceAccountFormsAgreeWithTheLibrary(t *testing.T) {
 	for _, arg := range []string{"request.userInfo.username", `object.metadata.annotations["owner"]`} {
 		for _, field := range []string{"Name", "Namespace"} {
 			original := "parseServiceAccount(" + arg + ")." + field
-			written, err := Expression(withLibrary, original, nil)
+			w := &writer{env: withLibrary}
+			written, err := w.expression(original)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -172,4 +173,76 @@ func program(t *testing.T, env *cel.Env, expression string) cel.Program {
 		t.Fatal(err)
 	}
 	return p
+}
+
+func TestRuleWritesTheRequestsNamespace(t *testing.T) {
+	inNamespace := Options{NamespacedOnly: true, ObjectInNamespace: true}
+	for _, tc := range []struct {
+		name       string
+		opts       Options
+		variables  map[string]string
+		validation string
+		want       []string // variables then the validation
+	}{
+		{"a variable read through null tests and metadata", inNamespace,
+			map[string]string{"ns": `resource.get('v1', 'namespaces', '', object.metadata.namespace)`},
+			`type(variables.ns) != type(null) && variables.ns.metadata.?labels.?state.orValue('') != 'frozen'`,
+			[]string{`namespaceObject`, `type(variables.ns) != type(null) && variables.ns.metadata.?labels.?state.orValue("") != "frozen"`}},
+		{"a call on request.namespace, read by field", Options{NamespacedOnly: true}, nil,
+			`resource.Get('v1', 'namespaces', '', request.namespace).metadata.name == 'x' && has(resource.Get('v1', 'namespaces', '', request.namespace).spec)`,
+			[]string{`namespaceObject.metadata.name == "x" && has(namespaceObject.spec)`}},
+		{"labels by index, and a null comparison", inNamespace,
+			map[string]string{"ns": `resource.Get('v1', 'namespaces', '', object.metadata.namespace)`},
+			`variables.ns != null && variables.ns.metadata["labels"]["team"] == "a" && has(variables.ns.metadata.annotations)`,
+			[]string{`namespaceObject`, `variables.ns != null && variables.ns.metadata["labels"]["team"] == "a" && has(variables.ns.metadata.annotations)`}},
+	} {
+		got, err := Rule(userRule(tc.variables, tc.validation), tc.opts)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		var texts []string
+		for _, v := range got.Variables {
+			texts = append(texts, v.Expression)
+		}
+		for _, v := range got.Validations {
+			texts = append(texts, v.Expression)
+		}
+		if diff := cmp.Diff(tc.want, texts); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+		if len(got.Libraries) != 0 {
+			t.Errorf("%s: still uses %v", tc.name, got.Libraries)
+		}
+	}
+}
+
+func TestRuleRefusesOtherNamespaceReads(t *testing.T) {
+	inNamespace := Options{NamespacedOnly: true, ObjectInNamespace: true}
+	ns := map[string]string{"ns": `resource.Get('v1', 'namespaces', '', object.metadata.namespace)`}
+	for name, tc := range map[string]struct {
+		opts       Options
+		variables  map[string]string
+		validation string
+		want       string
+	}{
+		"a cluster-scoped resource matched":     {Options{}, ns, `variables.ns != null`, "has no form"},
+		"object.metadata.namespace on a DELETE": {Options{NamespacedOnly: true}, ns, `variables.ns != null`, "has no form"},
+		"the kind, which namespaceObject lacks": {inNamespace, ns, `variables.ns.kind == "Namespace"`, "lacks"},
+		"metadata as a whole":                   {inNamespace, ns, `size(variables.ns.metadata) > 0`, "lacks"},
+		"managedFields":                         {inNamespace, ns, `has(variables.ns.metadata.managedFields)`, "lacks"},
+		"the namespace passed whole":            {inNamespace, ns, `[variables.ns].size() == 1`, "lacks"},
+		"another namespace":                     {inNamespace, nil, `resource.Get('v1', 'namespaces', '', 'kube-system') != null`, "has no form"},
+		"another resource":                      {inNamespace, nil, `resource.Get('v1', 'secrets', object.metadata.namespace, 'x') != null`, "has no form"},
+		"a list":                                {inNamespace, nil, `size(resource.List('v1', 'configmaps', object.metadata.namespace).items) < 3`, "has no form"},
+	} {
+		r := userRule(tc.variables, tc.validation)
+		got, err := Rule(r, tc.opts)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: want an error with %q, got %v", name, tc.want, err)
+		}
+		if got != r {
+			t.Errorf("%s: the rule is not returned as it is", name)
+		}
+	}
 }
