@@ -321,6 +321,29 @@ func (s *Suite) namespaces() map[string]*corev1.Namespace {
 			out[n.Name].Annotations = n.Annotations
 		}
 	}
+	// The context file's Namespaces, which Kyverno's resource library
+	// reads: their labels and annotations join the values' (the cluster
+	// has one Namespace of each name).
+	for _, obj := range s.contextNamespaces() {
+		labels := map[string]string{}
+		var annotations map[string]string
+		if ns, ok := out[obj.GetName()]; ok {
+			labels, annotations = ns.Labels, ns.Annotations
+		}
+		for k, v := range obj.GetLabels() {
+			labels[k] = v
+		}
+		if a := obj.GetAnnotations(); len(a) > 0 {
+			if annotations == nil {
+				annotations = map[string]string{}
+			}
+			for k, v := range a {
+				annotations[k] = v
+			}
+		}
+		add(obj.GetName(), labels)
+		out[obj.GetName()].Annotations = annotations
+	}
 	for i := range s.Resources {
 		if ns := s.Resources[i].Object.GetNamespace(); ns != "" {
 			if _, ok := out[ns]; !ok {
@@ -329,6 +352,36 @@ func (s *Suite) namespaces() map[string]*corev1.Namespace {
 		}
 	}
 	return out
+}
+
+// contextNamespaces are the Namespace objects of the test's context file.
+func (s *Suite) contextNamespaces() []unstructured.Unstructured {
+	var out []unstructured.Unstructured
+	for _, obj := range s.ContextResources {
+		if obj.GetAPIVersion() == "v1" && obj.GetKind() == "Namespace" && obj.GetName() != "" {
+			out = append(out, obj)
+		}
+	}
+	return out
+}
+
+// NamespaceMissing reports whether the test's cluster has no namespace
+// name: its context file lists Namespaces (the objects Kyverno's resource
+// library reads), and not this one. An API server refuses a request in a
+// namespace that does not exist before any admission policy
+// (NamespaceLifecycle), while Kyverno's CLI reads the namespace as
+// missing (null).
+func (s *Suite) NamespaceMissing(name string) bool {
+	listed := s.contextNamespaces()
+	if name == "" || len(listed) == 0 {
+		return false
+	}
+	for _, obj := range listed {
+		if obj.GetName() == name {
+			return false
+		}
+	}
+	return true
 }
 
 // Namespaces are the namespaces a replay of the test needs: those of the

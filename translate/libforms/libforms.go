@@ -16,6 +16,12 @@
 //     the first ':' after it, and empty fields for any other string. A
 //     variable whose expression is the call is written as a map of the
 //     two fields.
+//   - resource: Get("v1", "namespaces", "", ns) of the request's
+//     namespace (request.namespace, or object.metadata.namespace where
+//     the object carries it), as namespaceObject, where every resource
+//     the rule matches is namespaced, and the result is read only through
+//     what namespaceObject shares with Kyverno's read of the Namespace
+//     (namespaceRead).
 //
 // A call read any other way (the ServiceAccount compared or passed as a
 // whole, a presence test on a field) is left, and the rule keeps the
@@ -355,7 +361,7 @@ func (w *writer) Optimize(ctx *cel.OptimizerContext, a *ast.AST) *ast.AST {
 				}
 				return
 			case strings.HasPrefix(name, "resource."):
-				w.err = fmt.Errorf("%s has no form in the API server's CEL (only resource.Get of the request's namespace, where every resource the rule matches is namespaced, has one)", describe(e, a))
+				w.err = fmt.Errorf("%s has no form in the API server's CEL", describe(e, a))
 				return
 			}
 		}
