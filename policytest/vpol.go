@@ -762,3 +762,14 @@ func readsNamespaceObject(st *vpolState, id string) bool {
 	}
 	return false
 }
+
+// policyReadsNamespaceObject reports whether a VAP of the policy reads
+// namespaceObject (readsNamespaceObject of any of its rules).
+func policyReadsNamespaceObject(st *vpolState) bool {
+	for id := range st.rules {
+		if readsNamespaceObject(st, id) {
+			return true
+		}
+	}
+	return false
+}
