@@ -501,10 +501,11 @@ func namespaceRead(what string, up []ast.Expr) error {
 		return nil
 	default:
 		f, ok := field(p)
+		presence := p.Kind() == ast.SelectKind && p.AsSelect().IsTestOnly()
 		switch {
 		case ok && (f == "spec" || f == "status"):
 			return nil
-		case ok && f == "metadata" && !(p.Kind() == ast.SelectKind && p.AsSelect().IsTestOnly()):
+		case ok && f == "metadata" && !presence:
 			if g := at(2); g != nil {
 				if m, ok := field(g); ok && namespaceMetadata[m] {
 					return nil
