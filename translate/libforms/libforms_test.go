@@ -12,6 +12,11 @@ import (
 	"github.com/google/cel-go/common/types"
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	admissioncel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"sigs.k8s.io/randfill"
 
 	"github.com/kyvap/kyvap/kyverno/cellib"
 	"github.com/kyvap/kyvap/model"
@@ -244,5 +249,55 @@ func TestRuleRefusesOtherNamespaceReads(t *testing.T) {
 		if got != r {
 			t.Errorf("%s: the rule is not returned as it is", name)
 		}
+	}
+}
+
+// TestNamespaceMetadataIsWhatTheAPIServerKeeps checks namespaceMetadata
+// against the API server's own namespaceObject
+// (k8s.io/apiserver/pkg/admission/plugin/cel CreateNamespaceObject): on
+// a Namespace with every field set, converted as the API server and
+// Kyverno's read see it (unstructured), the fields namespaceRead allows
+// have the same values both ways, and every other metadata field, and
+// apiVersion and kind, are absent from namespaceObject.
+func TestNamespaceMetadataIsWhatTheAPIServerKeeps(t *testing.T) {
+	full := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}}
+	randfill.NewWithSeed(7).NilChance(0).NumElements(1, 2).Fill(&full.ObjectMeta)
+	for i := range full.ManagedFields {
+		full.ManagedFields[i].FieldsV1 = &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{}}`)}
+	}
+	full.Spec.Finalizers = []corev1.FinalizerName{"kubernetes"}
+	full.Status.Phase = corev1.NamespaceActive
+	kyverno, err := runtime.DefaultUnstructuredConverter.ToUnstructured(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiServer, err := runtime.DefaultUnstructuredConverter.ToUnstructured(admissioncel.CreateNamespaceObject(full))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, top := range []string{"apiVersion", "kind"} {
+		if _, ok := apiServer[top]; ok {
+			t.Errorf("namespaceObject has %s: namespaceRead may allow it", top)
+		}
+	}
+	for _, f := range []string{"spec", "status"} {
+		if diff := cmp.Diff(kyverno[f], apiServer[f]); diff != "" {
+			t.Errorf("%s differs (-Kyverno's read +namespaceObject):\n%s", f, diff)
+		}
+	}
+	km, am := kyverno["metadata"].(map[string]any), apiServer["metadata"].(map[string]any)
+	for field, value := range km {
+		got, kept := am[field]
+		switch {
+		case namespaceMetadata[field] && !kept:
+			t.Errorf("metadata.%s is allowed but namespaceObject lacks it", field)
+		case namespaceMetadata[field] && !cmp.Equal(value, got):
+			t.Errorf("metadata.%s: Kyverno's read has %v, namespaceObject %v", field, value, got)
+		case !namespaceMetadata[field] && kept:
+			t.Errorf("metadata.%s is kept by namespaceObject: allow it in namespaceRead", field)
+		}
+	}
+	if len(km) <= len(namespaceMetadata) {
+		t.Errorf("the filled Namespace has only %d metadata fields: the check sees no field namespaceObject drops", len(km))
 	}
 }
