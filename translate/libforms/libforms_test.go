@@ -263,7 +263,7 @@ func TestNamespaceMetadataIsWhatTheAPIServerKeeps(t *testing.T) {
 	full := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}}
 	randfill.NewWithSeed(7).NilChance(0).NumElements(1, 2).Fill(&full.ObjectMeta)
 	for i := range full.ManagedFields {
-		full.ManagedFields[i].FieldsV1 = &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{}}`)}
+		full.ManagedFields[i].FieldsV1 = metav1.NewFieldsV1(`{"f:metadata":{}}`)
 	}
 	full.Spec.Finalizers = []corev1.FinalizerName{"kubernetes"}
 	full.Status.Phase = corev1.NamespaceActive
