@@ -130,7 +130,7 @@ func (c *Cluster) Install(ctx context.Context, s *Suite) (*Installation, error) 
 		return nil, err
 	}
 	in := &Installation{cluster: c, c: cl, namespaceLabels: map[string]map[string]string{}}
-	for _, ns := range s.Namespaces() {
+	for _, ns := range sortedNamespaces(s.clusterNamespaces()) {
 		if err := in.namespace(ctx, ns.Name, ns.Labels); err != nil {
 			return in, err
 		}

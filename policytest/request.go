@@ -321,33 +321,40 @@ func (s *Suite) namespaces() map[string]*corev1.Namespace {
 			out[n.Name].Annotations = n.Annotations
 		}
 	}
-	// The context file's Namespaces, which Kyverno's resource library
-	// reads: their labels and annotations join the values' (the cluster
-	// has one Namespace of each name).
-	for _, obj := range s.contextNamespaces() {
-		labels := map[string]string{}
-		var annotations map[string]string
-		if ns, ok := out[obj.GetName()]; ok {
-			labels, annotations = ns.Labels, ns.Annotations
-		}
-		for k, v := range obj.GetLabels() {
-			labels[k] = v
-		}
-		if a := obj.GetAnnotations(); len(a) > 0 {
-			if annotations == nil {
-				annotations = map[string]string{}
-			}
-			for k, v := range a {
-				annotations[k] = v
-			}
-		}
-		add(obj.GetName(), labels)
-		out[obj.GetName()].Annotations = annotations
-	}
 	for i := range s.Resources {
 		if ns := s.Resources[i].Object.GetNamespace(); ns != "" {
 			if _, ok := out[ns]; !ok {
 				add(ns, nil)
+			}
+		}
+	}
+	return out
+}
+
+// clusterNamespaces are the namespaces of the test's cluster, for the VAP
+// path and a replay: namespaces, with the context file's Namespaces,
+// which Kyverno's resource library reads; their labels and annotations
+// join the values' (a cluster has one Namespace of each name).
+func (s *Suite) clusterNamespaces() map[string]*corev1.Namespace {
+	out := s.namespaces()
+	for _, obj := range s.contextNamespaces() {
+		ns, ok := out[obj.GetName()]
+		if !ok {
+			ns = &corev1.Namespace{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+				ObjectMeta: metav1.ObjectMeta{Name: obj.GetName(), Labels: map[string]string{corev1.LabelMetadataName: obj.GetName()}},
+			}
+			out[obj.GetName()] = ns
+		}
+		for k, v := range obj.GetLabels() {
+			ns.Labels[k] = v
+		}
+		if a := obj.GetAnnotations(); len(a) > 0 {
+			if ns.Annotations == nil {
+				ns.Annotations = map[string]string{}
+			}
+			for k, v := range a {
+				ns.Annotations[k] = v
 			}
 		}
 	}
