@@ -113,9 +113,10 @@ type Installation struct {
 	c       client.Client
 	// created objects, deleted in reverse order.
 	created []client.Object
-	// labels of pre-existing namespaces before the suite set its own.
-	namespaceLabels map[string]map[string]string
-	policies        []string
+	// labels (annotations) of pre-existing namespaces before the suite
+	// set its own.
+	namespaceLabels, namespaceAnnotations map[string]map[string]string
+	policies                              []string
 }
 
 // Install creates what a replay of the suite needs, except its policies:
@@ -129,8 +130,11 @@ func (c *Cluster) Install(ctx context.Context, s *Suite) (*Installation, error) 
 		return nil, err
 	}
 	in := &Installation{cluster: c, c: cl, namespaceLabels: map[string]map[string]string{}}
-	for _, ns := range s.Namespaces() {
+	for _, ns := range sortedNamespaces(s.clusterNamespaces()) {
 		if err := in.namespace(ctx, ns.Name, ns.Labels); err != nil {
+			return in, err
+		}
+		if err := in.annotateNamespace(ctx, ns.Name, ns.Annotations); err != nil {
 			return in, err
 		}
 	}
@@ -247,6 +251,45 @@ func (in *Installation) namespace(ctx context.Context, name string, labels map[s
 	}
 	if err := in.c.Patch(ctx, ns, patch); err != nil {
 		return fmt.Errorf("labelling namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+// annotateNamespace adds the annotations (of the values or the context
+// file) to a namespace the installation ensured; the ones it replaces are
+// restored with its labels.
+func (in *Installation) annotateNamespace(ctx context.Context, name string, annotations map[string]string) error {
+	if len(annotations) == 0 {
+		return nil
+	}
+	ns := &corev1.Namespace{}
+	if err := in.c.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+		return fmt.Errorf("namespace %s: %w", name, err)
+	}
+	changed := false
+	for k, v := range annotations {
+		if ns.Annotations[k] != v {
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if _, saved := in.namespaceAnnotations[name]; !saved {
+		if in.namespaceAnnotations == nil {
+			in.namespaceAnnotations = map[string]map[string]string{}
+		}
+		in.namespaceAnnotations[name] = ns.Annotations
+	}
+	patch := client.MergeFrom(ns.DeepCopy())
+	if ns.Annotations == nil {
+		ns.Annotations = map[string]string{}
+	}
+	for k, v := range annotations {
+		ns.Annotations[k] = v
+	}
+	if err := in.c.Patch(ctx, ns, patch); err != nil {
+		return fmt.Errorf("annotating namespace %s: %w", name, err)
 	}
 	return nil
 }
@@ -596,6 +639,19 @@ func (in *Installation) Remove() error {
 		ns.Labels = labels
 		if err := in.c.Update(ctx, ns); err != nil {
 			errs = append(errs, fmt.Errorf("restoring the labels of namespace %s: %w", name, err))
+		}
+	}
+	for name, annotations := range in.namespaceAnnotations {
+		ns := &corev1.Namespace{}
+		if err := in.c.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+			if !apierrors.IsNotFound(err) {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		ns.Annotations = annotations
+		if err := in.c.Update(ctx, ns); err != nil {
+			errs = append(errs, fmt.Errorf("restoring the annotations of namespace %s: %w", name, err))
 		}
 	}
 	if err := in.waitForVAPsGone(ctx); err != nil {

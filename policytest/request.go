@@ -331,6 +331,66 @@ func (s *Suite) namespaces() map[string]*corev1.Namespace {
 	return out
 }
 
+// clusterNamespaces are the namespaces of the test's cluster, for the VAP
+// path and a replay: namespaces, with the context file's Namespaces,
+// which Kyverno's resource library reads; their labels and annotations
+// join the values' (a cluster has one Namespace of each name).
+func (s *Suite) clusterNamespaces() map[string]*corev1.Namespace {
+	out := s.namespaces()
+	for _, obj := range s.contextNamespaces() {
+		ns, ok := out[obj.GetName()]
+		if !ok {
+			ns = &corev1.Namespace{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+				ObjectMeta: metav1.ObjectMeta{Name: obj.GetName(), Labels: map[string]string{corev1.LabelMetadataName: obj.GetName()}},
+			}
+			out[obj.GetName()] = ns
+		}
+		for k, v := range obj.GetLabels() {
+			ns.Labels[k] = v
+		}
+		if a := obj.GetAnnotations(); len(a) > 0 {
+			if ns.Annotations == nil {
+				ns.Annotations = map[string]string{}
+			}
+			for k, v := range a {
+				ns.Annotations[k] = v
+			}
+		}
+	}
+	return out
+}
+
+// contextNamespaces are the Namespace objects of the test's context file.
+func (s *Suite) contextNamespaces() []unstructured.Unstructured {
+	var out []unstructured.Unstructured
+	for _, obj := range s.ContextResources {
+		if obj.GetAPIVersion() == "v1" && obj.GetKind() == "Namespace" && obj.GetName() != "" {
+			out = append(out, obj)
+		}
+	}
+	return out
+}
+
+// NamespaceMissing reports whether the test's cluster has no namespace
+// name: its context file lists Namespaces (the objects Kyverno's resource
+// library reads), and not this one. An API server refuses a request in a
+// namespace that does not exist before any admission policy
+// (NamespaceLifecycle), while Kyverno's CLI reads the namespace as
+// missing (null).
+func (s *Suite) NamespaceMissing(name string) bool {
+	listed := s.contextNamespaces()
+	if name == "" || len(listed) == 0 {
+		return false
+	}
+	for _, obj := range listed {
+		if obj.GetName() == name {
+			return false
+		}
+	}
+	return true
+}
+
 // Namespaces are the namespaces a replay of the test needs: those of the
 // values (with their labels) and those the resources use, each labelled
 // kubernetes.io/metadata.name, sorted by name.

@@ -135,7 +135,7 @@ func newRunner(s *Suite, opts Options) *runner {
 	}
 	r.builder = requestBuilder{suite: s, resolver: r.resolver}
 	r.noUser = s.UserInfo == nil || reflect.DeepEqual(*s.UserInfo, RequestInfo{})
-	r.ns = s.namespaces()
+	r.ns = s.clusterNamespaces()
 	return r
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/kyvap/kyvap/model"
 	"github.com/kyvap/kyvap/policytest/vapsim"
 	"github.com/kyvap/kyvap/translate"
+	"github.com/kyvap/kyvap/vap"
 )
 
 // ValidatingPolicies (policies.kyverno.io) run on the VAP path only: each
@@ -425,6 +426,9 @@ func (p *vpolPaths) evaluate(ctx context.Context, req *admissionv1.AdmissionRequ
 			if rr := st.rules[id]; rr != nil && rr.Verdict == translate.VerdictNotHandled {
 				note(&o, "background-only policy (evaluation.admission.enabled: false): no VAP is deployed; evaluated in-process as Kyverno's CLI does")
 			}
+			if p.r.suite.NamespaceMissing(req.Namespace) && readsNamespaceObject(st, id) {
+				o = vpolOutcome{skipped: fmt.Sprintf("namespace %s is not among the test's context Namespaces: an API server refuses a request in a namespace that does not exist before any admission policy (NamespaceLifecycle), so the VAP, which reads namespaceObject, never judges it; Kyverno's CLI reads the namespace as null", req.Namespace)}
+			}
 			if st.vp.Namespaced != nil && !confinedApplies[st][id] {
 				note(&o, fmt.Sprintf("outside the policy's namespace %s: Kyverno's CLI applies a NamespacedValidatingPolicy to every namespace, while at admission neither Kyverno nor kyvap's VAP (checked) applies it here", st.vp.Namespace()))
 			}
@@ -733,4 +737,39 @@ func vpolMismatch(path, want string, p *PathResult) string {
 		msg += ": " + p.Message
 	}
 	return msg
+}
+
+// readsNamespaceObject reports whether the VAP of the rule reads the
+// namespaceObject variable (as written, or a library call kyvap wrote so,
+// translate/libforms).
+func readsNamespaceObject(st *vpolState, id string) bool {
+	rr := st.rules[id]
+	if rr == nil {
+		return false
+	}
+	for _, name := range rr.ValidatingAdmissionPolicies {
+		for i := range st.plan.ValidatingAdmissionPolicies {
+			v := &st.plan.ValidatingAdmissionPolicies[i]
+			if v.Name != name {
+				continue
+			}
+			for _, e := range vap.SpecExpressions(&v.Spec) {
+				if strings.Contains(e, vap.NamespaceObjectIdent) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// policyReadsNamespaceObject reports whether a VAP of the policy reads
+// namespaceObject (readsNamespaceObject of any of its rules).
+func policyReadsNamespaceObject(st *vpolState) bool {
+	for id := range st.rules {
+		if readsNamespaceObject(st, id) {
+			return true
+		}
+	}
+	return false
 }

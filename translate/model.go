@@ -184,7 +184,7 @@ func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule)
 	// evaluates the rule as written).
 	libraryForms := ""
 	if len(rule.Libraries) > 0 && libforms.Writable(rule.Libraries) {
-		if written, err := libforms.Rule(rule); err != nil {
+		if written, err := libforms.Rule(rule, t.libraryOptions(rule)); err != nil {
 			libraryForms = " (" + err.Error() + ")"
 		} else {
 			rule = written
@@ -490,4 +490,46 @@ func matchedResources(m *admissionregistrationv1.MatchResources) kyverno.KindSet
 		return a.Group+"/"+a.Version+"/"+a.Resource+"/"+a.Subresource < b.Group+"/"+b.Version+"/"+b.Resource+"/"+b.Subresource
 	})
 	return kyverno.KindSet{Resources: out}
+}
+
+// libraryOptions are what the rule's requests are, for the library forms
+// (libforms.Options): whether every resource it matches is namespaced (and
+// none a Namespace), as the resolver knows them, and whether its object
+// always carries the request's namespace.
+func (t *translation) libraryOptions(rule *model.Rule) libforms.Options {
+	m := &rule.MatchConstraints
+	if len(m.ResourceRules) == 0 {
+		return libforms.Options{}
+	}
+	served, err := t.resolver.Resolve("*")
+	if err != nil {
+		return libforms.Options{}
+	}
+	scope := map[string]bool{} // group/resource -> namespaced
+	for _, r := range served {
+		if r.Subresource == "" {
+			scope[r.Group+"/"+r.Resource] = r.Namespaced
+		}
+	}
+	opts := libforms.Options{NamespacedOnly: true, ObjectInNamespace: true}
+	for _, rule := range m.ResourceRules {
+		for _, op := range rule.Operations {
+			if op != admissionregistrationv1.Create && op != admissionregistrationv1.Update {
+				opts.ObjectInNamespace = false
+			}
+		}
+		for _, group := range rule.APIGroups {
+			for _, resource := range rule.Resources {
+				name, sub, _ := strings.Cut(resource, "/")
+				namespaced, known := scope[group+"/"+name]
+				if !known || !namespaced || strings.Contains(group+resource, "*") || group == "" && name == "namespaces" {
+					return libforms.Options{}
+				}
+				if sub != "" {
+					opts.ObjectInNamespace = false
+				}
+			}
+		}
+	}
+	return opts
 }

@@ -14,6 +14,7 @@ import (
 	policiesv1 "github.com/kyverno/api/api/policies.kyverno.io/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -247,5 +248,55 @@ func TestUserLibraryIsEnforcedByAVAP(t *testing.T) {
 		case !admitted && (err == nil || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy") || !strings.Contains(err.Error(), "only the namespace's service accounts")):
 			t.Errorf("%s: want a denial by the VAP, got %v", username, err)
 		}
+	}
+}
+
+// TestNamespaceReadIsEnforcedByAVAP: a ValidatingPolicy that reads the
+// request's namespace with Kyverno's resource library
+// (resource.Get("v1", "namespaces", "", object.metadata.namespace)) is a
+// VAP reading namespaceObject (translate/libforms): the API server denies
+// a ConfigMap in a namespace labelled frozen and admits one elsewhere,
+// with no webhook; a ConfigMap in a namespace that does not exist is
+// refused by the API server itself (not found) before any policy, which
+// is why Kyverno's null for a missing namespace never reaches a cluster's
+// admission.
+func TestNamespaceReadIsEnforcedByAVAP(t *testing.T) {
+	const open, frozen = "vpol-ns-open", "vpol-ns-frozen"
+	cp.Namespace(t, open, map[string]string{"team": "a"})
+	cp.Namespace(t, frozen, map[string]string{"state": "frozen"})
+	cp.StartWebhookOperator(t, generateOn, controlplane.FreePort(t))
+	spec := configMapPolicySpec("variables.ns.metadata.?labels.?state.orValue('') != 'frozen'", open, frozen)
+	spec.ValidationAction = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}
+	spec.Validations[0].Message = "the namespace is frozen"
+	spec.Variables = []admissionregistrationv1.Variable{{Name: "ns", Expression: "resource.Get('v1', 'namespaces', '', object.metadata.namespace)"}}
+	policy := validatingPolicy("namespace-not-frozen", spec)
+	cp.Create(t, policy)
+	got, cond := waitForVPolCondition(t, policy, controllers.ReasonAllRulesTranslated)
+	if !vpolStatus(got).Generated {
+		t.Errorf("status.generated = false: %s", cond.Message)
+	}
+	waitReady(t, policy)
+	cp.WaitForDenial(t, controlplane.ConfigMap(frozen, "cm", nil), "the namespace is frozen")
+	if who, err := denierOf(context.Background(), controlplane.ConfigMap(frozen, "cm", nil)); who != "vap" {
+		t.Errorf("denied by %q (%v), want the VAP", who, err)
+	}
+	cp.MustAdmit(t, controlplane.ConfigMap(open, "cm", nil))
+
+	// The request.namespace form, the call read in place.
+	const noTeam = "vpol-ns-no-team"
+	cp.Namespace(t, noTeam, nil)
+	teamSpec := configMapPolicySpec("resource.Get('v1', 'namespaces', '', request.namespace).metadata.?labels.?team.orValue('') != ''", open, noTeam)
+	teamSpec.ValidationAction = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}
+	teamSpec.Validations[0].Message = "the namespace has no team"
+	teamPolicy := validatingPolicy("namespace-has-team", teamSpec)
+	cp.Create(t, teamPolicy)
+	waitForVPolCondition(t, teamPolicy, controllers.ReasonAllRulesTranslated)
+	waitReady(t, teamPolicy)
+	cp.WaitForDenial(t, controlplane.ConfigMap(noTeam, "cm", nil), "the namespace has no team")
+	cp.MustAdmit(t, controlplane.ConfigMap(open, "cm", nil))
+
+	_, err := cp.DryRunCreate(context.Background(), controlplane.ConfigMap("vpol-ns-missing", "cm", nil))
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("a ConfigMap in a missing namespace: %v, want the API server's not found", err)
 	}
 }

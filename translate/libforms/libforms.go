@@ -16,6 +16,12 @@
 //     the first ':' after it, and empty fields for any other string. A
 //     variable whose expression is the call is written as a map of the
 //     two fields.
+//   - resource: Get("v1", "namespaces", "", ns) of the request's
+//     namespace (request.namespace, or object.metadata.namespace where
+//     the object carries it), as namespaceObject, where every resource
+//     the rule matches is namespaced, and the result is read only through
+//     what namespaceObject shares with Kyverno's read of the Namespace
+//     (namespaceRead).
 //
 // A call read any other way (the ServiceAccount compared or passed as a
 // whole, a presence test on a field) is left, and the rule keeps the
@@ -28,6 +34,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/types"
 
 	"github.com/kyvap/kyvap/kyverno/cellib"
 	"github.com/kyvap/kyvap/model"
@@ -37,7 +44,21 @@ import (
 
 // Libraries are the Kyverno libraries whose calls this package can write
 // in the API server's CEL (some of their calls: see the package doc).
-var Libraries = map[string]bool{"user": true}
+var Libraries = map[string]bool{"user": true, "resource": true}
+
+// Options say what the rule's requests are, for the forms that depend on
+// it.
+type Options struct {
+	// NamespacedOnly: every resource the rule matches is namespaced, and
+	// none is a Namespace (request.namespace names an existing namespace:
+	// the API server refuses a request in a missing one).
+	NamespacedOnly bool
+	// ObjectInNamespace: NamespacedOnly, the rule matches CREATE and
+	// UPDATE only and no subresource, so object.metadata.namespace is the
+	// request's namespace (the API server sets and checks it before
+	// validating admission).
+	ObjectInNamespace bool
+}
 
 // serviceAccountPrefix starts every service account's username.
 const serviceAccountPrefix = "system:serviceaccount:"
@@ -66,7 +87,7 @@ func Writable(libs []string) bool {
 // package writes, where it can write every call; otherwise rule itself
 // and why not. A rule that uses another library is returned as it is,
 // with the reason.
-func Rule(rule *model.Rule) (*model.Rule, error) {
+func Rule(rule *model.Rule, opts Options) (*model.Rule, error) {
 	var others []string
 	for _, lib := range rule.Libraries {
 		if !Libraries[lib] {
@@ -81,22 +102,28 @@ func Rule(rule *model.Rule) (*model.Rule, error) {
 		return rule, err
 	}
 	out := rule.DeepCopy()
-	// Variables that are one call of parseServiceAccount: a map of its
-	// fields, read only by field.
-	accounts := map[string]bool{}
+	w := &writer{env: env, opts: opts, accounts: map[string]bool{}, namespaces: map[string]bool{}}
+	// Variables that are one call: parseServiceAccount's a map of its
+	// fields, read only by field; the namespace's namespaceObject, read
+	// only where the two agree.
+	written := map[string]bool{}
 	for i, v := range out.Variables {
-		arg, ok := parseCall(env, v.Expression)
-		if !ok {
-			continue
+		call, arg, ok := w.topCall(v.Expression)
+		switch {
+		case !ok:
+		case parseServiceAccount[call]:
+			w.accounts[v.Name], written[v.Name] = true, true
+			out.Variables[i].Expression = "{" + quote("Name") + ": " + serviceAccountFieldForm(arg, "Name") + ", " + quote("Namespace") + ": " + serviceAccountFieldForm(arg, "Namespace") + "}"
+		case call == namespaceGetForm:
+			w.namespaces[v.Name], written[v.Name] = true, true
+			out.Variables[i].Expression = namespaceObject
 		}
-		accounts[v.Name] = true
-		out.Variables[i].Expression = "{" + quote("Name") + ": " + serviceAccountField(arg, "Name") + ", " + quote("Namespace") + ": " + serviceAccountField(arg, "Namespace") + "}"
 	}
 	rewrite := func(where, expression string) (string, error) {
 		if expression == "" {
 			return "", nil
 		}
-		written, err := Expression(env, expression, accounts)
+		written, err := w.expression(expression)
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", where, err)
 		}
@@ -108,7 +135,7 @@ func Rule(rule *model.Rule) (*model.Rule, error) {
 		}
 	}
 	for i := range out.Variables {
-		if accounts[out.Variables[i].Name] {
+		if written[out.Variables[i].Name] {
 			continue
 		}
 		if out.Variables[i].Expression, err = rewrite("variables["+out.Variables[i].Name+"]", out.Variables[i].Expression); err != nil {
@@ -154,19 +181,34 @@ func libraryEnv(libs []string) (*cel.Env, error) {
 	return base.Extend(cellib.EnvOptions(libs)...)
 }
 
-// parseCall returns the argument's text where expression is one call of
-// parseServiceAccount.
-func parseCall(env *cel.Env, expression string) (string, bool) {
-	parsed, iss := env.Parse(expression)
+// namespaceGetForm is what topCall names a call of resource.Get that
+// reads the request's namespace (where the options make it one).
+const namespaceGetForm = "resource.Get(v1, namespaces, '', the request's namespace)"
+
+// namespaceObject is the VAP's variable holding the request's namespace.
+const namespaceObject = "namespaceObject"
+
+// topCall names the call that expression is, where it is one call of
+// parseServiceAccount (with its argument's text) or a read of the
+// request's namespace (namespaceGetForm).
+func (w *writer) topCall(expression string) (name, arg string, ok bool) {
+	parsed, iss := w.env.Parse(expression)
 	if iss != nil && iss.Err() != nil {
-		return "", false
+		return "", "", false
 	}
 	e := parsed.NativeRep().Expr()
-	if e.Kind() != ast.CallKind || !parseServiceAccount[callName(e)] || len(e.AsCall().Args()) != 1 {
-		return "", false
+	if e.Kind() != ast.CallKind {
+		return "", "", false
 	}
-	arg, err := cel.ExprToString(e.AsCall().Args()[0], parsed.NativeRep().SourceInfo())
-	return arg, err == nil
+	name = callName(e)
+	switch {
+	case parseServiceAccount[name] && len(e.AsCall().Args()) == 1:
+		arg, err := cel.ExprToString(e.AsCall().Args()[0], parsed.NativeRep().SourceInfo())
+		return name, arg, err == nil
+	case resourceGet[name] && w.readsRequestNamespace(e):
+		return namespaceGetForm, "", true
+	}
+	return "", "", false
 }
 
 // callName is a call's function name as written: user.parseServiceAccount
@@ -182,11 +224,11 @@ func callName(e ast.Expr) string {
 	return call.FunctionName()
 }
 
-// serviceAccountField is the CEL, in the API server's functions, of
+// serviceAccountFieldForm is the CEL, in the API server's functions, of
 // parseServiceAccount(arg).field. The argument is read once, in a
 // one-element binding unless it is a path; split keeps the bytes as they
 // are, as Go's strings do (substring counts code points).
-func serviceAccountField(arg, field string) string {
+func serviceAccountFieldForm(arg, field string) string {
 	part := serviceAccountFields[field]
 	form := func(x string) string {
 		return fmt.Sprintf("(%s.startsWith(%s) && size(%s.split(':', 4)) == 4 ? %s.split(':', 4)[%d] : '')", x, quote(serviceAccountPrefix), x, x, part)
@@ -219,23 +261,22 @@ func isPath(text string) bool {
 
 func quote(s string) string { return "'" + s + "'" }
 
-// Expression rewrites the calls in expression; accounts are the
-// variables that hold a service account (written as maps), which the
-// expression may read only by field.
-func Expression(env *cel.Env, expression string, accounts map[string]bool) (string, error) {
-	parsed, iss := env.Parse(expression)
+// expression rewrites the calls in expression, and checks the reads of
+// the variables Rule wrote.
+func (w *writer) expression(expression string) (string, error) {
+	parsed, iss := w.env.Parse(expression)
 	if iss != nil && iss.Err() != nil {
 		return "", iss.Err()
 	}
-	if len(cellib.Used(expression)) == 0 && !readsAny(parsed.NativeRep().Expr(), accounts) {
+	if len(cellib.Used(expression)) == 0 && !readsAny(parsed.NativeRep().Expr(), w.accounts) && !readsAny(parsed.NativeRep().Expr(), w.namespaces) {
 		return expression, nil
 	}
-	w := &writer{env: env, accounts: accounts}
+	w.err = nil
 	optimizer, err := cel.NewStaticOptimizer(w)
 	if err != nil {
 		return "", err
 	}
-	optimized, iss := optimizer.Optimize(env, parsed)
+	optimized, iss := optimizer.Optimize(w.env, parsed)
 	if w.err != nil {
 		return "", w.err
 	}
@@ -268,72 +309,240 @@ func variableName(e ast.Expr) (string, bool) {
 	return e.AsSelect().FieldName(), true
 }
 
-// writer is the optimizer pass that replaces each field of a call (and
-// each field read of a variable holding one, which stays a field read of
-// its map), and refuses any other read.
+// writer is the optimizer pass that writes each call that has a form
+// (and checks each read of a variable Rule wrote), and refuses any other
+// call or read.
 type writer struct {
-	env      *cel.Env
-	accounts map[string]bool
-	err      error
+	env  *cel.Env
+	opts Options
+	// accounts hold a service account (a map of its fields), namespaces
+	// the request's namespace (namespaceObject), by variable name.
+	accounts, namespaces map[string]bool
+	err                  error
 }
+
+// resourceGet are the names of the resource library's Get.
+var resourceGet = map[string]bool{"resource.Get": true, "resource.get": true}
 
 // Optimize implements cel.ASTOptimizer.
 func (w *writer) Optimize(ctx *cel.OptimizerContext, a *ast.AST) *ast.AST {
-	var replace []ast.Expr
-	var visit func(e ast.Expr, parentReadsField bool)
-	visit = func(e ast.Expr, parentReadsField bool) {
+	var userFields, namespaceReads []ast.Expr
+	// up are e's ancestors, the parent last.
+	var visit func(e ast.Expr, up []ast.Expr)
+	visit = func(e ast.Expr, up []ast.Expr) {
 		if w.err != nil {
 			return
 		}
-		switch e.Kind() {
-		case ast.SelectKind:
-			sel := e.AsSelect()
-			operand := sel.Operand()
-			_, isField := serviceAccountFields[sel.FieldName()]
-			if operand.Kind() == ast.CallKind && parseServiceAccount[callName(operand)] {
-				if !isField || sel.IsTestOnly() || len(operand.AsCall().Args()) != 1 {
-					w.err = fmt.Errorf("%s's result is read as %s, not by its Name or Namespace", callName(operand), describe(e, a))
+		if name, ok := variableName(e); ok {
+			switch {
+			case w.accounts[name]:
+				if _, ok := serviceAccountField(up); !ok {
+					w.err = fmt.Errorf("variables.%s (a service account) is read as a whole, not by its Name or Namespace", name)
+				}
+				return
+			case w.namespaces[name]:
+				w.err = namespaceRead("variables."+name, up)
+				return
+			}
+		}
+		if e.Kind() == ast.CallKind {
+			name := callName(e)
+			switch {
+			case parseServiceAccount[name]:
+				if _, ok := serviceAccountField(up); !ok || len(e.AsCall().Args()) != 1 {
+					w.err = fmt.Errorf("%s's result is read as %s, not by its Name or Namespace", name, describe(parentOr(e, up), a))
 					return
 				}
-				replace = append(replace, e)
+				userFields = append(userFields, up[len(up)-1])
+				return
+			case resourceGet[name] && w.readsRequestNamespace(e):
+				if w.err = namespaceRead(name+"(v1, namespaces, ...)", up); w.err == nil {
+					namespaceReads = append(namespaceReads, e)
+				}
+				return
+			case strings.HasPrefix(name, "resource."):
+				w.err = fmt.Errorf("%s has no form in the API server's CEL", describe(e, a))
 				return
 			}
-			if name, ok := variableName(e); ok && w.accounts[name] && !parentReadsField {
-				w.err = fmt.Errorf("variables.%s (a service account) is read as a whole, not by its Name or Namespace", name)
-				return
-			}
-			visit(operand, isField && !sel.IsTestOnly())
-		case ast.CallKind:
-			if parseServiceAccount[callName(e)] {
-				w.err = fmt.Errorf("%s's result is read as a whole, not by its Name or Namespace", callName(e))
-				return
-			}
-			fallthrough
-		default:
-			celast.EachChild(e, func(child ast.Expr, _ []string) { visit(child, false) })
 		}
+		celast.EachChild(e, func(child ast.Expr, _ []string) { visit(child, append(up[:len(up):len(up)], e)) })
 	}
-	visit(a.Expr(), false)
+	visit(a.Expr(), nil)
 	if w.err != nil {
 		return a
 	}
 	// A call inside another's argument is not written (the outer call's
 	// form copies the argument as it is): Rule finds it left and refuses.
-	for _, sel := range replace {
+	for _, sel := range userFields {
 		call := sel.AsSelect().Operand()
 		arg, err := cel.ExprToString(call.AsCall().Args()[0], a.SourceInfo())
 		if err != nil {
 			w.err = err
 			return a
 		}
-		parsed, iss := w.env.Parse(serviceAccountField(arg, sel.AsSelect().FieldName()))
+		parsed, iss := w.env.Parse(serviceAccountFieldForm(arg, sel.AsSelect().FieldName()))
 		if iss != nil && iss.Err() != nil {
 			w.err = iss.Err()
 			return a
 		}
 		ctx.UpdateExpr(sel, ctx.CopyASTAndMetadata(parsed.NativeRep()))
 	}
+	for _, call := range namespaceReads {
+		ctx.UpdateExpr(call, ctx.NewIdent(namespaceObject))
+	}
 	return a
+}
+
+// parentOr is e's parent, or e at the root.
+func parentOr(e ast.Expr, up []ast.Expr) ast.Expr {
+	if len(up) == 0 {
+		return e
+	}
+	return up[len(up)-1]
+}
+
+// serviceAccountField is the field of a service account the parent (last
+// of up) reads: a selection, not a presence test, of Name or Namespace.
+func serviceAccountField(up []ast.Expr) (string, bool) {
+	if len(up) == 0 {
+		return "", false
+	}
+	p := up[len(up)-1]
+	if p.Kind() != ast.SelectKind || p.AsSelect().IsTestOnly() {
+		return "", false
+	}
+	_, ok := serviceAccountFields[p.AsSelect().FieldName()]
+	return p.AsSelect().FieldName(), ok
+}
+
+// readsRequestNamespace reports whether call is resource.Get("v1",
+// "namespaces", "", ns) of the request's namespace, as the options make
+// it one: request.namespace where every resource is namespaced,
+// object.metadata.namespace where the object carries it too.
+func (w *writer) readsRequestNamespace(call ast.Expr) bool {
+	args := call.AsCall().Args()
+	if len(args) != 4 || !stringLiteral(args[0], "v1") || !stringLiteral(args[1], "namespaces") || !stringLiteral(args[2], "") {
+		return false
+	}
+	switch key, _ := pathOf(args[3]); key {
+	case "request.namespace":
+		return w.opts.NamespacedOnly
+	case "object.metadata.namespace":
+		return w.opts.ObjectInNamespace
+	}
+	return false
+}
+
+func stringLiteral(e ast.Expr, want string) bool {
+	if e.Kind() != ast.LiteralKind {
+		return false
+	}
+	s, ok := e.AsLiteral().Value().(string)
+	return ok && s == want
+}
+
+// pathOf is the text of an identifier followed by selections.
+func pathOf(e ast.Expr) (string, bool) {
+	switch e.Kind() {
+	case ast.IdentKind:
+		return e.AsIdent(), true
+	case ast.SelectKind:
+		if e.AsSelect().IsTestOnly() {
+			return "", false
+		}
+		base, ok := pathOf(e.AsSelect().Operand())
+		return base + "." + e.AsSelect().FieldName(), ok
+	}
+	return "", false
+}
+
+// namespaceMetadata are the fields of metadata the API server's
+// namespaceObject keeps (CreateNamespaceObject in
+// k8s.io/apiserver/pkg/admission/plugin/cel): Kyverno's read of the
+// Namespace has these with the same values, and also apiVersion, kind,
+// managedFields and ownerReferences, which namespaceObject lacks.
+var namespaceMetadata = map[string]bool{
+	"name": true, "generateName": true, "namespace": true, "uid": true, "resourceVersion": true, "generation": true,
+	"creationTimestamp": true, "deletionTimestamp": true, "deletionGracePeriodSeconds": true,
+	"labels": true, "annotations": true, "finalizers": true,
+}
+
+// namespaceRead checks how the request's namespace (what, read at the
+// end of up's chain) is read: compared with null, or through spec,
+// status, or one of the metadata fields namespaceObject keeps; anything
+// else reads what the two do not share.
+func namespaceRead(what string, up []ast.Expr) error {
+	field := func(e ast.Expr) (string, bool) {
+		switch {
+		case e.Kind() == ast.SelectKind:
+			return e.AsSelect().FieldName(), true
+		case e.Kind() == ast.CallKind && (e.AsCall().FunctionName() == "_?._" || e.AsCall().FunctionName() == "_[_]") && len(e.AsCall().Args()) == 2:
+			if lit := e.AsCall().Args()[1]; lit.Kind() == ast.LiteralKind {
+				s, ok := lit.AsLiteral().Value().(string)
+				return s, ok
+			}
+		}
+		return "", false
+	}
+	at := func(i int) ast.Expr { // the i-th ancestor, 1 the parent
+		if len(up) < i {
+			return nil
+		}
+		return up[len(up)-i]
+	}
+	p := at(1)
+	switch {
+	case p == nil:
+	case p.Kind() == ast.CallKind && p.AsCall().FunctionName() == "type" && len(p.AsCall().Args()) == 1:
+		if g := at(2); g != nil && comparedWithNull(g, p, true) {
+			return nil
+		}
+	case comparedWithNull(p, nil, false):
+		return nil
+	default:
+		f, ok := field(p)
+		presence := p.Kind() == ast.SelectKind && p.AsSelect().IsTestOnly()
+		switch {
+		case ok && (f == "spec" || f == "status"):
+			return nil
+		case ok && f == "metadata" && !presence:
+			if g := at(2); g != nil {
+				if m, ok := field(g); ok && namespaceMetadata[m] {
+					return nil
+				}
+			}
+		case ok && f == "metadata":
+			return nil // has(x.metadata)
+		}
+	}
+	return fmt.Errorf("%s is read as a whole or by a field the API server's namespaceObject lacks (it keeps spec, status and metadata's name, labels, annotations, uid and the like; not apiVersion, kind or managedFields)", what)
+}
+
+// comparedWithNull reports whether e is `x == null` or `x != null` (with
+// typeOf, `type(x) == type(null)`), x the other argument than side.
+func comparedWithNull(e, side ast.Expr, typeOf bool) bool {
+	if e.Kind() != ast.CallKind {
+		return false
+	}
+	call := e.AsCall()
+	if call.FunctionName() != "_==_" && call.FunctionName() != "_!=_" {
+		return false
+	}
+	for _, other := range call.Args() {
+		if other == side {
+			continue
+		}
+		if !typeOf && other.Kind() == ast.LiteralKind && other.AsLiteral() == types.NullValue {
+			return true
+		}
+		if typeOf && other.Kind() == ast.CallKind && other.AsCall().FunctionName() == "type" && len(other.AsCall().Args()) == 1 {
+			arg := other.AsCall().Args()[0]
+			if arg.Kind() == ast.LiteralKind && arg.AsLiteral() == types.NullValue {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // describe is e as text, for a message.

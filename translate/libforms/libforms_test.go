@@ -12,6 +12,11 @@ import (
 	"github.com/google/cel-go/common/types"
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	admissioncel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"sigs.k8s.io/randfill"
 
 	"github.com/kyvap/kyvap/kyverno/cellib"
 	"github.com/kyvap/kyvap/model"
@@ -49,7 +54,7 @@ func TestRuleWritesServiceAccountFields(t *testing.T) {
 				`{'Name': (request.userInfo.username.startsWith('system:serviceaccount:') && size(request.userInfo.username.split(':', 4)) == 4 ? request.userInfo.username.split(':', 4)[3] : ''), 'Namespace': (request.userInfo.username.startsWith('system:serviceaccount:') && size(request.userInfo.username.split(':', 4)) == 4 ? request.userInfo.username.split(':', 4)[2] : '')}`,
 				`variables.sa.Name == "builder"`}},
 	} {
-		got, err := Rule(userRule(tc.variables, tc.validation))
+		got, err := Rule(userRule(tc.variables, tc.validation), Options{})
 		if err != nil {
 			t.Errorf("%s: %v", tc.name, err)
 			continue
@@ -76,7 +81,7 @@ func TestRuleRefusesOtherReads(t *testing.T) {
 		validation string
 		want       string
 	}{
-		"the result compared as a whole": {nil, `parseServiceAccount(request.userInfo.username) == parseServiceAccount("x")`, "read as a whole"},
+		"the result compared as a whole": {nil, `parseServiceAccount(request.userInfo.username) == parseServiceAccount("x")`, "not by its Name or Namespace"},
 		"a presence test on a field":     {nil, `has(parseServiceAccount(request.userInfo.username).Name)`, "read as has("},
 		"another field":                  {nil, `parseServiceAccount(request.userInfo.username).name == ""`, "not by its Name or Namespace"},
 		"a variable read as a whole":     {map[string]string{"sa": `parseServiceAccount(request.userInfo.username)`}, `variables.sa != null`, "variables.sa (a service account) is read as a whole"},
@@ -84,7 +89,7 @@ func TestRuleRefusesOtherReads(t *testing.T) {
 		"another library":                {nil, `parseServiceAccount(request.userInfo.username).Name == json.marshal(1)`, "uses json"},
 	} {
 		r := userRule(tc.variables, tc.validation)
-		got, err := Rule(r)
+		got, err := Rule(r, Options{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: want an error with %q, got %v", name, tc.want, err)
 		}
@@ -131,7 +136,8 @@ func TestServiceAccountFormsAgreeWithTheLibrary(t *testing.T) {
 	for _, arg := range []string{"request.userInfo.username", `object.metadata.annotations["owner"]`} {
 		for _, field := range []string{"Name", "Namespace"} {
 			original := "parseServiceAccount(" + arg + ")." + field
-			written, err := Expression(withLibrary, original, nil)
+			w := &writer{env: withLibrary}
+			written, err := w.expression(original)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -172,4 +178,126 @@ func program(t *testing.T, env *cel.Env, expression string) cel.Program {
 		t.Fatal(err)
 	}
 	return p
+}
+
+func TestRuleWritesTheRequestsNamespace(t *testing.T) {
+	inNamespace := Options{NamespacedOnly: true, ObjectInNamespace: true}
+	for _, tc := range []struct {
+		name       string
+		opts       Options
+		variables  map[string]string
+		validation string
+		want       []string // variables then the validation
+	}{
+		{"a variable read through null tests and metadata", inNamespace,
+			map[string]string{"ns": `resource.get('v1', 'namespaces', '', object.metadata.namespace)`},
+			`type(variables.ns) != type(null) && variables.ns.metadata.?labels.?state.orValue('') != 'frozen'`,
+			[]string{`namespaceObject`, `type(variables.ns) != type(null) && variables.ns.metadata.?labels.?state.orValue("") != "frozen"`}},
+		{"a call on request.namespace, read by field", Options{NamespacedOnly: true}, nil,
+			`resource.Get('v1', 'namespaces', '', request.namespace).metadata.name == 'x' && has(resource.Get('v1', 'namespaces', '', request.namespace).spec)`,
+			[]string{`namespaceObject.metadata.name == "x" && has(namespaceObject.spec)`}},
+		{"labels by index, and a null comparison", inNamespace,
+			map[string]string{"ns": `resource.Get('v1', 'namespaces', '', object.metadata.namespace)`},
+			`variables.ns != null && variables.ns.metadata["labels"]["team"] == "a" && has(variables.ns.metadata.annotations)`,
+			[]string{`namespaceObject`, `variables.ns != null && variables.ns.metadata["labels"]["team"] == "a" && has(variables.ns.metadata.annotations)`}},
+	} {
+		got, err := Rule(userRule(tc.variables, tc.validation), tc.opts)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		var texts []string
+		for _, v := range got.Variables {
+			texts = append(texts, v.Expression)
+		}
+		for _, v := range got.Validations {
+			texts = append(texts, v.Expression)
+		}
+		if diff := cmp.Diff(tc.want, texts); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
+		}
+		if len(got.Libraries) != 0 {
+			t.Errorf("%s: still uses %v", tc.name, got.Libraries)
+		}
+	}
+}
+
+func TestRuleRefusesOtherNamespaceReads(t *testing.T) {
+	inNamespace := Options{NamespacedOnly: true, ObjectInNamespace: true}
+	ns := map[string]string{"ns": `resource.Get('v1', 'namespaces', '', object.metadata.namespace)`}
+	for name, tc := range map[string]struct {
+		opts       Options
+		variables  map[string]string
+		validation string
+		want       string
+	}{
+		"a cluster-scoped resource matched":     {Options{}, ns, `variables.ns != null`, "has no form"},
+		"object.metadata.namespace on a DELETE": {Options{NamespacedOnly: true}, ns, `variables.ns != null`, "has no form"},
+		"the kind, which namespaceObject lacks": {inNamespace, ns, `variables.ns.kind == "Namespace"`, "lacks"},
+		"metadata as a whole":                   {inNamespace, ns, `size(variables.ns.metadata) > 0`, "lacks"},
+		"managedFields":                         {inNamespace, ns, `has(variables.ns.metadata.managedFields)`, "lacks"},
+		"the namespace passed whole":            {inNamespace, ns, `[variables.ns].size() == 1`, "lacks"},
+		"another namespace":                     {inNamespace, nil, `resource.Get('v1', 'namespaces', '', 'kube-system') != null`, "has no form"},
+		"another resource":                      {inNamespace, nil, `resource.Get('v1', 'secrets', object.metadata.namespace, 'x') != null`, "has no form"},
+		"a list":                                {inNamespace, nil, `size(resource.List('v1', 'configmaps', object.metadata.namespace).items) < 3`, "has no form"},
+	} {
+		r := userRule(tc.variables, tc.validation)
+		got, err := Rule(r, tc.opts)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: want an error with %q, got %v", name, tc.want, err)
+		}
+		if got != r {
+			t.Errorf("%s: the rule is not returned as it is", name)
+		}
+	}
+}
+
+// TestNamespaceMetadataIsWhatTheAPIServerKeeps checks namespaceMetadata
+// against the API server's own namespaceObject
+// (k8s.io/apiserver/pkg/admission/plugin/cel CreateNamespaceObject): on
+// a Namespace with every field set, converted as the API server and
+// Kyverno's read see it (unstructured), the fields namespaceRead allows
+// have the same values both ways, and every other metadata field, and
+// apiVersion and kind, are absent from namespaceObject.
+func TestNamespaceMetadataIsWhatTheAPIServerKeeps(t *testing.T) {
+	full := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}}
+	randfill.NewWithSeed(7).NilChance(0).NumElements(1, 2).Fill(&full.ObjectMeta)
+	for i := range full.ManagedFields {
+		full.ManagedFields[i].FieldsV1 = metav1.NewFieldsV1(`{"f:metadata":{}}`)
+	}
+	full.Spec.Finalizers = []corev1.FinalizerName{"kubernetes"}
+	full.Status.Phase = corev1.NamespaceActive
+	kyverno, err := runtime.DefaultUnstructuredConverter.ToUnstructured(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiServer, err := runtime.DefaultUnstructuredConverter.ToUnstructured(admissioncel.CreateNamespaceObject(full))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, top := range []string{"apiVersion", "kind"} {
+		if _, ok := apiServer[top]; ok {
+			t.Errorf("namespaceObject has %s: namespaceRead may allow it", top)
+		}
+	}
+	for _, f := range []string{"spec", "status"} {
+		if diff := cmp.Diff(kyverno[f], apiServer[f]); diff != "" {
+			t.Errorf("%s differs (-Kyverno's read +namespaceObject):\n%s", f, diff)
+		}
+	}
+	km, am := kyverno["metadata"].(map[string]any), apiServer["metadata"].(map[string]any)
+	for field, value := range km {
+		got, kept := am[field]
+		switch {
+		case namespaceMetadata[field] && !kept:
+			t.Errorf("metadata.%s is allowed but namespaceObject lacks it", field)
+		case namespaceMetadata[field] && !cmp.Equal(value, got):
+			t.Errorf("metadata.%s: Kyverno's read has %v, namespaceObject %v", field, value, got)
+		case !namespaceMetadata[field] && kept:
+			t.Errorf("metadata.%s is kept by namespaceObject: allow it in namespaceRead", field)
+		}
+	}
+	if len(km) <= len(namespaceMetadata) {
+		t.Errorf("the filled Namespace has only %d metadata fields: the check sees no field namespaceObject drops", len(km))
+	}
 }
