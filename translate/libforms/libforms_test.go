@@ -54,24 +54,31 @@ func TestRuleWritesServiceAccountFields(t *testing.T) {
 				`{'Name': (request.userInfo.username.startsWith('system:serviceaccount:') && size(request.userInfo.username.split(':', 4)) == 4 ? request.userInfo.username.split(':', 4)[3] : ''), 'Namespace': (request.userInfo.username.startsWith('system:serviceaccount:') && size(request.userInfo.username.split(':', 4)) == 4 ? request.userInfo.username.split(':', 4)[2] : '')}`,
 				`variables.sa.Name == "builder"`}},
 	} {
-		got, err := Rule(userRule(tc.variables, tc.validation), Options{})
-		if err != nil {
-			t.Errorf("%s: %v", tc.name, err)
-			continue
-		}
-		var texts []string
-		for _, v := range got.Variables {
-			texts = append(texts, v.Expression)
-		}
-		for _, v := range got.Validations {
-			texts = append(texts, v.Expression)
-		}
-		if diff := cmp.Diff(tc.want, texts); diff != "" {
-			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
-		}
-		if len(got.Libraries) != 0 {
-			t.Errorf("%s: still uses %v", tc.name, got.Libraries)
-		}
+		checkWritten(t, tc.name, userRule(tc.variables, tc.validation), Options{}, tc.want)
+	}
+}
+
+// checkWritten checks that Rule writes the rule's variables, then its
+// validations, as want, and that no library is left.
+func checkWritten(t *testing.T, name string, r *model.Rule, opts Options, want []string) {
+	t.Helper()
+	got, err := Rule(r, opts)
+	if err != nil {
+		t.Errorf("%s: %v", name, err)
+		return
+	}
+	var texts []string
+	for _, v := range got.Variables {
+		texts = append(texts, v.Expression)
+	}
+	for _, v := range got.Validations {
+		texts = append(texts, v.Expression)
+	}
+	if diff := cmp.Diff(want, texts); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", name, diff)
+	}
+	if len(got.Libraries) != 0 {
+		t.Errorf("%s: still uses %v", name, got.Libraries)
 	}
 }
 
@@ -201,24 +208,7 @@ func TestRuleWritesTheRequestsNamespace(t *testing.T) {
 			`variables.ns != null && variables.ns.metadata["labels"]["team"] == "a" && has(variables.ns.metadata.annotations)`,
 			[]string{`namespaceObject`, `variables.ns != null && variables.ns.metadata["labels"]["team"] == "a" && has(variables.ns.metadata.annotations)`}},
 	} {
-		got, err := Rule(userRule(tc.variables, tc.validation), tc.opts)
-		if err != nil {
-			t.Errorf("%s: %v", tc.name, err)
-			continue
-		}
-		var texts []string
-		for _, v := range got.Variables {
-			texts = append(texts, v.Expression)
-		}
-		for _, v := range got.Validations {
-			texts = append(texts, v.Expression)
-		}
-		if diff := cmp.Diff(tc.want, texts); diff != "" {
-			t.Errorf("%s (-want +got):\n%s", tc.name, diff)
-		}
-		if len(got.Libraries) != 0 {
-			t.Errorf("%s: still uses %v", tc.name, got.Libraries)
-		}
+		checkWritten(t, tc.name, userRule(tc.variables, tc.validation), tc.opts, tc.want)
 	}
 }
 
