@@ -222,6 +222,7 @@ func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule)
 	}
 
 	spec := admissionregistrationv1.ValidatingAdmissionPolicySpec{
+		ParamKind:        rule.ParamKind.DeepCopy(),
 		MatchConstraints: rule.MatchConstraints.DeepCopy(),
 		Validations:      copyList(rule.Validations),
 		Variables:        copyList(rule.Variables),
@@ -326,6 +327,7 @@ func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule)
 		ObjectMeta: bindingMeta,
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
 			PolicyName:        name,
+			ParamRef:          rule.ParamRef.DeepCopy(),
 			MatchResources:    t.withKyvernoSelectors(scope),
 			ValidationActions: append([]admissionregistrationv1.ValidationAction(nil), rule.Actions...),
 		},
@@ -497,21 +499,27 @@ func matchedResources(m *admissionregistrationv1.MatchResources) kyverno.KindSet
 // none a Namespace), as the resolver knows them, and whether its object
 // always carries the request's namespace.
 func (t *translation) libraryOptions(rule *model.Rule) libforms.Options {
-	m := &rule.MatchConstraints
-	if len(m.ResourceRules) == 0 {
-		return libforms.Options{}
-	}
 	served, err := t.resolver.Resolve("*")
 	if err != nil {
 		return libforms.Options{}
 	}
 	scope := map[string]bool{} // group/resource -> namespaced
+	kinds := map[string]libforms.ServedKind{}
 	for _, r := range served {
 		if r.Subresource == "" {
 			scope[r.Group+"/"+r.Resource] = r.Namespaced
+			apiVersion := r.Version
+			if r.Group != "" {
+				apiVersion = r.Group + "/" + r.Version
+			}
+			kinds[apiVersion+"/"+r.Resource] = libforms.ServedKind{Kind: r.Kind, Namespaced: r.Namespaced}
 		}
 	}
-	opts := libforms.Options{NamespacedOnly: true, ObjectInNamespace: true}
+	m := &rule.MatchConstraints
+	if len(m.ResourceRules) == 0 {
+		return libforms.Options{Kinds: kinds}
+	}
+	opts := libforms.Options{NamespacedOnly: true, ObjectInNamespace: true, Kinds: kinds}
 	for _, rule := range m.ResourceRules {
 		for _, op := range rule.Operations {
 			if op != admissionregistrationv1.Create && op != admissionregistrationv1.Update {
@@ -523,7 +531,7 @@ func (t *translation) libraryOptions(rule *model.Rule) libforms.Options {
 				name, sub, _ := strings.Cut(resource, "/")
 				namespaced, known := scope[group+"/"+name]
 				if !known || !namespaced || strings.Contains(group+resource, "*") || group == "" && name == "namespaces" {
-					return libforms.Options{}
+					return libforms.Options{Kinds: kinds}
 				}
 				if sub != "" {
 					opts.ObjectInNamespace = false

@@ -58,6 +58,16 @@ type Options struct {
 	// request's namespace (the API server sets and checks it before
 	// validating admission).
 	ObjectInNamespace bool
+	// Kinds are the kinds the cluster serves, by apiVersion and plural
+	// resource ("v1/configmaps", "apps/v1/deployments"): a resource.Get
+	// of one named object of such a kind can be the VAP's parameter.
+	Kinds map[string]ServedKind
+}
+
+// ServedKind is one served resource's kind and scope.
+type ServedKind struct {
+	Kind       string
+	Namespaced bool
 }
 
 // serviceAccountPrefix starts every service account's username.
@@ -102,7 +112,7 @@ func Rule(rule *model.Rule, opts Options) (*model.Rule, error) {
 		return rule, err
 	}
 	out := rule.DeepCopy()
-	w := &writer{env: env, opts: opts, accounts: map[string]bool{}, namespaces: map[string]bool{}}
+	w := &writer{env: env, opts: opts, accounts: map[string]bool{}, namespaces: map[string]bool{}, params: map[string]bool{}}
 	// Variables that are one call: parseServiceAccount's a map of its
 	// fields, read only by field; the namespace's namespaceObject, read
 	// only where the two agree.
@@ -117,6 +127,15 @@ func Rule(rule *model.Rule, opts Options) (*model.Rule, error) {
 		case call == namespaceGetForm:
 			w.namespaces[v.Name], written[v.Name] = true, true
 			out.Variables[i].Expression = namespaceObject
+		case call == paramGetForm:
+			w.root = true
+			form, err := w.expression(v.Expression)
+			w.root = false
+			if err != nil {
+				return rule, fmt.Errorf("variables[%s]: %w", v.Name, err)
+			}
+			w.params[v.Name], written[v.Name] = true, true
+			out.Variables[i].Expression = form
 		}
 	}
 	rewrite := func(where, expression string) (string, error) {
@@ -168,6 +187,11 @@ func Rule(rule *model.Rule, opts Options) (*model.Rule, error) {
 	if len(out.Libraries) > 0 {
 		return rule, fmt.Errorf("still uses %s after the rewrite", strings.Join(out.Libraries, ", "))
 	}
+	if w.param != nil {
+		if err := withParam(out, w.param); err != nil {
+			return rule, err
+		}
+	}
 	return out, nil
 }
 
@@ -207,6 +231,8 @@ func (w *writer) topCall(expression string) (name, arg string, ok bool) {
 		return name, arg, err == nil
 	case resourceGet[name] && w.readsRequestNamespace(e):
 		return namespaceGetForm, "", true
+	case resourceGet[name]:
+		return paramGetForm, "", true
 	}
 	return "", "", false
 }
@@ -268,7 +294,7 @@ func (w *writer) expression(expression string) (string, error) {
 	if iss != nil && iss.Err() != nil {
 		return "", iss.Err()
 	}
-	if len(cellib.Used(expression)) == 0 && !readsAny(parsed.NativeRep().Expr(), w.accounts) && !readsAny(parsed.NativeRep().Expr(), w.namespaces) {
+	if len(cellib.Used(expression)) == 0 && !readsAny(parsed.NativeRep().Expr(), w.accounts) && !readsAny(parsed.NativeRep().Expr(), w.namespaces) && !readsAny(parsed.NativeRep().Expr(), w.params) {
 		return expression, nil
 	}
 	w.err = nil
@@ -318,7 +344,14 @@ type writer struct {
 	// accounts hold a service account (a map of its fields), namespaces
 	// the request's namespace (namespaceObject), by variable name.
 	accounts, namespaces map[string]bool
-	err                  error
+	// params are the variables holding the parameter, param the one
+	// object the rule reads with resource.Get as its parameter.
+	params map[string]bool
+	param  *paramGet
+	// root: the expression is a variable's that is one call, written as
+	// a whole.
+	root bool
+	err  error
 }
 
 // resourceGet are the names of the resource library's Get.
@@ -326,7 +359,7 @@ var resourceGet = map[string]bool{"resource.Get": true, "resource.get": true}
 
 // Optimize implements cel.ASTOptimizer.
 func (w *writer) Optimize(ctx *cel.OptimizerContext, a *ast.AST) *ast.AST {
-	var userFields, namespaceReads []ast.Expr
+	var userFields, namespaceReads, paramReads []ast.Expr
 	// up are e's ancestors, the parent last.
 	var visit func(e ast.Expr, up []ast.Expr)
 	visit = func(e ast.Expr, up []ast.Expr) {
@@ -343,6 +376,9 @@ func (w *writer) Optimize(ctx *cel.OptimizerContext, a *ast.AST) *ast.AST {
 			case w.namespaces[name]:
 				w.err = namespaceRead("variables."+name, up)
 				return
+			case w.params[name]:
+				w.err = paramRead("variables."+name, up)
+				return
 			}
 		}
 		if e.Kind() == ast.CallKind {
@@ -358,6 +394,18 @@ func (w *writer) Optimize(ctx *cel.OptimizerContext, a *ast.AST) *ast.AST {
 			case resourceGet[name] && w.readsRequestNamespace(e):
 				if w.err = namespaceRead(name+"(v1, namespaces, ...)", up); w.err == nil {
 					namespaceReads = append(namespaceReads, e)
+				}
+				return
+			case resourceGet[name]:
+				g, err := w.paramCall(e, a)
+				if err == nil {
+					err = w.useParam(g)
+				}
+				if err == nil && !(w.root && len(up) == 0) {
+					err = paramRead(name+"(...)", up)
+				}
+				if w.err = err; err == nil {
+					paramReads = append(paramReads, e)
 				}
 				return
 			case strings.HasPrefix(name, "resource."):
@@ -389,6 +437,9 @@ func (w *writer) Optimize(ctx *cel.OptimizerContext, a *ast.AST) *ast.AST {
 	}
 	for _, call := range namespaceReads {
 		ctx.UpdateExpr(call, ctx.NewIdent(namespaceObject))
+	}
+	for _, call := range paramReads {
+		ctx.UpdateExpr(call, ctx.NewIdent("params"))
 	}
 	return a
 }
@@ -472,6 +523,15 @@ var namespaceMetadata = map[string]bool{
 // status, or one of the metadata fields namespaceObject keeps; anything
 // else reads what the two do not share.
 func namespaceRead(what string, up []ast.Expr) error {
+	return objectRead(what, up, func(f string) bool { return f == "spec" || f == "status" },
+		"it keeps spec, status and metadata's name, labels, annotations, uid and the like; not apiVersion, kind or managedFields")
+}
+
+// objectRead checks how an object read two ways (what, read at the end
+// of up's chain) is read: compared with null, through a top-level field
+// that top allows, or through metadata's fields the two reads share
+// (namespaceMetadata); kept says what the reads share, for the error.
+func objectRead(what string, up []ast.Expr, top func(string) bool, kept string) error {
 	field := func(e ast.Expr) (string, bool) {
 		switch {
 		case e.Kind() == ast.SelectKind:
@@ -503,7 +563,7 @@ func namespaceRead(what string, up []ast.Expr) error {
 		f, ok := field(p)
 		presence := p.Kind() == ast.SelectKind && p.AsSelect().IsTestOnly()
 		switch {
-		case ok && (f == "spec" || f == "status"):
+		case ok && top(f):
 			return nil
 		case ok && f == "metadata" && !presence:
 			if g := at(2); g != nil {
@@ -515,7 +575,7 @@ func namespaceRead(what string, up []ast.Expr) error {
 			return nil // has(x.metadata)
 		}
 	}
-	return fmt.Errorf("%s is read as a whole or by a field the API server's namespaceObject lacks (it keeps spec, status and metadata's name, labels, annotations, uid and the like; not apiVersion, kind or managedFields)", what)
+	return fmt.Errorf("%s is read as a whole or by a field the API server's form lacks (%s)", what, kept)
 }
 
 // comparedWithNull reports whether e is `x == null` or `x != null` (with

@@ -221,15 +221,15 @@ func TestRuleRefusesOtherNamespaceReads(t *testing.T) {
 		validation string
 		want       string
 	}{
-		"a cluster-scoped resource matched":     {Options{}, ns, `variables.ns != null`, "has no form"},
-		"object.metadata.namespace on a DELETE": {Options{NamespacedOnly: true}, ns, `variables.ns != null`, "has no form"},
-		"the kind, which namespaceObject lacks": {inNamespace, ns, `variables.ns.kind == "Namespace"`, "lacks"},
-		"metadata as a whole":                   {inNamespace, ns, `size(variables.ns.metadata) > 0`, "lacks"},
-		"managedFields":                         {inNamespace, ns, `has(variables.ns.metadata.managedFields)`, "lacks"},
-		"the namespace passed whole":            {inNamespace, ns, `[variables.ns].size() == 1`, "lacks"},
-		"another namespace":                     {inNamespace, nil, `resource.Get('v1', 'namespaces', '', 'kube-system') != null`, "has no form"},
-		"another resource":                      {inNamespace, nil, `resource.Get('v1', 'secrets', object.metadata.namespace, 'x') != null`, "has no form"},
-		"a list":                                {inNamespace, nil, `size(resource.List('v1', 'configmaps', object.metadata.namespace).items) < 3`, "has no form"},
+		"a cluster-scoped resource matched":      {Options{}, ns, `variables.ns != null`, "does not name one object by constants"},
+		"object.metadata.namespace on a DELETE":  {Options{NamespacedOnly: true}, ns, `variables.ns != null`, "does not name one object by constants"},
+		"the kind, which namespaceObject lacks":  {inNamespace, ns, `variables.ns.kind == "Namespace"`, "lacks"},
+		"metadata as a whole":                    {inNamespace, ns, `size(variables.ns.metadata) > 0`, "lacks"},
+		"managedFields":                          {inNamespace, ns, `has(variables.ns.metadata.managedFields)`, "lacks"},
+		"the namespace passed whole":             {inNamespace, ns, `[variables.ns].size() == 1`, "lacks"},
+		"another namespace, false where missing": {paramOptions, nil, `resource.Get('v1', 'namespaces', '', 'kube-system') != null`, "is not true for every request"},
+		"another resource, not served":           {inNamespace, nil, `resource.Get('v1', 'secrets', object.metadata.namespace, 'x') != null`, "does not serve"},
+		"a list":                                 {inNamespace, nil, `size(resource.List('v1', 'configmaps', object.metadata.namespace).items) < 3`, "has no form"},
 	} {
 		r := userRule(tc.variables, tc.validation)
 		got, err := Rule(r, tc.opts)
