@@ -158,6 +158,27 @@ func (c *Cluster) Install(ctx context.Context, s *Suite) (*Installation, error) 
 			return in, fmt.Errorf("parameter %s %s: %w", p.GetKind(), p.GetName(), err)
 		}
 	}
+	// The context file's objects are the cluster's, for Kyverno's resource
+	// library: a ValidatingPolicy's VAP reads one as its parameter where
+	// kyvap wrote a resource.Get as it (translate/libforms). Namespaces
+	// are created above; kinds the cluster does not serve are left out
+	// (no VAP can read them).
+	for i := range s.ContextResources {
+		o := s.ContextResources[i].DeepCopy()
+		key := strings.Join([]string{o.GetAPIVersion(), o.GetKind(), o.GetNamespace(), o.GetName()}, "/")
+		if o.GetAPIVersion() == "v1" && o.GetKind() == "Namespace" || resources[key] {
+			continue
+		}
+		if ns := o.GetNamespace(); ns != "" {
+			if err := in.namespace(ctx, ns, nil); err != nil {
+				return in, err
+			}
+		}
+		o.SetResourceVersion("")
+		if err := in.create(ctx, o, true); err != nil && !meta.IsNoMatchError(err) {
+			return in, fmt.Errorf("context resource %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+	}
 	for i := range s.Exceptions {
 		ex := s.Exceptions[i].DeepCopy()
 		ex.ResourceVersion = ""

@@ -6,6 +6,7 @@ package policytest
 import (
 	"context"
 	"fmt"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -123,12 +124,18 @@ func withoutClassicPreconditions(vaps []admissionregistrationv1.ValidatingAdmiss
 	return out
 }
 
-// simulate runs one simulator.
+// simulate runs one simulator, with the test's parameter objects (its
+// resources and paramResources, as Kyverno's CLI gives a ClusterPolicy).
 func (p *paths) simulate(ctx context.Context, sim *vapsim.Simulator, req *admissionv1.AdmissionRequest) (vapsim.Response, error) {
+	return p.simulateWith(ctx, sim, req, p.r.suite.Params)
+}
+
+// simulateWith runs one simulator with params as the parameter objects.
+func (p *paths) simulateWith(ctx context.Context, sim *vapsim.Simulator, req *admissionv1.AdmissionRequest, params []unstructured.Unstructured) (vapsim.Response, error) {
 	return sim.Evaluate(ctx, vapsim.Request{
 		Admission:  req,
 		Namespaces: sortedNamespaces(p.r.ns),
-		Params:     unstructuredObjects(p.r.suite.Params),
+		Params:     unstructuredObjects(params),
 	})
 }
 

@@ -309,12 +309,12 @@ func newVpolPaths(r *runner) *vpolPaths {
 			}
 		}
 	}
-	p.exceptionProbe = vapsim.New(probes(exceptions.vaps), exceptions.bindings)
+	p.exceptionProbe = vapsim.New(withoutParams(probes(exceptions.vaps), exceptions.bindings))
 	p.full = vapsim.New(full.vaps, full.bindings)
-	p.fullProbe = vapsim.New(probes(full.vaps), full.bindings)
-	p.condProbe = vapsim.New(probes(cond.vaps), cond.bindings)
-	p.bareProbe = vapsim.New(probes(bare.vaps), bare.bindings)
-	p.confinedProbe = vapsim.New(probes(confined.vaps), confined.bindings)
+	p.fullProbe = vapsim.New(withoutParams(probes(full.vaps), full.bindings))
+	p.condProbe = vapsim.New(withoutParams(probes(cond.vaps), cond.bindings))
+	p.bareProbe = vapsim.New(withoutParams(probes(bare.vaps), bare.bindings))
+	p.confinedProbe = vapsim.New(withoutParams(probes(confined.vaps), confined.bindings))
 	for _, n := range p.full.Notes() {
 		if !strings.Contains(n, "matchPolicy Equivalent") {
 			p.notes = append(p.notes, "VAP simulation: "+n)
@@ -346,7 +346,10 @@ func (p *vpolPaths) applying(ctx context.Context, probe *vapsim.Simulator, req *
 // evaluate is the VAP path's outcome for every rule of every
 // ValidatingPolicy the request concerns; a rule absent did not match.
 func (p *vpolPaths) evaluate(ctx context.Context, req *admissionv1.AdmissionRequest) (map[*vpolState]map[string]vpolOutcome, error) {
-	resp, err := p.r.paths.simulate(ctx, p.full, req)
+	// A ValidatingPolicy's parameter is an object its resource.Get reads
+	// (translate/libforms), which Kyverno's CLI reads from the context
+	// file.
+	resp, err := p.r.paths.simulateWith(ctx, p.full, req, p.r.suite.ContextResources)
 	if err != nil {
 		return nil, err
 	}
@@ -486,9 +489,32 @@ func exceptionResult(rule *model.Rule, matching []int) PathResult {
 	return PathResult{Result: Skip, Message: msg}
 }
 
+// withoutParams are the probes without parameters: a ValidatingPolicy's
+// VAP has one only where translate/libforms wrote a resource.Get as it,
+// and the probes ask whether the rule applies, which its match conditions
+// decide without it (libforms refuses conditions that read it). With the
+// parameter, a probe would not evaluate where the object is missing.
+func withoutParams(vaps []admissionregistrationv1.ValidatingAdmissionPolicy, bindings []admissionregistrationv1.ValidatingAdmissionPolicyBinding) ([]admissionregistrationv1.ValidatingAdmissionPolicy, []admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	outVAPs := make([]admissionregistrationv1.ValidatingAdmissionPolicy, len(vaps))
+	for i := range vaps {
+		outVAPs[i] = *vaps[i].DeepCopy()
+		outVAPs[i].Spec.ParamKind = nil
+	}
+	outBindings := make([]admissionregistrationv1.ValidatingAdmissionPolicyBinding, len(bindings))
+	for i := range bindings {
+		outBindings[i] = *bindings[i].DeepCopy()
+		outBindings[i].Spec.ParamRef = nil
+	}
+	return outVAPs, outBindings
+}
+
 // vpolResult maps the simulation of one VAP to Kyverno's result for a
 // ValidatingPolicy: the first validation that does not hold decides, fail
-// when false, error when it errs; a configuration error is error.
+// when false, error when it errs; a configuration error is error. A
+// missing parameter that the binding allows is pass: libforms writes a
+// resource.Get as the parameter only where every validation holds with
+// the object missing (Kyverno's Get gives null); the probes decide
+// whether the rule applies.
 func vpolResult(pr vapsim.PolicyResult) (res PathResult, evaluated bool) {
 	if pr.ConfigError != "" {
 		return PathResult{Result: Error, Message: pr.ConfigError}, true
@@ -501,6 +527,9 @@ func vpolResult(pr vapsim.PolicyResult) (res PathResult, evaluated bool) {
 			return PathResult{Result: Error, Message: b.ConfigError}, true
 		}
 		if !b.Evaluated {
+			if b.Params != nil && len(b.Params) == 0 {
+				return PathResult{Result: Pass, Message: "the parameter object is missing (parameterNotFoundAction Allow): every validation holds where Kyverno's resource.Get gives null"}, true
+			}
 			continue
 		}
 		for _, d := range b.Decisions {

@@ -74,14 +74,26 @@ func cluster(t *testing.T) *policytest.Cluster {
 	return replayCluster
 }
 
-// keepParamInformer creates the VAP and binding described at cluster.
+// keepParamInformer creates the VAPs and bindings described at cluster,
+// for the parameter kinds the suites use: ConfigMaps (ClusterPolicies'
+// params, ValidatingPolicies' resource.Get) and Namespaces (a
+// ValidatingPolicy's resource.Get of one by name).
 func keepParamInformer(ctx context.Context) error {
-	name := "kyvap-conformance-configmap-params"
+	for _, kind := range []string{"ConfigMap", "Namespace"} {
+		if err := keepParamInformerOf(ctx, kind); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func keepParamInformerOf(ctx context.Context, kind string) error {
+	name := "kyvap-conformance-" + strings.ToLower(kind) + "-params"
 	allow := admissionregistrationv1.AllowAction
 	vap := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			ParamKind: &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"},
+			ParamKind: &admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: kind},
 			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
 				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
 					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},

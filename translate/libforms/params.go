@@ -218,7 +218,7 @@ func holdsWithoutParam(rule *model.Rule) error {
 			return fmt.Errorf("validations[%d]: %w", i, err)
 		}
 		if val != types.True {
-			return fmt.Errorf("validations[%d] (%s) is not true for every request", i, v.Expression)
+			return fmt.Errorf("validations[%d] is not true for every request", i)
 		}
 	}
 	return nil
