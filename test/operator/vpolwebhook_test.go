@@ -300,3 +300,40 @@ func TestNamespaceReadIsEnforcedByAVAP(t *testing.T) {
 		t.Errorf("a ConfigMap in a missing namespace: %v, want the API server's not found", err)
 	}
 }
+
+// TestParamReadIsEnforcedByAVAP: resource.Get of one named ConfigMap in
+// the request's namespace is the VAP's parameter (translate/libforms), so
+// the policy is a VAP: the API server denies by the object's data, admits
+// where the object is missing (Kyverno's Get gives null, and the
+// validation holds then), and follows an object created later.
+func TestParamReadIsEnforcedByAVAP(t *testing.T) {
+	const listed, unlisted = "vpol-param-listed", "vpol-param-unlisted"
+	cp.Namespace(t, listed, nil)
+	cp.Namespace(t, unlisted, nil)
+	forbidden := func(ns string) *corev1.ConfigMap {
+		return controlplane.ConfigMap(ns, "policy-cm", map[string]string{"forbidden": "bad"})
+	}
+	cp.Create(t, forbidden(listed))
+	cp.StartWebhookOperator(t, generateOn, controlplane.FreePort(t))
+	spec := configMapPolicySpec("type(variables.cm) == type(null) || !('forbidden' in variables.cm.?data.orValue({})) || object.metadata.name != variables.cm.data.forbidden", listed, unlisted)
+	spec.ValidationAction = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}
+	spec.Validations[0].Message = "the name is forbidden"
+	spec.Variables = []admissionregistrationv1.Variable{{Name: "cm", Expression: "resource.Get('v1', 'configmaps', object.metadata.namespace, 'policy-cm')"}}
+	policy := validatingPolicy("forbidden-names", spec)
+	cp.Create(t, policy)
+	got, cond := waitForVPolCondition(t, policy, controllers.ReasonAllRulesTranslated)
+	if !vpolStatus(got).Generated {
+		t.Errorf("status.generated = false: %s", cond.Message)
+	}
+	waitReady(t, policy)
+	cp.WaitForDenial(t, controlplane.ConfigMap(listed, "bad", nil), "the name is forbidden")
+	if who, err := denierOf(context.Background(), controlplane.ConfigMap(listed, "bad", nil)); who != "vap" {
+		t.Errorf("denied by %q (%v), want the VAP", who, err)
+	}
+	cp.MustAdmit(t, controlplane.ConfigMap(listed, "good", nil))
+	// The parameter missing: the binding allows, as Kyverno's rule passes.
+	cp.MustAdmit(t, controlplane.ConfigMap(unlisted, "bad", nil))
+	// Created later: the API server's informer follows it.
+	cp.Create(t, forbidden(unlisted))
+	cp.WaitForDenial(t, controlplane.ConfigMap(unlisted, "bad", nil), "the name is forbidden")
+}
