@@ -22,6 +22,11 @@
 //     the rule matches is namespaced, and the result is read only through
 //     what namespaceObject shares with Kyverno's read of the Namespace
 //     (namespaceRead).
+//   - resource: Get of one named object of a kind the cluster serves
+//     (constants, in a constant namespace or the request's), as the VAP's
+//     parameter (params, paramKind, paramRef with parameterNotFoundAction
+//     Allow), where every validation is proven true with the object
+//     missing, as Kyverno's Get then gives null (params.go).
 //
 // A call read any other way (the ServiceAccount compared or passed as a
 // whole, a presence test on a field) is left, and the rule keeps the
