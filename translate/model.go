@@ -184,7 +184,9 @@ func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule)
 	// evaluates the rule as written).
 	libraryForms := ""
 	if len(rule.Libraries) > 0 && libforms.Writable(rule.Libraries) {
-		if written, err := libforms.Rule(rule, t.libraryOptions(rule)); err != nil {
+		opts := t.libraryOptions(rule)
+		opts.PolicyNamespace = src.Namespace
+		if written, err := libforms.Rule(rule, opts); err != nil {
 			libraryForms = " (" + err.Error() + ")"
 		} else {
 			rule = written

@@ -67,6 +67,9 @@ type Options struct {
 	// resource ("v1/configmaps", "apps/v1/deployments"): a resource.Get
 	// of one named object of such a kind can be the VAP's parameter.
 	Kinds map[string]ServedKind
+	// PolicyNamespace is a NamespacedValidatingPolicy's namespace, where
+	// its three-argument resource.Get reads.
+	PolicyNamespace string
 }
 
 // ServedKind is one served resource's kind and scope.

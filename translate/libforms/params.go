@@ -51,12 +51,20 @@ const paramGetForm = "resource.Get(one named object)"
 // namespace.
 func (w *writer) paramCall(call ast.Expr, a *ast.AST) (*paramGet, error) {
 	args := call.AsCall().Args()
-	if len(args) != 4 {
-		return nil, fmt.Errorf("%s, a NamespacedValidatingPolicy's read in its own namespace, has no form in the API server's CEL", describe(call, a))
+	// A ValidatingPolicy's Get(apiVersion, resource, namespace, name), a
+	// NamespacedValidatingPolicy's Get(apiVersion, resource, name) in its
+	// own namespace; the forms that take a GroupVersionResource value
+	// (toGVR) have no constants to read.
+	inPolicyNamespace := len(args) == 3 && w.opts.PolicyNamespace != ""
+	if len(args) != 4 && !inPolicyNamespace {
+		return nil, fmt.Errorf("%s names its resource by a GroupVersionResource value, not by constants", describe(call, a))
+	}
+	if _, ok := literalString(args[0]); !ok {
+		return nil, fmt.Errorf("%s names its resource by a GroupVersionResource value, not by constants", describe(call, a))
 	}
 	apiVersion, ok1 := literalString(args[0])
 	resource, ok2 := literalString(args[1])
-	name, ok3 := literalString(args[3])
+	name, ok3 := literalString(args[len(args)-1])
 	if !ok1 || !ok2 || !ok3 || name == "" {
 		return nil, fmt.Errorf("%s does not name one object by constants (apiVersion, resource and name), as a VAP's parameter is named (paramKind, paramRef.name)", describe(call, a))
 	}
@@ -65,7 +73,9 @@ func (w *writer) paramCall(call ast.Expr, a *ast.AST) (*paramGet, error) {
 		return nil, fmt.Errorf("%s reads %s %s, which the cluster does not serve as a kind (a VAP's paramKind)", describe(call, a), apiVersion, resource)
 	}
 	g := &paramGet{APIVersion: apiVersion, Resource: resource, Kind: kind, Name: name}
-	if ns, ok := literalString(args[2]); ok {
+	if inPolicyNamespace {
+		g.Namespace = w.opts.PolicyNamespace
+	} else if ns, ok := literalString(args[2]); ok {
 		g.Namespace = ns
 	} else {
 		switch key, _ := pathOf(args[2]); {

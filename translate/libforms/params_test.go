@@ -47,26 +47,35 @@ func TestRuleWritesResourceGetAsParam(t *testing.T) {
 		want     []string // variables then validations
 		wantKind admissionregistrationv1.ParamKind
 		wantRef  admissionregistrationv1.ParamRef
+		// policyNamespace: a NamespacedValidatingPolicy's
+		policyNamespace string
 	}{
 		{"a variable, in the request's namespace",
 			getRule([]string{"cm", `resource.Get("v1", "configmaps", object.metadata.namespace, "policy-cm")`},
 				[]string{`type(variables.cm) == type(null) || object.metadata.name != variables.cm.data.forbidden`}),
 			[]string{`params`, `type(variables.cm) == type(null) || object.metadata.name != variables.cm.data.forbidden`},
 			admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"},
-			admissionregistrationv1.ParamRef{Name: "policy-cm", ParameterNotFoundAction: &allow}},
+			admissionregistrationv1.ParamRef{Name: "policy-cm", ParameterNotFoundAction: &allow}, ""},
 		{"calls in place, a constant namespace",
 			getRule(nil, []string{`resource.get("v1", "configmaps", "kube-system", "cfg") == null || resource.Get("v1", "configmaps", "kube-system", "cfg").?data.?max.orValue("1") != "0"`}),
 			[]string{`params == null || params.?data.?max.orValue("1") != "0"`},
 			admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"},
-			admissionregistrationv1.ParamRef{Name: "cfg", Namespace: "kube-system", ParameterNotFoundAction: &allow}},
+			admissionregistrationv1.ParamRef{Name: "cfg", Namespace: "kube-system", ParameterNotFoundAction: &allow}, ""},
 		{"a cluster-scoped object, through a second variable",
 			getRule([]string{"ns", `resource.Get("v1", "namespaces", "", "limits")`, "max", `variables.ns == null ? "" : variables.ns.metadata.?labels.?max.orValue("")`},
 				[]string{`variables.max != "zero"`}),
 			[]string{`params`, `(variables.ns == null) ? "" : variables.ns.metadata.?labels.?max.orValue("")`, `variables.max != "zero"`},
 			admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "Namespace"},
-			admissionregistrationv1.ParamRef{Name: "limits", ParameterNotFoundAction: &allow}},
+			admissionregistrationv1.ParamRef{Name: "limits", ParameterNotFoundAction: &allow}, ""},
+		{"a NamespacedValidatingPolicy's read in its namespace",
+			getRule(nil, []string{`resource.Get("v1", "configmaps", "cfg") == null`, `true`}),
+			[]string{`params == null`, `true`},
+			admissionregistrationv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"},
+			admissionregistrationv1.ParamRef{Name: "cfg", Namespace: "team", ParameterNotFoundAction: &allow}, "team"},
 	} {
-		got, err := Rule(tc.rule, paramOptions)
+		opts := paramOptions
+		opts.PolicyNamespace = tc.policyNamespace
+		got, err := Rule(tc.rule, opts)
 		if err != nil {
 			t.Errorf("%s: %v", tc.name, err)
 			continue
@@ -102,19 +111,20 @@ func TestRuleRefusesOtherGets(t *testing.T) {
 		rule *model.Rule
 		want string
 	}{
-		"two objects":                           {getRule(nil, []string{get(`"a"`, `"x"`) + ` == null || ` + get(`"b"`, `"x"`) + ` == null`}), "a VAP has one parameter"},
-		"a name by expression":                  {getRule(nil, []string{get(`"a"`, `object.metadata.name`) + ` == null`}), "does not name one object by constants"},
-		"a namespace by expression":             {getRule(nil, []string{get(`object.data.ns`, `"x"`) + ` == null`}), "neither a constant nor the request's"},
-		"a namespaced kind without a namespace": {getRule(nil, []string{get(`""`, `"x"`) + ` == null`}), "with no namespace"},
-		"a cluster-scoped kind in a namespace":  {getRule(nil, []string{`resource.Get("v1", "namespaces", "a", "x") == null`}), "in a namespace"},
-		"a kind not served":                     {getRule(nil, []string{`resource.Get("v1", "widgets", "a", "x") == null`}), "does not serve"},
-		"false without the object":              {getRule(nil, []string{get(`"a"`, `"x"`) + ` != null`}), "is not true for every request"},
-		"an error without the object":           {getRule(nil, []string{get(`"a"`, `"x"`) + `.data.y == "1"`}), "is not true for every request"},
-		"a match condition reads it":            {getRule(nil, []string{get(`"a"`, `"x"`) + ` == null || true`}, get(`"a"`, `"x"`)+` != null`), "matchConditions[c0] reads"},
-		"read as a whole":                       {getRule([]string{"cm", get(`"a"`, `"x"`)}, []string{`variables.cm == null || variables.cm == {}`}), "read as a whole"},
-		"its kind":                              {getRule(nil, []string{get(`"a"`, `"x"`) + ` == null || ` + get(`"a"`, `"x"`) + `.kind == "ConfigMap"`}), "read as a whole or by a field"},
-		"its managed fields":                    {getRule(nil, []string{get(`"a"`, `"x"`) + ` == null || size(` + get(`"a"`, `"x"`) + `.metadata.managedFields) > 0`}), "read as a whole or by a field"},
-		"a NamespacedValidatingPolicy's form":   {getRule(nil, []string{`resource.Get("v1", "configmaps", "x") == null || true`}), "NamespacedValidatingPolicy"},
+		"two objects":                                 {getRule(nil, []string{get(`"a"`, `"x"`) + ` == null || ` + get(`"b"`, `"x"`) + ` == null`}), "a VAP has one parameter"},
+		"a name by expression":                        {getRule(nil, []string{get(`"a"`, `object.metadata.name`) + ` == null`}), "does not name one object by constants"},
+		"a namespace by expression":                   {getRule(nil, []string{get(`object.data.ns`, `"x"`) + ` == null`}), "neither a constant nor the request's"},
+		"a namespaced kind without a namespace":       {getRule(nil, []string{get(`""`, `"x"`) + ` == null`}), "with no namespace"},
+		"a cluster-scoped kind in a namespace":        {getRule(nil, []string{`resource.Get("v1", "namespaces", "a", "x") == null`}), "in a namespace"},
+		"a kind not served":                           {getRule(nil, []string{`resource.Get("v1", "widgets", "a", "x") == null`}), "does not serve"},
+		"false without the object":                    {getRule(nil, []string{get(`"a"`, `"x"`) + ` != null`}), "is not true for every request"},
+		"an error without the object":                 {getRule(nil, []string{get(`"a"`, `"x"`) + `.data.y == "1"`}), "is not true for every request"},
+		"a match condition reads it":                  {getRule(nil, []string{get(`"a"`, `"x"`) + ` == null || true`}, get(`"a"`, `"x"`)+` != null`), "matchConditions[c0] reads"},
+		"read as a whole":                             {getRule([]string{"cm", get(`"a"`, `"x"`)}, []string{`variables.cm == null || variables.cm == {}`}), "read as a whole"},
+		"its kind":                                    {getRule(nil, []string{get(`"a"`, `"x"`) + ` == null || ` + get(`"a"`, `"x"`) + `.kind == "ConfigMap"`}), "read as a whole or by a field"},
+		"its managed fields":                          {getRule(nil, []string{get(`"a"`, `"x"`) + ` == null || size(` + get(`"a"`, `"x"`) + `.metadata.managedFields) > 0`}), "read as a whole or by a field"},
+		"three arguments outside a namespaced policy": {getRule(nil, []string{`resource.Get("v1", "configmaps", "x") == null || true`}), "GroupVersionResource"},
+		"a GroupVersionResource":                      {getRule(nil, []string{`resource.Get(resource.toGVR("v1", "configmaps"), "a", "x") == null || true`}), "GroupVersionResource"},
 	} {
 		got, err := Rule(tc.rule, paramOptions)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
