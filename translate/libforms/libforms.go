@@ -409,7 +409,7 @@ func (w *writer) Optimize(ctx *cel.OptimizerContext, a *ast.AST) *ast.AST {
 				if err == nil {
 					err = w.useParam(g)
 				}
-				if err == nil && !(w.root && len(up) == 0) {
+				if err == nil && (!w.root || len(up) > 0) {
 					err = paramRead(name+"(...)", up)
 				}
 				if w.err = err; err == nil {
