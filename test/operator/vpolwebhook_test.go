@@ -265,34 +265,16 @@ func TestNamespaceReadIsEnforcedByAVAP(t *testing.T) {
 	cp.Namespace(t, open, map[string]string{"team": "a"})
 	cp.Namespace(t, frozen, map[string]string{"state": "frozen"})
 	cp.StartWebhookOperator(t, generateOn, controlplane.FreePort(t))
-	spec := configMapPolicySpec("variables.ns.metadata.?labels.?state.orValue('') != 'frozen'", open, frozen)
-	spec.ValidationAction = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}
-	spec.Validations[0].Message = "the namespace is frozen"
-	spec.Variables = []admissionregistrationv1.Variable{{Name: "ns", Expression: "resource.Get('v1', 'namespaces', '', object.metadata.namespace)"}}
-	policy := validatingPolicy("namespace-not-frozen", spec)
-	cp.Create(t, policy)
-	got, cond := waitForVPolCondition(t, policy, controllers.ReasonAllRulesTranslated)
-	if !vpolStatus(got).Generated {
-		t.Errorf("status.generated = false: %s", cond.Message)
-	}
-	waitReady(t, policy)
-	cp.WaitForDenial(t, controlplane.ConfigMap(frozen, "cm", nil), "the namespace is frozen")
-	if who, err := denierOf(context.Background(), controlplane.ConfigMap(frozen, "cm", nil)); who != "vap" {
-		t.Errorf("denied by %q (%v), want the VAP", who, err)
-	}
+	nsVariable := []admissionregistrationv1.Variable{{Name: "ns", Expression: "resource.Get('v1', 'namespaces', '', object.metadata.namespace)"}}
+	deniedByItsVAP(t, "namespace-not-frozen", nsVariable, "variables.ns.metadata.?labels.?state.orValue('') != 'frozen'", "the namespace is frozen",
+		controlplane.ConfigMap(frozen, "cm", nil), open, frozen)
 	cp.MustAdmit(t, controlplane.ConfigMap(open, "cm", nil))
 
 	// The request.namespace form, the call read in place.
 	const noTeam = "vpol-ns-no-team"
 	cp.Namespace(t, noTeam, nil)
-	teamSpec := configMapPolicySpec("resource.Get('v1', 'namespaces', '', request.namespace).metadata.?labels.?team.orValue('') != ''", open, noTeam)
-	teamSpec.ValidationAction = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}
-	teamSpec.Validations[0].Message = "the namespace has no team"
-	teamPolicy := validatingPolicy("namespace-has-team", teamSpec)
-	cp.Create(t, teamPolicy)
-	waitForVPolCondition(t, teamPolicy, controllers.ReasonAllRulesTranslated)
-	waitReady(t, teamPolicy)
-	cp.WaitForDenial(t, controlplane.ConfigMap(noTeam, "cm", nil), "the namespace has no team")
+	deniedByItsVAP(t, "namespace-has-team", nil, "resource.Get('v1', 'namespaces', '', request.namespace).metadata.?labels.?team.orValue('') != ''", "the namespace has no team",
+		controlplane.ConfigMap(noTeam, "cm", nil), open, noTeam)
 	cp.MustAdmit(t, controlplane.ConfigMap(open, "cm", nil))
 
 	_, err := cp.DryRunCreate(context.Background(), controlplane.ConfigMap("vpol-ns-missing", "cm", nil))
@@ -315,25 +297,36 @@ func TestParamReadIsEnforcedByAVAP(t *testing.T) {
 	}
 	cp.Create(t, forbidden(listed))
 	cp.StartWebhookOperator(t, generateOn, controlplane.FreePort(t))
-	spec := configMapPolicySpec("type(variables.cm) == type(null) || !('forbidden' in variables.cm.?data.orValue({})) || object.metadata.name != variables.cm.data.forbidden", listed, unlisted)
-	spec.ValidationAction = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}
-	spec.Validations[0].Message = "the name is forbidden"
-	spec.Variables = []admissionregistrationv1.Variable{{Name: "cm", Expression: "resource.Get('v1', 'configmaps', object.metadata.namespace, 'policy-cm')"}}
-	policy := validatingPolicy("forbidden-names", spec)
-	cp.Create(t, policy)
-	got, cond := waitForVPolCondition(t, policy, controllers.ReasonAllRulesTranslated)
-	if !vpolStatus(got).Generated {
-		t.Errorf("status.generated = false: %s", cond.Message)
-	}
-	waitReady(t, policy)
-	cp.WaitForDenial(t, controlplane.ConfigMap(listed, "bad", nil), "the name is forbidden")
-	if who, err := denierOf(context.Background(), controlplane.ConfigMap(listed, "bad", nil)); who != "vap" {
-		t.Errorf("denied by %q (%v), want the VAP", who, err)
-	}
+	cmVariable := []admissionregistrationv1.Variable{{Name: "cm", Expression: "resource.Get('v1', 'configmaps', object.metadata.namespace, 'policy-cm')"}}
+	deniedByItsVAP(t, "forbidden-names", cmVariable, "type(variables.cm) == type(null) || !('forbidden' in variables.cm.?data.orValue({})) || object.metadata.name != variables.cm.data.forbidden", "the name is forbidden",
+		controlplane.ConfigMap(listed, "bad", nil), listed, unlisted)
 	cp.MustAdmit(t, controlplane.ConfigMap(listed, "good", nil))
 	// The parameter missing: the binding allows, as Kyverno's rule passes.
 	cp.MustAdmit(t, controlplane.ConfigMap(unlisted, "bad", nil))
 	// Created later: the API server's informer follows it.
 	cp.Create(t, forbidden(unlisted))
 	cp.WaitForDenial(t, controlplane.ConfigMap(unlisted, "bad", nil), "the name is forbidden")
+}
+
+// deniedByItsVAP creates a ValidatingPolicy that denies ConfigMaps in the
+// namespaces by one validation (expression, message) over the variables,
+// checks that kyvap translates it entirely into VAPs, and waits until the
+// API server denies denied with the message, by the VAP itself.
+func deniedByItsVAP(t *testing.T, name string, variables []admissionregistrationv1.Variable, expression, message string, denied client.Object, namespaces ...string) {
+	t.Helper()
+	spec := configMapPolicySpec(expression, namespaces...)
+	spec.ValidationAction = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}
+	spec.Validations[0].Message = message
+	spec.Variables = variables
+	policy := validatingPolicy(name, spec)
+	cp.Create(t, policy)
+	got, cond := waitForVPolCondition(t, policy, controllers.ReasonAllRulesTranslated)
+	if !vpolStatus(got).Generated {
+		t.Errorf("%s: status.generated = false: %s", name, cond.Message)
+	}
+	waitReady(t, policy)
+	cp.WaitForDenial(t, denied, message)
+	if who, err := denierOf(context.Background(), denied); who != "vap" {
+		t.Errorf("%s: denied by %q (%v), want the VAP", name, who, err)
+	}
 }

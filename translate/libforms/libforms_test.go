@@ -59,13 +59,14 @@ func TestRuleWritesServiceAccountFields(t *testing.T) {
 }
 
 // checkWritten checks that Rule writes the rule's variables, then its
-// validations, as want, and that no library is left.
-func checkWritten(t *testing.T, name string, r *model.Rule, opts Options, want []string) {
+// validations, as want, and that no library is left; it returns the
+// written rule, nil where Rule refused it.
+func checkWritten(t *testing.T, name string, r *model.Rule, opts Options, want []string) *model.Rule {
 	t.Helper()
 	got, err := Rule(r, opts)
 	if err != nil {
 		t.Errorf("%s: %v", name, err)
-		return
+		return nil
 	}
 	var texts []string
 	for _, v := range got.Variables {
@@ -80,6 +81,7 @@ func checkWritten(t *testing.T, name string, r *model.Rule, opts Options, want [
 	if len(got.Libraries) != 0 {
 		t.Errorf("%s: still uses %v", name, got.Libraries)
 	}
+	return got
 }
 
 func TestRuleRefusesOtherReads(t *testing.T) {

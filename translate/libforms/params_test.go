@@ -75,20 +75,9 @@ func TestRuleWritesResourceGetAsParam(t *testing.T) {
 	} {
 		opts := paramOptions
 		opts.PolicyNamespace = tc.policyNamespace
-		got, err := Rule(tc.rule, opts)
-		if err != nil {
-			t.Errorf("%s: %v", tc.name, err)
+		got := checkWritten(t, tc.name, tc.rule, opts, tc.want)
+		if got == nil {
 			continue
-		}
-		var texts []string
-		for _, v := range got.Variables {
-			texts = append(texts, v.Expression)
-		}
-		for _, v := range got.Validations {
-			texts = append(texts, v.Expression)
-		}
-		if diff := cmp.Diff(tc.want, texts); diff != "" {
-			t.Errorf("%s: expressions (-want +got):\n%s", tc.name, diff)
 		}
 		if got.ParamKind == nil || got.ParamRef == nil {
 			t.Errorf("%s: no parameter: %+v %+v", tc.name, got.ParamKind, got.ParamRef)
