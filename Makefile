@@ -23,7 +23,7 @@ KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 # The timeout is a hang guard per package, not a goal. The corpus packages
 # (CORPUS_PACKAGES) run without it, in their own go test beside the others:
 # each replays whole corpora (Kyverno's tests, the conformance suites, their
-# conversions) through kyvap's pure stages and a real API server, one suite
+# conversions, the Pod Security Admission fixtures) through kyvap's pure stages and a real API server, one suite
 # at a time, and under the race detector they outgrew the guard (migrate at
 # 80 minutes on 2026-11-28; test/conformance at 80 minutes in the next clean
 # CI, its test process CPU-bound). The concurrent code they drive (the
@@ -32,7 +32,7 @@ KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 # test/translate.
 TEST_FLAGS ?= -race -timeout 80m
 CORPUS_TEST_FLAGS ?= -timeout 80m
-CORPUS_PACKAGES ?= github.com/kyvap/kyvap/migrate github.com/kyvap/kyvap/test/conformance github.com/kyvap/kyvap/test/classic
+CORPUS_PACKAGES ?= github.com/kyvap/kyvap/migrate github.com/kyvap/kyvap/test/conformance github.com/kyvap/kyvap/test/classic github.com/kyvap/kyvap/test/podsecurity
 
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
@@ -107,8 +107,8 @@ conformance: ## Run the Kyverno CLI test corpus through the generated VAPs and t
 	go run ./cmd/kyvap test test/conformance
 
 .PHONY: differential
-differential: ## Compare compiled classic rules (patterns, conditions, exceptions' conditions, messages, whole policies) with Kyverno's own code on generated requests, with the counts (test/classic: the full set; make test runs a bounded slice of the condition requests).
-	KYVAP_DIFFERENTIAL=full go test -count=1 -v -run 'Agree' ./test/classic
+differential: ## Compare compiled classic rules (patterns, conditions, exceptions' conditions, messages, whole policies) and podSecurity rules (the Pod Security Admission fixtures at every level and version) with Kyverno's own code, with the counts (test/classic, test/podsecurity: the full sets; make test runs bounded slices).
+	KYVAP_DIFFERENTIAL=full go test -count=1 -v -run 'Agree' ./test/classic ./test/podsecurity
 
 ##@ Benchmarks
 

@@ -126,6 +126,11 @@ const (
 	// without an exact CEL form (yet); the message names it. Kyverno
 	// enforces the rule (NotHandled).
 	ReasonJMESPathNotExpressible Reason = "JMESPathNotExpressible"
+	// ReasonPodSecurityNotExpressible: a validate.podSecurity rule, or a
+	// part of it (an exclusion, a level or version), has no exact CEL
+	// form (yet); the message names it. Kyverno enforces the rule
+	// (NotHandled).
+	ReasonPodSecurityNotExpressible Reason = "PodSecurityNotExpressible"
 )
 
 // Reasons of the policy model's rules.

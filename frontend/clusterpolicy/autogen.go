@@ -356,7 +356,7 @@ func autogenRules(rule *kyvernov1.Rule, controllers []string) []kyvernov1.Rule {
 	}
 	pattern := isPatternRule(rule)
 	pod, cronJob := podCELRewrites, cronJobCELRewrites
-	if pattern || isDenyRule(rule) || isForEachRule(rule) {
+	if pattern || isDenyRule(rule) || isForEachRule(rule) || isPodSecurityRule(rule) {
 		pod, cronJob = podRewrites, cronJobRewrites
 	}
 	var out []kyvernov1.Rule

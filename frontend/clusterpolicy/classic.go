@@ -5,6 +5,7 @@ package clusterpolicy
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"unicode/utf8"
 
@@ -73,9 +74,18 @@ func isForEachRule(r *kyvernov1.Rule) bool {
 		v.CEL == nil && v.PodSecurity == nil && v.Manifests == nil && v.Assert == nil
 }
 
-// isClassicRule reports a rule frontend/classic compiles.
+// isPodSecurityRule reports a rule whose whole validation is a
+// validate.podSecurity.
+func isPodSecurityRule(r *kyvernov1.Rule) bool {
+	v := r.Validation
+	return v != nil && v.PodSecurity != nil && v.Deny == nil && v.RawPattern == nil && v.RawAnyPattern == nil &&
+		v.CEL == nil && len(v.ForEachValidation) == 0 && v.Manifests == nil && v.Assert == nil
+}
+
+// isClassicRule reports a rule frontend/classic (or, for podSecurity,
+// frontend/podsecurity) compiles.
 func isClassicRule(r *kyvernov1.Rule) bool {
-	return isPatternRule(r) || isDenyRule(r) || isForEachRule(r)
+	return isPatternRule(r) || isDenyRule(r) || isForEachRule(r) || isPodSecurityRule(r)
 }
 
 // Scopes of the compiled conditions: the request (Kyverno reads
@@ -128,9 +138,17 @@ type compiled struct {
 	skips string
 }
 
-// compileClassic compiles the rule's validation on one object.
-func compileClassic(v *kyvernov1.Validation, resource string, scope classic.Scope) (compiled, *model.Refusal) {
+// compileClassic compiles the rule's validation on one object. kinds are
+// the kinds the rule matches (a podSecurity subrule reads the pod where
+// each kind holds it).
+func compileClassic(v *kyvernov1.Validation, kinds []string, resource string, scope classic.Scope) (compiled, *model.Refusal) {
 	switch {
+	case v.PodSecurity != nil:
+		violates, fl := compilePodSecurity(v.PodSecurity, kinds, resource)
+		if fl != nil {
+			return compiled{}, fl
+		}
+		return compiled{passes: "!" + violates, violates: violates, fails: "false", violatesNeverFails: true, substitutionFails: "false"}, nil
 	case len(v.ForEachValidation) > 0:
 		entries := make([][]byte, len(v.ForEachValidation))
 		for i := range v.ForEachValidation {
@@ -215,14 +233,20 @@ func classicAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction, r
 			return nil, "", &model.Refusal{Reason: fl.Reason, Message: "preconditions: " + fl.Message}
 		}
 	}
-	onNew, fl := compileClassic(v, "object", requestScope)
+	onNew, fl := compileClassic(v, matchKinds(r), "object", requestScope)
 	if fl != nil {
 		return nil, "", fl
 	}
 	out := r.DeepCopy()
 	out.RawAnyAllConditions, out.Context = nil, nil
 	message := ""
-	if v.Message == "" {
+	switch {
+	case v.PodSecurity != nil:
+		// Kyverno's message for a podSecurity rule is its own, whatever
+		// the rule's (validate_pss.go), less the checks' field errors.
+		message = fmt.Sprintf(`Validation rule '%s' failed. It violates PodSecurity "%s"`, r.Name, podSecurityProfile(v.PodSecurity))
+		messageExpression = ""
+	case v.Message == "":
 		message = "validation error: rule " + r.Name + " failed" // Kyverno's text, without the path it adds to a pattern's
 	}
 	out.Validation = &kyvernov1.Validation{
@@ -258,9 +282,10 @@ func classicAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction, r
 		}
 		out.CELPreconditions = append(out.CELPreconditions, admissionregistrationv1.MatchCondition{Name: ConditionPatternApplies, Expression: applies})
 	}
-	if v.RawPattern != nil || v.RawAnyPattern != nil {
+	if v.RawPattern != nil || v.RawAnyPattern != nil || v.PodSecurity != nil {
 		// On a DELETE Kyverno evaluates the preconditions, then judges
-		// nothing (validateResourceWithRule returns no response): the
+		// nothing (validateResourceWithRule, and the podSecurity handler,
+		// return no response): the
 		// rule is an error where they fail, a skip where they are false,
 		// and has no result otherwise.
 		notDelete := "request.operation != 'DELETE'"
@@ -305,7 +330,7 @@ func classicAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction, r
 				return nil, "", &model.Refusal{Reason: fl.Reason, Message: "preconditions, on the old object of an UPDATE: " + fl.Message}
 			}
 		}
-		onOld, fl := compileClassic(v, "oldObject", oldObjectScope)
+		onOld, fl := compileClassic(v, matchKinds(r), "oldObject", oldObjectScope)
 		if fl != nil {
 			return nil, "", &model.Refusal{Reason: fl.Reason, Message: "on the old object of an UPDATE: " + fl.Message}
 		}

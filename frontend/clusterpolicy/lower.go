@@ -343,6 +343,15 @@ func (l *Lowering) compileClassic(rule *kyvernov1.Rule, variants []kyvernov1.Rul
 	if strings.HasPrefix(rule.Name, "autogen-") && hasAutogenVariants(l.policy, l.controllers) {
 		return nil, nil, model.Refuse(model.ReasonPatternNotExpressible, "a classic rule named autogen-* in a policy Kyverno generates pod-controller variants for")
 	}
+	if isPodSecurityRule(rule) {
+		names := []string{rule.Name}
+		for _, v := range variants {
+			names = append(names, v.Name)
+		}
+		if fl := l.podSecurityExceptions(names...); fl != nil {
+			return nil, nil, fl
+		}
+	}
 	action := l.policy.Spec.ValidationFailureAction
 	if rule.Validation.FailureAction != nil {
 		action = *rule.Validation.FailureAction

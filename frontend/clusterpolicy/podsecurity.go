@@ -1,0 +1,85 @@
+// Copyright 2026 The kyvap Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package clusterpolicy
+
+import (
+	"sort"
+	"strings"
+
+	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/frontend/podsecurity"
+	"github.com/kyvap/kyvap/model"
+)
+
+// compilePodSecurity compiles a podSecurity subrule on the object at root
+// (object, oldObject) of a rule matching kinds: the CEL predicate that
+// holds where Kyverno's verdict is fail. Kyverno reads the pod by the
+// object's kind (getSpec); a rule matching kinds whose pods sit in
+// different places reads object.kind to choose. A kind without a pod
+// (Kyverno's evaluation fails on it), or a wildcard, is refused.
+func compilePodSecurity(ps *kyvernov1.PodSecurity, kinds []string, root string) (string, *model.Refusal) {
+	byPlace := map[string][]string{}
+	predicates := map[string]string{}
+	for _, spelled := range kinds {
+		kind := spelled[strings.LastIndex(spelled, "/")+1:]
+		pod, ok := podsecurity.PodOf(root, kind)
+		if !ok {
+			return "", model.Refuse(model.ReasonPodSecurityNotExpressible, "podSecurity on kind %q: Kyverno finds a pod only in a Pod, a pod controller's template and a CronJob's job template, and its evaluation fails on other kinds", spelled)
+		}
+		place := strings.Join(pod.Spec, ".")
+		if _, done := predicates[place]; !done {
+			compiled, fl := podsecurity.Compile(ps, pod)
+			if fl != nil {
+				return "", fl
+			}
+			predicates[place] = compiled.Violates
+		}
+		byPlace[place] = append(byPlace[place], kind)
+	}
+	places := make([]string, 0, len(predicates))
+	for place := range predicates {
+		places = append(places, place)
+	}
+	sort.Strings(places)
+	switch len(places) {
+	case 0:
+		return "", model.Refuse(model.ReasonPodSecurityNotExpressible, "podSecurity on a rule that names no kind")
+	case 1:
+		return predicates[places[0]], nil
+	}
+	// The last place is the default of the choice.
+	out := predicates[places[len(places)-1]]
+	for i := len(places) - 2; i >= 0; i-- {
+		kinds := byPlace[places[i]]
+		sort.Strings(kinds)
+		quoted := make([]string, len(kinds))
+		for j, k := range kinds {
+			quoted[j] = "'" + k + "'"
+		}
+		out = "(" + root + ".kind in [" + strings.Join(quoted, ", ") + "] ? " + predicates[places[i]] + " : " + out + ")"
+	}
+	return out, nil
+}
+
+// podSecurityProfile is the subrule's level and version as Kyverno's
+// message writes them ("baseline:latest"; "baseline:" for an unset
+// version).
+func podSecurityProfile(ps *kyvernov1.PodSecurity) string {
+	return ps.Level + ":" + ps.Version
+}
+
+// podSecurityExceptions refuses a podSecurity rule that a PolicyException
+// with podSecurity controls names: Kyverno applies such an exception as
+// exclusions of the subrule (validate_pss.go), which kyvap does not
+// compile yet, not as the skip of a whole rule.
+func (l *Lowering) podSecurityExceptions(names ...string) *model.Refusal {
+	for _, name := range names {
+		for _, ex := range l.ExceptionsFor(name) {
+			if len(ex.Spec.PodSecurity) > 0 {
+				return model.Refuse(model.ReasonPodSecurityNotExpressible, "PolicyException %s/%s has podSecurity controls, which Kyverno applies as exclusions of the rule's podSecurity: kyvap does not compile exclusions yet", ex.Namespace, ex.Name)
+			}
+		}
+	}
+	return nil
+}
