@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 
@@ -17,25 +18,39 @@ import (
 	"github.com/kyvap/kyvap/policytest"
 )
 
-// TestConvertCorpus converts every test of the repository's verdict
-// corpus and runs the converted folders: every row kept passes kyvap's
-// evaluation (both paths), and every row of the source is accounted for:
-// converted, left out with a reason, or not converted. The converted
-// folders were checked with Kyverno v1.19.1's CLI (docs/convert.md).
+// TestConvertCorpus converts every other test of the repository's verdict
+// corpus (in path order, the even ones) and runs the
+// converted folders: every row kept
+// passes kyvap's evaluation (both paths), and every row of the source is
+// accounted for: converted, left out with a reason, or not converted. The
+// converted folders were checked with Kyverno v1.19.1's CLI
+// (docs/convert.md). test/conformance converts the odd ones, settles them
+// and replays them on the real API server (TestClusterReplayConverted):
+// the whole corpus is converted once per test run (converting it twice
+// cost 40 minutes of CPU, most of it settling each row).
 func TestConvertCorpus(t *testing.T) {
 	out := t.TempDir()
 	var stderr bytes.Buffer
 	c := New(Options{Files: []string{"../test/conformance"}, Out: out}, &stderr)
-	code := c.ConvertTests(c.FindTests())
-	if code != exitInvalidRule {
-		t.Fatalf("exit %d, want %d (the corpus has rules no ValidatingPolicy can express); stderr:\n%s", code, exitInvalidRule, stderr.String())
+	all := c.FindTests()
+	sort.Strings(all)
+	var slice []string
+	for i := 0; i < len(all); i += 2 {
+		slice = append(slice, all[i])
+	}
+	if len(slice) < 40 {
+		t.Fatalf("only %d tests in the slice of %d", len(slice), len(all))
+	}
+	code := c.ConvertTests(slice)
+	if code != exitOK && code != exitInvalidRule {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
 	}
 	rows := c.Rows()
 	t.Logf("%+v", rows)
 	if rows.Source != rows.Converted+rows.LeftOut+rows.Unconverted {
 		t.Fatalf("rows not accounted for: %+v", rows)
 	}
-	if rows.Differs != 0 || rows.Converted < 150 {
+	if rows.Differs != 0 || rows.Converted < 50 {
 		t.Fatalf("rows: %+v; stderr:\n%s", rows, stderr.String())
 	}
 	suites, err := policytest.Load(out)

@@ -22,13 +22,11 @@ import (
 
 	"github.com/google/cel-go/cel"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
-	"k8s.io/apimachinery/pkg/util/version"
-	"k8s.io/apiserver/pkg/cel/environment"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kyvap/kyvap/frontend/classic"
+	"github.com/kyvap/kyvap/test/celtest"
 	"github.com/kyvap/kyvap/test/controlplane"
-	"github.com/kyvap/kyvap/vap"
 )
 
 // patterns are the cases, each a validate.pattern as a policy writes it.
@@ -401,34 +399,16 @@ func runOracle(t *testing.T, oracle string, input any, want int) []string {
 	return lines
 }
 
-// celEnv is the API server's base CEL environment with the object.
+// celEnv is the API server's base CEL environment with the object and
+// the request.
 func celEnv(t *testing.T) *cel.Env {
 	t.Helper()
-	set, err := vap.BaseEnvSet(vap.NewestCompatibilityVersion).Extend(environment.VersionedOptions{
-		IntroducedVersion: version.MajorMinor(1, 0),
-		EnvOptions:        []cel.EnvOption{cel.Variable("object", cel.DynType), cel.Variable("request", cel.DynType)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := set.Env(environment.NewExpressions)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return env
+	return celtest.Env(t, "object", "request")
 }
 
 func compile(t *testing.T, env *cel.Env, expression string) cel.Program {
 	t.Helper()
-	ast, issues := env.Compile(expression)
-	if issues != nil && issues.Err() != nil {
-		t.Fatalf("%s does not compile: %v", expression, issues.Err())
-	}
-	program, err := env.Program(ast)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return program
+	return celtest.Program(t, env, expression)
 }
 
 // evaluate judges one resource as the API server reads it (integers as

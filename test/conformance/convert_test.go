@@ -6,6 +6,7 @@ package conformance
 import (
 	"bytes"
 	"context"
+	"sort"
 	"strings"
 	"testing"
 
@@ -15,7 +16,9 @@ import (
 	"github.com/kyvap/kyvap/translate"
 )
 
-// TestClusterReplayConverted converts the corpus with kyvap convert and
+// TestClusterReplayConverted converts every other test of the corpus (in
+// path order, the odd ones; migrate's TestConvertCorpus converts the even
+// ones, so that a test run converts the corpus once) with kyvap convert and
 // replays the converted tests on the real API server, as kyvap test
 // --cluster does: the ValidatingPolicies converted from the ClusterPolicies
 // are created, kyvap enforces them (VAPs, its webhook for the rest), and
@@ -26,8 +29,14 @@ func TestClusterReplayConverted(t *testing.T) {
 	out := t.TempDir()
 	var stderr bytes.Buffer
 	c := migrate.New(migrate.Options{Files: []string{"."}, Out: out}, &stderr)
-	c.ConvertTests(c.FindTests())
-	if rows := c.Rows(); rows.Converted < 150 || rows.Differs > 0 {
+	all := c.FindTests()
+	sort.Strings(all)
+	var slice []string
+	for i := 1; i < len(all); i += 2 {
+		slice = append(slice, all[i])
+	}
+	c.ConvertTests(slice)
+	if rows := c.Rows(); rows.Converted < 60 || rows.Differs > 0 {
 		t.Fatalf("conversion: %+v\n%s", rows, stderr.String())
 	}
 	suites, err := policytest.Load(out)
@@ -57,7 +66,7 @@ func TestClusterReplayConverted(t *testing.T) {
 		})
 	}
 	t.Logf("converted corpus on the API server: %s, %d denied or warned by the API server", total, denied)
-	if flagRun() == "" && (total.Passed < 100 || denied < 30) {
+	if flagRun() == "" && (total.Passed < 50 || denied < 15) {
 		t.Errorf("only %d converted rows replayed, %d denied", total.Passed, denied)
 	}
 }

@@ -23,14 +23,12 @@ import (
 
 	"github.com/google/cel-go/cel"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
-	"k8s.io/apimachinery/pkg/util/version"
-	"k8s.io/apiserver/pkg/cel/environment"
 	"sigs.k8s.io/yaml"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/frontend/podsecurity"
+	"github.com/kyvap/kyvap/test/celtest"
 	"github.com/kyvap/kyvap/test/controlplane"
-	"github.com/kyvap/kyvap/vap"
 )
 
 // fixturesModule is the Pod Security Admission library whose fixtures
@@ -71,7 +69,7 @@ func TestFixturesAgreeWithKyverno(t *testing.T) {
 		judgedPods = append(judgedPods, variants(pod)...)
 	}
 	oracle := buildOracle(t)
-	env := celEnv(t)
+	env := celtest.Env(t, "object")
 	var profiles []kyvernov1.PodSecurity
 	for _, level := range levels {
 		for _, v := range versions {
@@ -92,7 +90,7 @@ func TestFixturesAgreeWithKyverno(t *testing.T) {
 			if fl != nil {
 				t.Fatalf("%s:%s: %s", profile.Level, profile.Version, fl.Message)
 			}
-			program := compile(t, env, compiled.Violates)
+			program := celtest.Program(t, env, compiled.Violates)
 			for i, object := range objects {
 				if !full && (i+p)%sliceEvery != 0 {
 					continue
@@ -350,36 +348,6 @@ func buildOracle(t *testing.T) string {
 		t.Fatalf("building Kyverno's engine: %v", err)
 	}
 	return strings.TrimSpace(string(out))
-}
-
-// celEnv is the API server's base CEL environment with the object.
-func celEnv(t *testing.T) *cel.Env {
-	t.Helper()
-	set, err := vap.BaseEnvSet(vap.NewestCompatibilityVersion).Extend(environment.VersionedOptions{
-		IntroducedVersion: version.MajorMinor(1, 0),
-		EnvOptions:        []cel.EnvOption{cel.Variable("object", cel.DynType)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := set.Env(environment.NewExpressions)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return env
-}
-
-func compile(t *testing.T, env *cel.Env, expression string) cel.Program {
-	t.Helper()
-	ast, iss := env.Compile(expression)
-	if iss.Err() != nil {
-		t.Fatalf("compiling %s: %v", expression, iss.Err())
-	}
-	program, err := env.Program(ast)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return program
 }
 
 func evaluate(program cel.Program, object map[string]any) (bool, error) {
