@@ -33,8 +33,11 @@ import (
 	"github.com/kyvap/kyvap/webhook"
 )
 
-// StatusTimeout bounds WaitForStatus.
-const StatusTimeout = 60 * time.Second
+// StatusTimeout bounds WaitForStatus: a hang guard, not a goal. A policy
+// of nine compiled classic rules took over the minute to reach its status
+// under the race detector in a loaded CI (TestCompiledPatternsTypeCheck,
+// 2026-11-28); policytest waits as long (PolicyStatusTimeout).
+const StatusTimeout = 3 * time.Minute
 
 // FreePort returns a TCP port on 127.0.0.1 that nobody listens on.
 func FreePort(t testing.TB) int {
