@@ -355,8 +355,11 @@ const maxCompiledCodePoints = 100000
 // each carrying Go's duration grammar): Kyverno evaluates it, kyvap cannot.
 func checkCompiledSize(r *kyvernov1.Rule, v *kyvernov1.Validation) *model.Refusal {
 	reason := model.ReasonJMESPathNotExpressible
-	if v.RawPattern != nil || v.RawAnyPattern != nil {
+	switch {
+	case v.RawPattern != nil || v.RawAnyPattern != nil:
 		reason = model.ReasonPatternNotExpressible
+	case v.PodSecurity != nil:
+		reason = model.ReasonPodSecurityNotExpressible
 	}
 	check := func(what, expression string) *model.Refusal {
 		if n := utf8.RuneCountInString(expression); n > maxCompiledCodePoints {

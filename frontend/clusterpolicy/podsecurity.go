@@ -15,11 +15,10 @@ import (
 // compilePodSecurity compiles a podSecurity subrule on the object at root
 // (object, oldObject) of a rule matching kinds: the CEL predicate that
 // holds where Kyverno's verdict is fail. Kyverno reads the pod by the
-// object's kind (getSpec); a rule matching kinds whose pods sit in
-// different places reads object.kind to choose. A kind without a pod
-// (Kyverno's evaluation fails on it), or a wildcard, is refused.
+// object's kind (getSpec). A kind without a pod (Kyverno's evaluation
+// fails on it), a wildcard, and kinds whose pods sit in different places
+// are refused.
 func compilePodSecurity(ps *kyvernov1.PodSecurity, kinds []string, root string) (string, *model.Refusal) {
-	byPlace := map[string][]string{}
 	predicates := map[string]string{}
 	for _, spelled := range kinds {
 		kind := spelled[strings.LastIndex(spelled, "/")+1:]
@@ -35,7 +34,6 @@ func compilePodSecurity(ps *kyvernov1.PodSecurity, kinds []string, root string) 
 			}
 			predicates[place] = compiled.Violates
 		}
-		byPlace[place] = append(byPlace[place], kind)
 	}
 	places := make([]string, 0, len(predicates))
 	for place := range predicates {
@@ -48,18 +46,13 @@ func compilePodSecurity(ps *kyvernov1.PodSecurity, kinds []string, root string) 
 	case 1:
 		return predicates[places[0]], nil
 	}
-	// The last place is the default of the choice.
-	out := predicates[places[len(places)-1]]
-	for i := len(places) - 2; i >= 0; i-- {
-		kinds := byPlace[places[i]]
-		sort.Strings(kinds)
-		quoted := make([]string, len(kinds))
-		for j, k := range kinds {
-			quoted[j] = "'" + k + "'"
-		}
-		out = "(" + root + ".kind in [" + strings.Join(quoted, ", ") + "] ? " + predicates[places[i]] + " : " + out + ")"
-	}
-	return out, nil
+	// Kyverno reads the pod by the object's kind; a choice by object.kind
+	// gave a verdict Kyverno's chainsaw test of a rule on Pods and
+	// Deployments does not (an UPDATE of a Deployment violating before and
+	// after: kyvap denied, Kyverno admitted), not explained yet.
+	named := append([]string(nil), kinds...)
+	sort.Strings(named)
+	return "", model.Refuse(model.ReasonPodSecurityNotExpressible, "podSecurity on kinds whose pods Kyverno reads in different places (%s): not compiled yet", strings.Join(named, ", "))
 }
 
 // podSecurityProfile is the subrule's level and version as Kyverno's

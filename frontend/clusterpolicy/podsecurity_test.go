@@ -64,17 +64,15 @@ func TestPodSecurityLowered(t *testing.T) {
 	}
 }
 
-// TestPodSecurityKindsChosenByKind: a rule matching kinds whose pods sit
-// in different places reads object.kind to choose.
-func TestPodSecurityKindsChosenByKind(t *testing.T) {
-	violates, fl := compilePodSecurity(&kyvernov1.PodSecurity{Level: "baseline"}, []string{"Pod", "apps/v1/Deployment", "CronJob"}, "object")
-	if fl != nil {
-		t.Fatal(fl.Message)
+// TestPodSecurityKindsInSeveralPlacesRefused: a rule matching kinds whose
+// pods sit in different places is refused, naming them.
+func TestPodSecurityKindsInSeveralPlacesRefused(t *testing.T) {
+	_, fl := compilePodSecurity(&kyvernov1.PodSecurity{Level: "baseline"}, []string{"Pod", "apps/v1/Deployment"}, "object")
+	if fl == nil || fl.Reason != model.ReasonPodSecurityNotExpressible || !strings.Contains(fl.Message, "Pod, apps/v1/Deployment") {
+		t.Errorf("not refused naming the kinds: %+v", fl)
 	}
-	for _, want := range []string{"object.kind in ['CronJob'] ? ", "object.kind in ['Pod'] ? ", "dyn(object.spec.jobTemplate.spec.template.spec)", "dyn(object.spec.template.spec)", "dyn(object.spec)"} {
-		if !strings.Contains(violates, want) {
-			t.Errorf("the choice lacks %q", want)
-		}
+	if _, fl := compilePodSecurity(&kyvernov1.PodSecurity{Level: "baseline"}, []string{"Deployment", "apps/v1/StatefulSet"}, "object"); fl != nil {
+		t.Errorf("kinds with their pods in one place refused: %s", fl.Message)
 	}
 }
 
