@@ -96,7 +96,7 @@ func (r *ClusterPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 		return ctrl.Result{}, err
 	}
 	resolver, opts := r.Resolvers.Resolver(), translationOptions(r.Options, r.Config)
-	plan, err := r.plans.translate(input, resolver, opts)
+	plan, err := r.plans.translate(ctx, input, resolver, opts)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

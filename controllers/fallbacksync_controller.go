@@ -197,7 +197,7 @@ func (r *FallbackSyncReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		opts = r.Effective()
 	}
 	input, resolver, opts := clusterpolicy.Input{Policy: policy, Exceptions: exceptions.Items}, r.Resolvers.Resolver(), translationOptions(opts, r.Config)
-	plan, err := r.plans.translate(input, resolver, opts)
+	plan, err := r.plans.translate(ctx, input, resolver, opts)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -233,7 +233,7 @@ func (r *FallbackSyncReconciler) reconcileNamespaced(ctx context.Context, req ct
 		opts = r.Effective()
 	}
 	input, resolver, opts := clusterpolicy.PolicyInput(policy, exceptions.Items), r.Resolvers.Resolver(), translationOptions(opts, r.Config)
-	plan, err := translate.Translate(input, resolver, opts)
+	plan, err := translate.TranslateContext(ctx, input, resolver, opts)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -4,6 +4,7 @@
 package controllers
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -29,6 +30,16 @@ type planCache struct {
 	entries map[string]planEntry
 	// order lists policy names from the least to the most recently stored.
 	order []string
+	// running are the translations in progress, by policy name.
+	running map[string]*planRun
+}
+
+// planRun is a translation in progress; done is closed when it ends,
+// stored or not.
+type planRun struct {
+	key      string
+	resolver kyverno.KindResolver
+	done     chan struct{}
 }
 
 // planCacheSize bounds the number of remembered plans.
@@ -40,16 +51,46 @@ type planEntry struct {
 	plan     translate.Plan
 }
 
-func (c *planCache) translate(in clusterpolicy.Input, resolver kyverno.KindResolver, opts translate.Options) (translate.Plan, error) {
+// translate returns the policy's plan, translated or remembered. While
+// one reconciler translates a policy, another asking for the same plan
+// waits for it instead of translating it a second time; both give up when
+// their context ends.
+func (c *planCache) translate(ctx context.Context, in clusterpolicy.Input, resolver kyverno.KindResolver, opts translate.Options) (translate.Plan, error) {
 	key := planKey(in, opts)
 	name := in.Policy.Name
-	c.mu.Lock()
-	entry, ok := c.entries[name]
-	c.mu.Unlock()
-	if ok && entry.key == key && entry.resolver == resolver {
-		return entry.plan, nil
+	for {
+		c.mu.Lock()
+		entry, ok := c.entries[name]
+		if ok && entry.key == key && entry.resolver == resolver {
+			c.mu.Unlock()
+			return entry.plan, nil
+		}
+		running, busy := c.running[name]
+		if !busy || running.key != key || running.resolver != resolver {
+			break // with c.mu held
+		}
+		c.mu.Unlock()
+		select {
+		case <-running.done:
+		case <-ctx.Done():
+			return translate.Plan{}, ctx.Err()
+		}
 	}
-	plan, err := translate.Translate(in, resolver, opts)
+	if c.running == nil {
+		c.running = map[string]*planRun{}
+	}
+	run := &planRun{key: key, resolver: resolver, done: make(chan struct{})}
+	c.running[name] = run
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		if c.running[name] == run {
+			delete(c.running, name)
+		}
+		c.mu.Unlock()
+		close(run.done)
+	}()
+	plan, err := translate.TranslateContext(ctx, in, resolver, opts)
 	if err != nil {
 		return plan, err
 	}

@@ -4,6 +4,8 @@
 package controllers
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -67,22 +69,22 @@ func TestPlanCacheReusesAndRefreshes(t *testing.T) {
 	var c planCache
 	resolver := kyverno.NewStaticResolver()
 	opts := translate.Options{GenerateValidatingAdmissionPolicy: true}
-	first, err := c.translate(clusterpolicy.Input{Policy: cachedPolicy()}, resolver, opts)
+	first, err := c.translate(context.Background(), clusterpolicy.Input{Policy: cachedPolicy()}, resolver, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, _ := c.translate(clusterpolicy.Input{Policy: cachedPolicy()}, resolver, opts)
+	again, _ := c.translate(context.Background(), clusterpolicy.Input{Policy: cachedPolicy()}, resolver, opts)
 	if &first.Rules[0] != &again.Rules[0] {
 		t.Error("an unchanged input was translated again")
 	}
-	other, _ := c.translate(clusterpolicy.Input{Policy: cachedPolicy()}, kyverno.NewStaticResolver(), opts)
+	other, _ := c.translate(context.Background(), clusterpolicy.Input{Policy: cachedPolicy()}, kyverno.NewStaticResolver(), opts)
 	if &first.Rules[0] == &other.Rules[0] {
 		t.Error("a new resolver (discovery changed) reused the old plan")
 	}
 	changed := cachedPolicy()
 	changed.Generation = 2
 	changed.Spec.Rules[0].Name = "renamed"
-	plan, _ := c.translate(clusterpolicy.Input{Policy: changed}, kyverno.NewStaticResolver(), opts)
+	plan, _ := c.translate(context.Background(), clusterpolicy.Input{Policy: changed}, kyverno.NewStaticResolver(), opts)
 	if plan.Rules[0].Rule != "renamed" {
 		t.Errorf("a new generation reused the old plan: rule %q", plan.Rules[0].Rule)
 	}
@@ -95,7 +97,7 @@ func TestPlanCacheIsBounded(t *testing.T) {
 	for i := range planCacheSize + 10 {
 		p := cachedPolicy()
 		p.Name = fmt.Sprintf("p-%d", i)
-		if _, err := c.translate(clusterpolicy.Input{Policy: p}, resolver, opts); err != nil {
+		if _, err := c.translate(context.Background(), clusterpolicy.Input{Policy: p}, resolver, opts); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -111,5 +113,68 @@ func TestPlanCacheIsBounded(t *testing.T) {
 	c.forget("p-20")
 	if _, ok := c.entries["p-20"]; ok || len(c.order) != planCacheSize-1 {
 		t.Error("forget left the plan behind")
+	}
+}
+
+// A reconciler asking for a plan that another is translating waits for it
+// and takes the stored plan; it gives up when its context ends.
+func TestPlanCacheWaitsForARunningTranslation(t *testing.T) {
+	var c planCache
+	resolver := kyverno.NewStaticResolver()
+	opts := translate.Options{GenerateValidatingAdmissionPolicy: true}
+	in := clusterpolicy.Input{Policy: cachedPolicy()}
+	key := planKey(in, opts)
+	run := &planRun{key: key, resolver: resolver, done: make(chan struct{})}
+	c.running = map[string]*planRun{"p": run}
+
+	got := make(chan translate.Plan, 1)
+	go func() {
+		plan, err := c.translate(context.Background(), in, resolver, opts)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- plan
+	}()
+	// The running translation stores a plan no translation of the input
+	// gives, then ends: the waiting reconciler must return that plan.
+	sentinel := translate.Plan{Policy: "stored-by-the-running-translation"}
+	c.mu.Lock()
+	c.entries = map[string]planEntry{"p": {key: key, resolver: resolver, plan: sentinel}}
+	c.order = []string{"p"}
+	delete(c.running, "p")
+	c.mu.Unlock()
+	close(run.done)
+	if plan := <-got; plan.Policy != sentinel.Policy {
+		t.Errorf("the waiting reconciler translated again (plan of %q), want the running translation's plan", plan.Policy)
+	}
+
+	// A translation of another key is not waited for.
+	c.running = map[string]*planRun{"p": {key: "another", resolver: resolver, done: make(chan struct{})}}
+	c.entries = nil
+	plan, err := c.translate(context.Background(), in, resolver, opts)
+	if err != nil || len(plan.Rules) == 0 {
+		t.Errorf("with another key running: %d rules, %v; want a translation", len(plan.Rules), err)
+	}
+
+	// Waiting ends with the context.
+	c.running = map[string]*planRun{"p": {key: key, resolver: resolver, done: make(chan struct{})}}
+	c.entries = nil
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.translate(ctx, in, resolver, opts); !errors.Is(err, context.Canceled) {
+		t.Errorf("waiting with a cancelled context: %v, want context.Canceled", err)
+	}
+}
+
+// A cancelled translation stores nothing and leaves no run behind.
+func TestPlanCacheCancelledTranslation(t *testing.T) {
+	var c planCache
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.translate(ctx, clusterpolicy.Input{Policy: cachedPolicy()}, kyverno.NewStaticResolver(), translate.Options{GenerateValidatingAdmissionPolicy: true}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("translating with a cancelled context: %v, want context.Canceled", err)
+	}
+	if len(c.entries) != 0 || len(c.running) != 0 {
+		t.Errorf("a cancelled translation left %d entries and %d runs", len(c.entries), len(c.running))
 	}
 }

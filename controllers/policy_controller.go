@@ -77,7 +77,7 @@ func (r *NamespacedPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{}, fmt.Errorf("listing PolicyExceptions: %w", err)
 	}
 	input, resolver, opts := clusterpolicy.PolicyInput(policy, exceptions.Items), r.Resolvers.Resolver(), translationOptions(r.Options, r.Config)
-	plan, err := translate.Translate(input, resolver, opts)
+	plan, err := translate.TranslateContext(ctx, input, resolver, opts)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -4,6 +4,7 @@
 package translate
 
 import (
+	"context"
 	"sort"
 	"strconv"
 
@@ -27,16 +28,27 @@ import (
 // deterministic. The only error is a nil policy; everything else is
 // reported per rule in the Plan.
 func Translate(in clusterpolicy.Input, resolver kyverno.KindResolver, opts Options) (Plan, error) {
+	return TranslateContext(context.Background(), in, resolver, opts)
+}
+
+// TranslateContext is Translate, abandoned with ctx's error once ctx is
+// done. Compiling a large classic policy type-checks hundreds of kilobytes
+// of CEL, seconds of CPU on a loaded node: a stopping manager must not
+// wait for it. The context is read between rules and their variants.
+func TranslateContext(ctx context.Context, in clusterpolicy.Input, resolver kyverno.KindResolver, opts Options) (Plan, error) {
 	lowering, err := clusterpolicy.New(in, resolver, clusterpolicy.Options{CompatibilityVersion: opts.CompatibilityVersion, KyvernoConfig: opts.KyvernoConfig})
 	if err != nil {
 		return Plan{}, err
 	}
-	t := &translation{lowering: lowering, policy: lowering.Policy(), namespace: in.Namespace, resolver: lowering.Resolver(), opts: opts}
-	return t.run(), nil
+	t := &translation{ctx: ctx, lowering: lowering, policy: lowering.Policy(), namespace: in.Namespace, resolver: lowering.Resolver(), opts: opts}
+	return t.run()
 }
 
 // translation is the state of one Translate or TranslatePolicy call.
 type translation struct {
+	// ctx abandons a Translate (TranslateContext). TranslatePolicy, whose
+	// rules are CEL already, has none.
+	ctx context.Context
 	// lowering, policy and namespace are a ClusterPolicy's (Translate).
 	lowering *clusterpolicy.Lowering
 	policy   *kyvernov1.ClusterPolicy
@@ -49,18 +61,24 @@ type translation struct {
 	plan      Plan
 }
 
-func (t *translation) run() Plan {
+func (t *translation) run() (Plan, error) {
 	t.plan.Policy = t.lowering.Key()
 	t.plan.Warnings = t.lowering.Warnings()
 	for i := range t.policy.Spec.Rules {
+		if err := t.ctx.Err(); err != nil {
+			return Plan{}, err
+		}
 		t.plan.Rules = append(t.plan.Rules, t.rule(i)...)
+	}
+	if err := t.ctx.Err(); err != nil {
+		return Plan{}, err
 	}
 	sort.Slice(t.plan.ValidatingAdmissionPolicies, func(i, j int) bool {
 		return t.plan.ValidatingAdmissionPolicies[i].Name < t.plan.ValidatingAdmissionPolicies[j].Name
 	})
 	sort.Slice(t.plan.Bindings, func(i, j int) bool { return t.plan.Bindings[i].Name < t.plan.Bindings[j].Name })
 	t.plan.Warnings = append(t.plan.Warnings, CostWarnings(&t.plan)...)
-	return t.plan
+	return t.plan, nil
 }
 
 // rule translates rule i of the policy: what Kyverno makes of it
@@ -88,6 +106,10 @@ func (t *translation) rule(i int) []RuleResult {
 	}
 	var results []RuleResult
 	for _, o := range t.lowering.Lower(screened) {
+		if t.ctx.Err() != nil {
+			// run returns the error before the plan is used.
+			break
+		}
 		t.plan.Warnings = append(t.plan.Warnings, o.Warnings...)
 		results = append(results, t.result(&o))
 	}

@@ -242,6 +242,24 @@ func startManagerBinary(t *testing.T, bin, kubeconfig string, webhookPort int, a
 		m.printLog(t)
 		t.Fatalf("the manager never became ready: %v", err)
 	}
+	// The metrics server listens once its authentication filter is built,
+	// which may be after readiness: readiness is about admission, and a
+	// scraper retries.
+	err = controlplane.Eventually(context.Background(), 2*time.Minute, func(ctx context.Context) (bool, error) {
+		if m.cmd.ProcessState != nil {
+			return false, errors.New("the manager exited")
+		}
+		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", m.metricsAddr)
+		if err != nil {
+			return false, err
+		}
+		conn.Close()
+		return true, nil
+	})
+	if err != nil {
+		m.printLog(t)
+		t.Fatalf("the metrics server never listened: %v", err)
+	}
 	return m
 }
 
