@@ -21,22 +21,27 @@ type Compiled struct {
 	Violates string
 }
 
-// Compile compiles a podSecurity subrule on the pod. An exclusion is
-// refused: Kyverno removes a control's field errors by re-evaluating the
-// checks on a copy of the pod (pkg/pss ApplyPodSecurityExclusion), which
-// kyvap does not compile yet.
+// Compile compiles a podSecurity subrule on the pod, with its exclusions
+// (exclusions.go); those kyvap does not compile are refused by name.
 func Compile(ps *kyvernov1.PodSecurity, pod Pod) (Compiled, *model.Refusal) {
 	profile, fl := ParseProfile(ps.Level, ps.Version)
 	if fl != nil {
 		return Compiled{}, fl
 	}
-	if len(ps.Exclude) > 0 {
-		return Compiled{}, model.Refuse(model.ReasonPodSecurityNotExpressible, "podSecurity exclude (control %q): Kyverno removes the control's field errors by evaluating the checks again on a copy of the pod, which kyvap does not compile yet", ps.Exclude[0].ControlName)
+	if fl := checkExclusions(profile.Level, ps.Exclude); fl != nil {
+		return Compiled{}, fl
 	}
 	checks := Checks(profile)
 	violated := make([]string, len(checks))
-	for i, c := range checks {
-		violated[i] = c.violated(bound{})
+	for i := range checks {
+		if excludes := exclusionsOf(checks[i].ID, ps.Exclude); len(excludes) > 0 {
+			excluded, ok := excludedCheck(checks[i].ID, checks[i].Minor, excludes)
+			if !ok {
+				return Compiled{}, model.Refuse(model.ReasonPodSecurityNotExpressible, "podSecurity exclude (control %q): check %s has no compiled exclusion", excludes[0].ControlName, checks[i].ID)
+			}
+			checks[i].violated = excluded
+		}
+		violated[i] = checks[i].violated(bound{})
 	}
 	return Compiled{Profile: profile, Checks: checks, Violates: pod.bind(anyOf(violated...))}, nil
 }

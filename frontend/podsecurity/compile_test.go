@@ -7,12 +7,14 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	"github.com/kyvap/kyvap/model"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -87,11 +89,68 @@ func TestChecksAsKyvernoSelectsThem(t *testing.T) {
 	}
 }
 
+// TestCompileRefusesExclusions: what Kyverno's policy validation rejects,
+// and the controls whose checks read the pod's and the containers' fields
+// together, are refused, naming the exclusion and why.
 func TestCompileRefusesExclusions(t *testing.T) {
 	pod, _ := PodOf("object", "Pod")
-	_, fl := Compile(&kyvernov1.PodSecurity{Level: "baseline", Version: "latest", Exclude: []kyvernov1.PodSecurityStandard{{ControlName: "Host Ports"}}}, pod)
-	if fl == nil || !strings.Contains(fl.Message, `podSecurity exclude (control "Host Ports")`) {
-		t.Errorf("an exclusion is not refused by name: %v", fl)
+	type std = kyvernov1.PodSecurityStandard
+	for _, c := range []struct {
+		level   string
+		exclude std
+		want    string
+	}{
+		{"baseline", std{ControlName: "Host Ports"}, `exclude[0] (control "Host Ports"): a container-level control needs images`},
+		{"baseline", std{ControlName: "Sysctls", Images: []string{"*"}}, `exclude[0] (control "Sysctls"): a pod-level control takes no images`},
+		{"baseline", std{ControlName: "Sysctls", RestrictedField: "spec.securityContext.sysctls[*].name"}, "restrictedField without values"},
+		{"baseline", std{ControlName: "Sysctls", Values: []string{"x"}}, "values without restrictedField"},
+		{"baseline", std{ControlName: "Volume Types"}, "a restricted control at level baseline"},
+		{"baseline", std{ControlName: "Host Pots"}, `(control "Host Pots"): no such control`},
+		{"restricted", std{ControlName: "Seccomp", Images: []string{"*"}}, `(control "Seccomp"): its checks read the pod's fields and its containers' together`},
+		{"restricted", std{ControlName: "Running as Non-root"}, `(control "Running as Non-root"): its checks read`},
+		{"baseline", std{ControlName: "AppArmor"}, `(control "AppArmor"): its checks read`},
+	} {
+		_, fl := Compile(&kyvernov1.PodSecurity{Level: c.level, Version: "latest", Exclude: []std{{ControlName: "Host Namespaces"}, c.exclude}}, pod)
+		if fl == nil || fl.Reason != model.ReasonPodSecurityNotExpressible || !strings.Contains(fl.Message, strings.Replace(c.want, "exclude[0]", "exclude[1]", 1)) {
+			t.Errorf("%s %+v: %v; want refused with %q", c.level, c.exclude, fl, c.want)
+		}
+	}
+}
+
+// TestCompileExclusions: the forms compiled, each changing the predicate
+// of its control's checks only.
+func TestCompileExclusions(t *testing.T) {
+	pod, _ := PodOf("object", "Pod")
+	type std = kyvernov1.PodSecurityStandard
+	plain, fl := Compile(&kyvernov1.PodSecurity{Level: "restricted", Version: "latest"}, pod)
+	if fl != nil {
+		t.Fatal(fl.Message)
+	}
+	for _, c := range []struct {
+		exclude std
+		checks  []string
+	}{
+		{std{ControlName: "Host Namespaces"}, []string{"hostNamespaces"}},
+		{std{ControlName: "HostPath Volumes"}, []string{"hostPathVolumes"}},
+		{std{ControlName: "Sysctls"}, []string{"sysctls"}},
+		{std{ControlName: "Volume Types"}, []string{"restrictedVolumes"}},
+		{std{ControlName: "Privileged Containers", Images: []string{"*"}}, []string{"privileged"}},
+		{std{ControlName: "Host Ports", Images: []string{"*"}}, []string{"hostPorts"}},
+		{std{ControlName: "/proc Mount Type", Images: []string{"*"}}, []string{"procMount"}},
+		{std{ControlName: "Capabilities", Images: []string{"*"}}, []string{"capabilities_baseline", "capabilities_restricted"}},
+		{std{ControlName: "Privilege Escalation", Images: []string{"*"}}, []string{"allowPrivilegeEscalation"}},
+	} {
+		excluded, fl := Compile(&kyvernov1.PodSecurity{Level: "restricted", Version: "latest", Exclude: []std{c.exclude}}, pod)
+		if fl != nil {
+			t.Errorf("%+v: refused: %s", c.exclude, fl.Message)
+			continue
+		}
+		for i, check := range excluded.Checks {
+			changed := check.Violated(pod) != plain.Checks[i].Violated(pod)
+			if changed != slices.Contains(c.checks, check.ID) {
+				t.Errorf("%+v: check %s changed: %v", c.exclude, check.ID, changed)
+			}
+		}
 	}
 }
 
@@ -104,15 +163,28 @@ func TestPodOfUnknownKind(t *testing.T) {
 // TestCompiledGolden: the compiled predicate of each case, byte for byte
 // (go test -update rewrites testdata).
 func TestCompiledGolden(t *testing.T) {
-	for _, c := range []struct{ level, version, kind string }{
-		{"baseline", "latest", "Pod"},
-		{"restricted", "v1.24", "CronJob"},
-		{"restricted", "latest", "Deployment"},
+	type std = kyvernov1.PodSecurityStandard
+	for _, c := range []struct {
+		level, version, kind, name string
+		exclude                    []std
+	}{
+		{level: "baseline", version: "latest", kind: "Pod"},
+		{level: "restricted", version: "v1.24", kind: "CronJob"},
+		{level: "restricted", version: "latest", kind: "Deployment"},
+		{level: "restricted", version: "latest", kind: "Pod", name: "-exclusions", exclude: []std{
+			{ControlName: "Host Namespaces", RestrictedField: "spec.hostNetwork", Values: []string{"true"}},
+			{ControlName: "HostPath Volumes", RestrictedField: "spec.volumes[*].hostPath", Values: []string{"/var/log*"}},
+			{ControlName: "Sysctls"},
+			{ControlName: "Volume Types", RestrictedField: "spec.volumes[*].hostPath", Values: []string{"*"}},
+			{ControlName: "Host Ports", Images: []string{"nginx:*"}, RestrictedField: "spec.containers[*].ports[*].hostPort", Values: []string{"80"}},
+			{ControlName: "Capabilities", Images: []string{"*"}},
+			{ControlName: "Privilege Escalation", Images: []string{"ghcr.io/*"}},
+		}},
 	} {
-		name := c.level + "-" + c.version + "-" + c.kind
+		name := c.level + "-" + c.version + "-" + c.kind + c.name
 		t.Run(name, func(t *testing.T) {
 			pod, _ := PodOf("object", c.kind)
-			compiled, fl := Compile(&kyvernov1.PodSecurity{Level: c.level, Version: c.version}, pod)
+			compiled, fl := Compile(&kyvernov1.PodSecurity{Level: c.level, Version: c.version, Exclude: c.exclude}, pod)
 			if fl != nil {
 				t.Fatal(fl.Message)
 			}
