@@ -79,7 +79,7 @@ func TestPodSecurityKindsInSeveralPlacesRefused(t *testing.T) {
 // TestPodSecurityRefusals: what has no exact form yet is refused by name,
 // and Kyverno enforces the rule.
 func TestPodSecurityRefusals(t *testing.T) {
-	exclusion := kyvernov1.PodSecurity{Level: "restricted", Exclude: []kyvernov1.PodSecurityStandard{{ControlName: "Seccomp", Images: []string{"nginx"}}}}
+	exclusion := kyvernov1.PodSecurity{Level: "restricted", Exclude: []kyvernov1.PodSecurityStandard{{ControlName: "AppArmor"}}}
 	exception := kyvernov2.PolicyException{
 		ObjectMeta: metav1.ObjectMeta{Name: "ports", Namespace: "default"},
 		Spec: kyvernov2.PolicyExceptionSpec{
@@ -92,7 +92,7 @@ func TestPodSecurityRefusals(t *testing.T) {
 		in   Input
 		want string
 	}{
-		"exclusion":      {Input{Policy: podSecurityPolicy([]string{"Pod"}, exclusion)}, `podSecurity exclude[0] (control "Seccomp")`},
+		"exclusion":      {Input{Policy: podSecurityPolicy([]string{"Pod"}, exclusion)}, `podSecurity exclude[0] (control "AppArmor")`},
 		"exception":      {Input{Policy: podSecurityPolicy([]string{"Pod"}, kyvernov1.PodSecurity{Level: "baseline"}), Exceptions: []kyvernov2.PolicyException{exception}}, "PolicyException default/ports has podSecurity controls"},
 		"kind":           {Input{Policy: podSecurityPolicy([]string{"ConfigMap"}, kyvernov1.PodSecurity{Level: "baseline"})}, `podSecurity on kind "ConfigMap"`},
 		"version":        {Input{Policy: podSecurityPolicy([]string{"Pod"}, kyvernov1.PodSecurity{Level: "baseline", Version: "v1.18"})}, `podSecurity version "v1.18"`},

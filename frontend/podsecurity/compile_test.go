@@ -106,13 +106,27 @@ func TestCompileRefusesExclusions(t *testing.T) {
 		{"baseline", std{ControlName: "Sysctls", Values: []string{"x"}}, "values without restrictedField"},
 		{"baseline", std{ControlName: "Volume Types"}, "a restricted control at level baseline"},
 		{"baseline", std{ControlName: "Host Pots"}, `(control "Host Pots"): no such control`},
-		{"restricted", std{ControlName: "Seccomp", Images: []string{"*"}}, `(control "Seccomp"): its checks read the pod's fields and its containers' together`},
-		{"restricted", std{ControlName: "Running as Non-root"}, `(control "Running as Non-root"): its checks read`},
-		{"baseline", std{ControlName: "AppArmor"}, `(control "AppArmor"): its checks read`},
+		{"baseline", std{ControlName: "AppArmor"}, `(control "AppArmor"): its errors name annotations`},
 	} {
 		_, fl := Compile(&kyvernov1.PodSecurity{Level: c.level, Version: "latest", Exclude: []std{{ControlName: "Host Namespaces"}, c.exclude}}, pod)
 		if fl == nil || fl.Reason != model.ReasonPodSecurityNotExpressible || !strings.Contains(fl.Message, strings.Replace(c.want, "exclude[0]", "exclude[1]", 1)) {
 			t.Errorf("%s %+v: %v; want refused with %q", c.level, c.exclude, fl, c.want)
+		}
+	}
+}
+
+// TestCompileRefusesMixedExclusions: exclusions with images and without
+// of a control whose container errors read the pod's fields are refused.
+func TestCompileRefusesMixedExclusions(t *testing.T) {
+	pod, _ := PodOf("object", "Pod")
+	type std = kyvernov1.PodSecurityStandard
+	for _, control := range []string{"Seccomp", "Running as Non-root"} {
+		_, fl := Compile(&kyvernov1.PodSecurity{Level: "restricted", Version: "latest", Exclude: []std{{ControlName: control, Images: []string{"*"}}, {ControlName: control}}}, pod)
+		if fl == nil || !strings.Contains(fl.Message, "exclusions with images and without (exclude[1])") {
+			t.Errorf("%s with and without images: %v", control, fl)
+		}
+		if _, fl := Compile(&kyvernov1.PodSecurity{Level: "restricted", Version: "latest", Exclude: []std{{ControlName: control, Images: []string{"*"}}, {ControlName: "Running as Non-root user"}}}, pod); fl != nil {
+			t.Errorf("%s with images beside another control: refused: %s", control, fl.Message)
 		}
 	}
 }
@@ -139,6 +153,12 @@ func TestCompileExclusions(t *testing.T) {
 		{std{ControlName: "/proc Mount Type", Images: []string{"*"}}, []string{"procMount"}},
 		{std{ControlName: "Capabilities", Images: []string{"*"}}, []string{"capabilities_baseline", "capabilities_restricted"}},
 		{std{ControlName: "Privilege Escalation", Images: []string{"*"}}, []string{"allowPrivilegeEscalation"}},
+		{std{ControlName: "Seccomp"}, []string{"seccompProfile_baseline", "seccompProfile_restricted"}},
+		{std{ControlName: "Seccomp", Images: []string{"*"}}, []string{"seccompProfile_baseline", "seccompProfile_restricted"}},
+		{std{ControlName: "Running as Non-root"}, []string{"runAsNonRoot"}},
+		{std{ControlName: "Running as Non-root user", Images: []string{"*"}}, []string{"runAsUser"}},
+		{std{ControlName: "SELinux"}, []string{"seLinuxOptions"}},
+		{std{ControlName: "HostProcess", Images: []string{"*"}}, []string{"windowsHostProcess"}},
 	} {
 		excluded, fl := Compile(&kyvernov1.PodSecurity{Level: "restricted", Version: "latest", Exclude: []std{c.exclude}}, pod)
 		if fl != nil {

@@ -5,6 +5,7 @@ package podsecurity
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
@@ -30,11 +31,10 @@ import (
 //     no other field. A container-level error there removes an error of
 //     the same field of the container of the same name.
 //
-// Compiled: the pod-level controls without images and the
-// container-level controls with images, those whose checks read a
-// container without the pod's own fields. Refused by name: the controls
-// whose checks read both (AppArmor, HostProcess, Running as Non-root,
-// Running as Non-root user, Seccomp, SELinux), and what Kyverno's policy
+// Compiled: every control but AppArmor, with each check's errors as the
+// fork writes them, in the pod and in each copy. Refused by name:
+// AppArmor, exclusions with and without images of a control whose
+// container errors depend on the pod's fields, and what Kyverno's policy
 // validation rejects.
 
 // controlChecks are the checks of each control (pkg/pss/utils
@@ -89,12 +89,23 @@ func checkExclusions(level string, excludes []kyvernov1.PodSecurityStandard) *mo
 			return where("values without restrictedField (Kyverno's policy validation rejects it)")
 		case level == LevelBaseline && slices.Contains(restrictedControls, e.ControlName):
 			return where("a restricted control at level baseline (Kyverno's policy validation rejects it)")
-		case !slices.Contains(podLevelControls, e.ControlName) && !slices.Contains(containerLevelControls, e.ControlName):
-			return where("its checks read the pod's fields and its containers' together, and Kyverno's exclusion evaluates them on a copy of the pod whose errors are not the pod's own: not compiled yet")
+		case e.ControlName == "AppArmor":
+			return where("its errors name annotations, whose keys Kyverno's field normalisation rewrites (digits become *): not compiled yet")
+		}
+		if slices.Contains(contextControls, e.ControlName) {
+			for j, other := range excludes {
+				if other.ControlName == e.ControlName && (len(other.Images) == 0) != (len(e.Images) == 0) {
+					return where("exclusions with images and without (exclude[%d]) of a control whose container errors depend on the pod's fields: Kyverno removes the errors one by one in an order that decides the verdict, not compiled", j)
+				}
+			}
 		}
 	}
 	return nil
 }
+
+// contextControls are the controls whose container errors depend on the
+// pod's own fields (runAsNonRoot, seccompProfile).
+var contextControls = []string{"Running as Non-root", "Seccomp"}
 
 // exclusionsOf are the exclusions of the check's control.
 func exclusionsOf(checkID string, excludes []kyvernov1.PodSecurityStandard) []kyvernov1.PodSecurityStandard {
@@ -138,8 +149,325 @@ func excludedCheck(checkID string, minor int, excludes []kyvernov1.PodSecuritySt
 		return exceptOnWindowsFrom25(func(p bound) string { return perContainer(p, excludes, capabilitiesRestrictedErrors) }), true
 	case "allowPrivilegeEscalation":
 		return exceptOnWindowsFrom25(func(p bound) string { return perContainer(p, excludes, allowPrivilegeEscalationErrors) }), true
+	case "runAsUser":
+		return func(p bound) string { return runAsUserExcluded(p, excludes) }, true
+	case "windowsHostProcess":
+		return func(p bound) string { return windowsHostProcessExcluded(p, excludes) }, true
+	case "seLinuxOptions":
+		allowed := seLinuxTypesV1Dot0
+		if minor >= 31 {
+			allowed = append(append([]string(nil), seLinuxTypesV1Dot0...), "container_engine_t")
+		}
+		return func(p bound) string { return seLinuxOptionsExcluded(p, allowed, excludes) }, true
+	case "seccompProfile_baseline":
+		return func(p bound) string { return seccompProfileBaselineExcluded(p, excludes) }, true
+	case "seccompProfile_restricted":
+		return exceptOnWindowsFrom25(func(p bound) string { return seccompProfileRestrictedExcluded(p, excludes) }), true
+	case "runAsNonRoot":
+		return func(p bound) string { return runAsNonRootExcluded(p, excludes) }, true
 	}
 	return nil, false
+}
+
+// withImages and withoutImages split a control's exclusions by their
+// copy of the pod.
+func withImages(excludes []kyvernov1.PodSecurityStandard) []kyvernov1.PodSecurityStandard {
+	var out []kyvernov1.PodSecurityStandard
+	for _, e := range excludes {
+		if len(e.Images) > 0 {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func withoutImages(excludes []kyvernov1.PodSecurityStandard) []kyvernov1.PodSecurityStandard {
+	var out []kyvernov1.PodSecurityStandard
+	for _, e := range excludes {
+		if len(e.Images) == 0 {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// podError is a pod-level error: where it holds, its field and what makes
+// an exclusion's bad values qualify.
+type podError struct {
+	holds, field string
+	qualifies    func(e kyvernov1.PodSecurityStandard) string
+}
+
+// constantBadValue qualifies by a constant bad value.
+func constantBadValue(badValue string) func(kyvernov1.PodSecurityStandard) string {
+	return func(e kyvernov1.PodSecurityStandard) string {
+		if constantQualifies(e, badValue) {
+			return "true"
+		}
+		return "false"
+	}
+}
+
+// stringBadValue qualifies by a string bad value read from the pod.
+func stringBadValue(value string) func(kyvernov1.PodSecurityStandard) string {
+	return func(e kyvernov1.PodSecurityStandard) string { return stringQualifies(e, value) }
+}
+
+// podErrorsRemain holds where a pod-level error remains: the copy without
+// images has the pod's own pod-level fields, so its same error, where it
+// qualifies, removes it; the copy with images has no pod-level field and
+// no pod-level error.
+func podErrorsRemain(errors []podError, excludes []kyvernov1.PodSecurityStandard) string {
+	var remain []string
+	for _, pe := range errors {
+		var removed []string
+		for _, e := range withoutImages(excludes) {
+			if !fieldSelected(e, pe.field) {
+				continue
+			}
+			if q := pe.qualifies(e); q != "false" {
+				removed = append(removed, q)
+			}
+		}
+		switch {
+		case len(removed) == 0:
+			remain = append(remain, pe.holds)
+		case !slices.Contains(removed, "true"):
+			remain = append(remain, "("+pe.holds+" && !"+anyOf(removed...)+")")
+		}
+	}
+	if len(remain) == 0 {
+		return "false"
+	}
+	return anyOf(remain...)
+}
+
+// runAsUserExcluded: the pod's and each container's runAsUser 0 (bad
+// value 0); a container's error does not depend on the pod's fields, and
+// the empty container of the copy without images has none.
+func runAsUserExcluded(p bound, excludes []kyvernov1.PodSecurityStandard) string {
+	return anyOf(
+		podErrorsRemain([]podError{{holds: p.spec("securityContext", "runAsUser").is("== 0"), field: "spec.securityContext.runAsUser", qualifies: constantBadValue("0")}}, excludes),
+		perContainer(p, withImages(excludes), func() []containerErrors {
+			return []containerErrors{constantContainerError("securityContext.runAsUser", "== 0", "0")}
+		}),
+	)
+}
+
+// windowsHostProcessExcluded: the pod's and each container's
+// windowsOptions.hostProcess true (bad value true).
+func windowsHostProcessExcluded(p bound, excludes []kyvernov1.PodSecurityStandard) string {
+	return anyOf(
+		podErrorsRemain([]podError{{holds: p.spec("securityContext", "windowsOptions", "hostProcess").is("== true"), field: "spec.securityContext.windowsOptions.hostProcess", qualifies: constantBadValue("true")}}, excludes),
+		perContainer(p, withImages(excludes), func() []containerErrors {
+			return []containerErrors{constantContainerError("securityContext.windowsOptions.hostProcess", "== true", "true")}
+		}),
+	)
+}
+
+// constantContainerError is a container error where the field compares
+// as given, with a constant bad value.
+func constantContainerError(path, comparison, badValue string) containerErrors {
+	at := func(y string) field { return of(y, strings.Split(path, ".")...) }
+	return containerErrors{
+		field:  path,
+		errors: func(y string) string { return count(at(y).is(comparison)) },
+		qualifying: func(y string, e kyvernov1.PodSecurityStandard) string {
+			if !constantQualifies(e, badValue) {
+				return "0"
+			}
+			return count(at(y).is(comparison))
+		},
+	}
+}
+
+// seLinuxOptionsExcluded: of the pod's and each container's set
+// seLinuxOptions, a type outside the allowed ones, a user and a role are
+// an error each, of its own field, the value as bad value.
+func seLinuxOptionsExcluded(p bound, allowedTypes []string, excludes []kyvernov1.PodSecurityStandard) string {
+	errorsOf := func(options field) []podError {
+		child := func(name string) field {
+			return field{options.base, append(append([]string(nil), options.path...), name)}
+		}
+		return []podError{
+			{holds: "(" + options.set() + " && !(" + child("type").stringOr() + " in " + quotedSet(allowedTypes...) + "))", field: "type", qualifies: stringBadValue(child("type").stringOr())},
+			{holds: "(" + options.set() + " && " + child("user").stringOr() + " != '')", field: "user", qualifies: stringBadValue(child("user").stringOr())},
+			{holds: "(" + options.set() + " && " + child("role").stringOr() + " != '')", field: "role", qualifies: stringBadValue(child("role").stringOr())},
+		}
+	}
+	pod := errorsOf(p.spec("securityContext", "seLinuxOptions"))
+	for i := range pod {
+		pod[i].field = "spec.securityContext.seLinuxOptions." + pod[i].field
+	}
+	containers := func() []containerErrors {
+		var out []containerErrors
+		for _, name := range []string{"type", "user", "role"} {
+			out = append(out, containerErrors{
+				field: "securityContext.seLinuxOptions." + name,
+				errors: func(y string) string {
+					for _, pe := range errorsOf(containerSecurityContext(y, "seLinuxOptions")) {
+						if pe.field == name {
+							return count(pe.holds)
+						}
+					}
+					return "0"
+				},
+				qualifying: func(y string, e kyvernov1.PodSecurityStandard) string {
+					for _, pe := range errorsOf(containerSecurityContext(y, "seLinuxOptions")) {
+						if pe.field == name {
+							return count(pe.holds + " && " + pe.qualifies(e))
+						}
+					}
+					return "0"
+				},
+			})
+		}
+		return out
+	}
+	return anyOf(podErrorsRemain(pod, excludes), perContainer(p, withImages(excludes), containers))
+}
+
+// seccompType is a seccompProfile's type, "" where unset.
+func seccompType(profile field) string {
+	return field{profile.base, append(append([]string(nil), profile.path...), "type")}.stringOr()
+}
+
+// seccompProfileBaselineExcluded: the pod's and each container's set
+// seccompProfile with a type other than RuntimeDefault and Localhost, the
+// type as bad value (none where empty).
+func seccompProfileBaselineExcluded(p bound, excludes []kyvernov1.PodSecurityStandard) string {
+	pod := p.spec("securityContext", "seccompProfile")
+	invalid := func(profile field) string { return "(" + profile.set() + " && !" + validSeccomp(profile) + ")" }
+	return anyOf(
+		podErrorsRemain([]podError{{holds: invalid(pod), field: "spec.securityContext.seccompProfile.type", qualifies: stringBadValue(seccompType(pod))}}, excludes),
+		perContainer(p, withImages(excludes), func() []containerErrors {
+			return []containerErrors{{
+				field:  "securityContext.seccompProfile.type",
+				errors: func(y string) string { return count(invalid(containerSecurityContext(y, "seccompProfile"))) },
+				qualifying: func(y string, e kyvernov1.PodSecurityStandard) string {
+					profile := containerSecurityContext(y, "seccompProfile")
+					return count(invalid(profile) + " && " + stringQualifies(e, seccompType(profile)))
+				},
+			}}
+		}),
+	)
+}
+
+// seccompProfileRestrictedExcluded: as the baseline's ("explicit"
+// errors), and a container without a seccompProfile where the pod has no
+// valid one ("implicit": drop required, no bad value). The check's errors
+// are its explicit ones where it has any, else its implicit ones: in the
+// pod and in each copy. The copy without images keeps the pod's fields
+// and has one empty container (an implicit error of containers[*] where
+// the pod's profile is not valid); the copy with images has the matching
+// containers and no pod profile. Exclusions of both kinds of one control
+// are refused (checkExclusions).
+func seccompProfileRestrictedExcluded(p bound, excludes []kyvernov1.PodSecurityStandard) string {
+	pod := p.spec("securityContext", "seccompProfile")
+	podInvalid := "(" + pod.set() + " && !" + validSeccomp(pod) + ")"
+	podValid := "(" + pod.set() + " && " + validSeccomp(pod) + ")"
+	profile := func(y string) field { return containerSecurityContext(y, "seccompProfile") }
+	explicit := func(y string) string { return "(" + profile(y).set() + " && !" + validSeccomp(profile(y)) + ")" }
+	unset := func(y string) string { return "!" + profile(y).set() }
+	var anyExplicit []string
+	for _, kind := range containerKinds {
+		anyExplicit = append(anyExplicit, p.spec(kind).list()+".exists(x, "+explicit("x")+")")
+	}
+	hasExplicit := anyOf(append([]string{podInvalid}, anyExplicit...)...)
+	podPart := podErrorsRemain([]podError{{holds: podInvalid, field: "spec.securityContext.seccompProfile.type", qualifies: stringBadValue(seccompType(pod))}}, excludes)
+	images := withImages(excludes)
+	if len(images) > 0 {
+		explicitContainers := perContainer(p, images, func() []containerErrors {
+			return []containerErrors{{
+				field:  "securityContext.seccompProfile.type",
+				errors: func(y string) string { return count(explicit(y)) },
+				qualifying: func(y string, e kyvernov1.PodSecurityStandard) string {
+					return count(explicit(y) + " && " + stringQualifies(e, seccompType(profile(y))))
+				},
+			}}
+		})
+		implicitContainers := perContainer(p, images, func() []containerErrors {
+			return []containerErrors{{
+				field:      "securityContext.seccompProfile.type",
+				errors:     func(y string) string { return count("(" + unset(y) + " && !" + podValid + ")") },
+				qualifying: func(y string, _ kyvernov1.PodSecurityStandard) string { return count(unset(y)) },
+			}}
+		})
+		return "(" + hasExplicit + " ? " + anyOf(podPart, explicitContainers) + " : " + implicitContainers + ")"
+	}
+	// Without images, the copy's errors are the pod's error where the
+	// pod's profile is invalid, else the fake's implicit one where the pod
+	// has no valid profile: it removes one container error of either kind
+	// (the same field).
+	without := withoutImages(excludes)
+	explicitContainers := fakeContainerRemoves(p, without, "securityContext.seccompProfile.type", explicit, "!"+pod.set())
+	implicitContainers := fakeContainerRemoves(p, without, "securityContext.seccompProfile.type", func(y string) string {
+		return "(" + unset(y) + " && !" + podValid + ")"
+	}, "!"+podValid)
+	return "(" + hasExplicit + " ? " + anyOf(podPart, explicitContainers) + " : " + implicitContainers + ")"
+}
+
+// fakeContainerRemoves holds where a container error remains, for the
+// exclusions without images: each container of a list with the error
+// counts one (whatever its name: such an exclusion matches by field
+// only), and the copy's empty container "fake", a regular container, has
+// the error where fakeHas holds, with no bad value, so each exclusion
+// selecting containers[*]'s field removes one then.
+func fakeContainerRemoves(p bound, excludes []kyvernov1.PodSecurityStandard, path string, has func(y string) string, fakeHas string) string {
+	var failing []string
+	for _, kind := range containerKinds {
+		list := p.spec(kind).list()
+		removed := 0
+		if kind == "containers" {
+			for _, e := range excludes {
+				if fieldSelected(e, "spec.containers[*]."+path) {
+					removed++
+				}
+			}
+		}
+		if removed == 0 {
+			failing = append(failing, list+".exists(x, "+has("x")+")")
+			continue
+		}
+		failing = append(failing, "("+list+".filter(x, "+has("x")+").size() > ("+fakeHas+" ? "+strconv.Itoa(removed)+" : 0))")
+	}
+	return anyOf(failing...)
+}
+
+// runAsNonRootExcluded: the pod's runAsNonRoot false (bad value false);
+// a container's false (bad value false), or unset where the pod's is not
+// true (required, no bad value). The copy without images keeps the pod's
+// field and has one empty container; the copy with images has no pod
+// field, so its matching unset containers have the required error.
+func runAsNonRootExcluded(p bound, excludes []kyvernov1.PodSecurityStandard) string {
+	podField := p.spec("securityContext", "runAsNonRoot")
+	podTrue := podField.is("== true")
+	at := func(y string) field { return containerSecurityContext(y, "runAsNonRoot") }
+	explicitFalse := func(y string) string { return at(y).is("== false") }
+	unset := func(y string) string { return "!" + at(y).set() }
+	podPart := podErrorsRemain([]podError{{holds: podField.is("== false"), field: "spec.securityContext.runAsNonRoot", qualifies: constantBadValue("false")}}, excludes)
+	images := withImages(excludes)
+	if len(images) > 0 {
+		return anyOf(podPart, perContainer(p, images, func() []containerErrors {
+			return []containerErrors{{
+				field: "securityContext.runAsNonRoot",
+				errors: func(y string) string {
+					return count("(" + explicitFalse(y) + " || (" + unset(y) + " && !" + podTrue + "))")
+				},
+				qualifying: func(y string, e kyvernov1.PodSecurityStandard) string {
+					onFalse := "false"
+					if constantQualifies(e, "false") {
+						onFalse = "true"
+					}
+					return count("((" + explicitFalse(y) + " && " + onFalse + ") || " + unset(y) + ")")
+				},
+			}}
+		}))
+	}
+	// Without images, the fake's error (where the pod is not true) removes
+	// one container error, explicit or implicit (the same field).
+	has := func(y string) string { return "(" + explicitFalse(y) + " || (" + unset(y) + " && !" + podTrue + "))" }
+	return anyOf(podPart, fakeContainerRemoves(p, withoutImages(excludes), "securityContext.runAsNonRoot", has, "!"+podTrue))
 }
 
 // fieldSelected: the exclusion's restrictedField selects the
@@ -368,8 +696,10 @@ func privilegedErrors() []containerErrors {
 func hostPortsErrors() []containerErrors {
 	hostPort := of("port", "hostPort")
 	return []containerErrors{{
-		field:  "ports[*].hostPort",
-		errors: func(y string) string { return of(y, "ports").list() + ".filter(port, " + hostPort.is("!= 0") + ").size()" },
+		field: "ports[*].hostPort",
+		errors: func(y string) string {
+			return of(y, "ports").list() + ".filter(port, " + hostPort.is("!= 0") + ").size()"
+		},
 		qualifying: func(y string, e kyvernov1.PodSecurityStandard) string {
 			return of(y, "ports").list() + ".filter(port, " + hostPort.is("!= 0") + " && " + stringQualifies(e, "string("+hostPort.expr()+")") + ").size()"
 		},

@@ -60,6 +60,21 @@ func exclusionCases() []kyvernov1.PodSecurity {
 				std{ControlName: "HostPath Volumes"}),
 		)
 	}
+	for _, level := range []string{podsecurity.LevelBaseline, podsecurity.LevelRestricted} {
+		out = append(out,
+			byLevel(level, std{ControlName: "Seccomp"}),
+			byLevel(level, std{ControlName: "Seccomp", RestrictedField: "spec.securityContext.seccompProfile.type", Values: []string{"Unconfined"}}),
+			byLevel(level, std{ControlName: "Seccomp", RestrictedField: "spec.containers[*].securityContext.seccompProfile.type", Values: []string{"Unconfined"}}),
+			byLevel(level, std{ControlName: "Seccomp", Images: []string{"app-1*"}}),
+			byLevel(level, std{ControlName: "Seccomp", Images: all, RestrictedField: "spec.containers[*].securityContext.seccompProfile.type", Values: []string{"Unconfined"}}),
+			byLevel(level, std{ControlName: "SELinux"}),
+			byLevel(level, std{ControlName: "SELinux", Images: all}),
+			byLevel(level, std{ControlName: "SELinux", Images: all, RestrictedField: "spec.containers[*].securityContext.seLinuxOptions.type", Values: []string{"spc_t"}}),
+			byLevel(level, std{ControlName: "SELinux", RestrictedField: "spec.securityContext.seLinuxOptions.user", Values: []string{"u*"}}, std{ControlName: "SELinux", Images: []string{"app-2*"}}),
+			byLevel(level, std{ControlName: "HostProcess"}),
+			byLevel(level, std{ControlName: "HostProcess", Images: all}),
+		)
+	}
 	restricted := func(excludes ...std) kyvernov1.PodSecurity {
 		return byLevel(podsecurity.LevelRestricted, excludes...)
 	}
@@ -74,6 +89,17 @@ func exclusionCases() []kyvernov1.PodSecurity {
 		restricted(std{ControlName: "Privilege Escalation", Images: all}),
 		restricted(std{ControlName: "Privilege Escalation", Images: []string{"app-1*"}, RestrictedField: "spec.containers[*].securityContext.allowPrivilegeEscalation", Values: []string{"nil"}}),
 		restricted(std{ControlName: "Privilege Escalation", Images: all, RestrictedField: "spec.containers[*].securityContext.allowPrivilegeEscalation", Values: []string{"true"}}),
+		restricted(std{ControlName: "Running as Non-root"}),
+		restricted(std{ControlName: "Running as Non-root", RestrictedField: "spec.containers[*].securityContext.runAsNonRoot", Values: []string{"false"}}),
+		restricted(std{ControlName: "Running as Non-root"}, std{ControlName: "Running as Non-root", RestrictedField: "spec.securityContext.runAsNonRoot", Values: []string{"false"}}),
+		restricted(std{ControlName: "Running as Non-root", Images: []string{"app-2*"}}),
+		restricted(std{ControlName: "Running as Non-root", Images: all, RestrictedField: "spec.containers[*].securityContext.runAsNonRoot", Values: []string{"false"}}),
+		restricted(std{ControlName: "Running as Non-root user"}),
+		restricted(std{ControlName: "Running as Non-root user", Images: all}),
+		restricted(std{ControlName: "Running as Non-root user", RestrictedField: "spec.securityContext.runAsUser", Values: []string{"0"}}),
+		restricted(std{ControlName: "Seccomp"}, std{ControlName: "Running as Non-root"}, std{ControlName: "Capabilities", Images: all}, std{ControlName: "Privilege Escalation", Images: all}),
+		kyvernov1.PodSecurity{Level: podsecurity.LevelRestricted, Version: "v1.24", Exclude: []std{{ControlName: "Seccomp", Images: all}}},
+		kyvernov1.PodSecurity{Level: podsecurity.LevelBaseline, Version: "v1.30", Exclude: []std{{ControlName: "SELinux", Images: all}}},
 		kyvernov1.PodSecurity{Level: podsecurity.LevelRestricted, Version: "v1.24", Exclude: []std{{ControlName: "Privilege Escalation", Images: all}, {ControlName: "Capabilities", Images: all}}},
 		kyvernov1.PodSecurity{Level: podsecurity.LevelBaseline, Version: "v1.26", Exclude: []std{{ControlName: "Sysctls", RestrictedField: "spec.securityContext.sysctls[*].name", Values: []string{"net.ipv4.ip_local_reserved_ports"}}}},
 	)
@@ -83,7 +109,9 @@ func exclusionCases() []kyvernov1.PodSecurity {
 // exclusionPods are pods whose fields the exclusions select and miss:
 // containers of distinct images (app-1, app-2, init-1, debug-1), hostPorts
 // several per container, hostPath volumes of several paths, other volume
-// types, sysctls, capabilities, procMount and privilege escalation.
+// types, sysctls, capabilities, procMount, privilege escalation, seccomp
+// profiles and runAsNonRoot of the pod and of containers (valid, invalid,
+// unset), SELinux options, runAsUser 0 and hostProcess.
 func exclusionPods() []map[string]any {
 	container := func(name, image string, fields map[string]any) map[string]any {
 		c := map[string]any{"name": name, "image": image}
@@ -130,6 +158,12 @@ func exclusionPods() []map[string]any {
 		"escalation":     {container("a", "app-1:v1", sc(map[string]any{"runAsNonRoot": true})), container("b", "app-2:v2", sc(with(restrictedOK, map[string]any{"allowPrivilegeEscalation": true}))), container("c", "other:v1", nil)},
 		"escalation-one": {container("a", "app-1:v1", sc(with(restrictedOK, map[string]any{"allowPrivilegeEscalation": nil})))},
 		"restricted":     {container("a", "app-1:v1", sc(restrictedOK)), container("b", "app-2:v2", sc(restrictedOK))},
+		"seccomp-mixed":  {container("a", "app-1:v1", sc(with(restrictedOK, map[string]any{"seccompProfile": map[string]any{"type": "Unconfined"}}))), container("b", "app-2:v2", sc(map[string]any{"allowPrivilegeEscalation": false, "runAsNonRoot": true, "capabilities": map[string]any{"drop": []any{"ALL"}}}))},
+		"seccomp-unset":  {container("a", "app-1:v1", sc(map[string]any{"allowPrivilegeEscalation": false, "capabilities": map[string]any{"drop": []any{"ALL"}}})), container("b", "app-2:v2", nil)},
+		"nonroot-mixed":  {container("a", "app-1:v1", sc(with(restrictedOK, map[string]any{"runAsNonRoot": false}))), container("b", "app-2:v2", sc(map[string]any{"allowPrivilegeEscalation": false, "capabilities": map[string]any{"drop": []any{"ALL"}}, "seccompProfile": map[string]any{"type": "RuntimeDefault"}}))},
+		"selinux":        {container("a", "app-1:v1", sc(with(restrictedOK, map[string]any{"seLinuxOptions": map[string]any{"type": "spc_t"}}))), container("b", "app-2:v2", sc(with(restrictedOK, map[string]any{"seLinuxOptions": map[string]any{"role": "r", "type": "container_t"}})))},
+		"runasuser":      {container("a", "app-1:v1", sc(with(restrictedOK, map[string]any{"runAsUser": 0}))), container("b", "app-2:v2", sc(with(restrictedOK, map[string]any{"runAsUser": 1000})))},
+		"hostprocess":    {container("a", "app-1:v1", sc(with(restrictedOK, map[string]any{"windowsOptions": map[string]any{"hostProcess": true}}))), container("b", "app-2:v2", sc(restrictedOK))},
 	}
 	initSets := map[string][]any{
 		"none":       nil,
@@ -148,6 +182,12 @@ func exclusionPods() []map[string]any {
 		"sysctls":         {"securityContext": map[string]any{"runAsNonRoot": true, "seccompProfile": map[string]any{"type": "RuntimeDefault"}, "sysctls": []any{map[string]any{"name": "kernel.msgmax", "value": "1"}, map[string]any{"name": "net.core.somaxconn", "value": "1"}}}},
 		"sysctls-other":   {"securityContext": map[string]any{"sysctls": []any{map[string]any{"name": "kernel.msgmax", "value": "1"}, map[string]any{"name": "vm.swappiness", "value": "1"}, map[string]any{"name": "net.ipv4.ip_local_reserved_ports", "value": "1"}}}},
 		"restricted-pod":  {"securityContext": map[string]any{"runAsNonRoot": true, "seccompProfile": map[string]any{"type": "RuntimeDefault"}}},
+		"seccomp-pod-bad": {"securityContext": map[string]any{"runAsNonRoot": true, "seccompProfile": map[string]any{"type": "Unconfined"}}},
+		"seccomp-pod-nil": {"securityContext": map[string]any{"runAsNonRoot": true, "seccompProfile": map[string]any{}}},
+		"nonroot-false":   {"securityContext": map[string]any{"runAsNonRoot": false, "seccompProfile": map[string]any{"type": "RuntimeDefault"}}},
+		"selinux-pod":     {"securityContext": map[string]any{"seLinuxOptions": map[string]any{"type": "spc_t", "user": "u1"}}},
+		"runasuser-pod":   {"securityContext": map[string]any{"runAsUser": 0, "runAsNonRoot": true}},
+		"hostprocess-pod": {"securityContext": map[string]any{"windowsOptions": map[string]any{"hostProcess": true}}},
 	}
 	for _, p := range sortedKeys(podLevel) {
 		for _, c := range sortedKeys(containerSets) {
