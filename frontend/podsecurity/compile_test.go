@@ -116,17 +116,37 @@ func TestCompileRefusesExclusions(t *testing.T) {
 }
 
 // TestCompileRefusesMixedExclusions: exclusions with images and without
-// of a control whose container errors read the pod's fields are refused.
+// of a control whose container errors read the pod's fields are refused
+// where both select the containers' field, unless the one with images
+// removes every container's error.
 func TestCompileRefusesMixedExclusions(t *testing.T) {
 	pod, _ := PodOf("object", "Pod")
 	type std = kyvernov1.PodSecurityStandard
-	for _, control := range []string{"Seccomp", "Running as Non-root"} {
-		_, fl := Compile(&kyvernov1.PodSecurity{Level: "restricted", Version: "latest", Exclude: []std{{ControlName: control, Images: []string{"*"}}, {ControlName: control}}}, pod)
-		if fl == nil || !strings.Contains(fl.Message, "exclusions with images and without (exclude[1])") {
-			t.Errorf("%s with and without images: %v", control, fl)
+	for _, c := range []struct {
+		control, field string
+	}{
+		{"Seccomp", "spec.containers[*].securityContext.seccompProfile.type"},
+		{"Running as Non-root", "spec.containers[*].securityContext.runAsNonRoot"},
+	} {
+		compile := func(excludes ...std) *model.Refusal {
+			_, fl := Compile(&kyvernov1.PodSecurity{Level: "restricted", Version: "latest", Exclude: excludes}, pod)
+			return fl
 		}
-		if _, fl := Compile(&kyvernov1.PodSecurity{Level: "restricted", Version: "latest", Exclude: []std{{ControlName: control, Images: []string{"*"}}, {ControlName: "Running as Non-root user"}}}, pod); fl != nil {
-			t.Errorf("%s with images beside another control: refused: %s", control, fl.Message)
+		if fl := compile(std{ControlName: c.control}, std{ControlName: c.control, Images: []string{"app-*"}}); fl == nil || !strings.Contains(fl.Message, "with exclude[1], exclusions with images and without") {
+			t.Errorf("%s without images and with app-*: %v", c.control, fl)
+		}
+		if fl := compile(std{ControlName: c.control, Images: []string{"*"}, RestrictedField: c.field, Values: []string{"x"}}, std{ControlName: c.control, RestrictedField: c.field, Values: []string{"y"}}); fl == nil {
+			t.Errorf("%s with * selecting some values, and without images: not refused", c.control)
+		}
+		for name, excludes := range map[string][]std{
+			"with * and without":                 {{ControlName: c.control, Images: []string{"*"}}, {ControlName: c.control}},
+			"without and with *":                 {{ControlName: c.control}, {ControlName: c.control, Images: []string{"nginx", "*"}}},
+			"without on another field, with":     {{ControlName: c.control, RestrictedField: "spec.securityContext.x", Values: []string{"x"}}, {ControlName: c.control, Images: []string{"app-*"}}},
+			"with images beside another control": {{ControlName: c.control, Images: []string{"app-*"}}, {ControlName: "Running as Non-root user"}},
+		} {
+			if fl := compile(excludes...); fl != nil {
+				t.Errorf("%s %s: refused: %s", c.control, name, fl.Message)
+			}
 		}
 	}
 }

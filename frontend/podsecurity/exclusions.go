@@ -92,10 +92,10 @@ func checkExclusions(level string, excludes []kyvernov1.PodSecurityStandard) *mo
 		case e.ControlName == "AppArmor":
 			return where("its errors name annotations, whose keys Kyverno's field normalisation rewrites (digits become *): not compiled yet")
 		}
-		if slices.Contains(contextControls, e.ControlName) {
+		if field, ok := contextControls[e.ControlName]; ok && len(e.Images) == 0 && fieldSelected(e, "spec.containers[*]."+field) {
 			for j, other := range excludes {
-				if other.ControlName == e.ControlName && (len(other.Images) == 0) != (len(e.Images) == 0) {
-					return where("exclusions with images and without (exclude[%d]) of a control whose container errors depend on the pod's fields: Kyverno removes the errors one by one in an order that decides the verdict, not compiled", j)
+				if other.ControlName == e.ControlName && len(other.Images) > 0 && !removesEveryContainerError(other, field) {
+					return where("with exclude[%d], exclusions with images and without of a control whose container errors depend on the pod's fields, both selecting spec.containers[*].%s: Kyverno removes such errors one by one, by field without images and by container with, in an order that decides the verdict; not compiled", j, field)
 				}
 			}
 		}
@@ -104,8 +104,21 @@ func checkExclusions(level string, excludes []kyvernov1.PodSecurityStandard) *mo
 }
 
 // contextControls are the controls whose container errors depend on the
-// pod's own fields (runAsNonRoot, seccompProfile).
-var contextControls = []string{"Running as Non-root", "Seccomp"}
+// pod's own fields, with the field of those errors.
+var contextControls = map[string]string{
+	"Running as Non-root": "securityContext.runAsNonRoot",
+	"Seccomp":             "securityContext.seccompProfile.type",
+}
+
+// removesEveryContainerError: an exclusion with images removes every
+// error of the field of every container, whatever other exclusions
+// removed first, where its images include "*" and it selects every bad
+// value: its copy of the pod has every container, and a container's error
+// in the pod is its error in the copy too (the copy has no pod-level
+// field, so no pod-level value that spares a container).
+func removesEveryContainerError(e kyvernov1.PodSecurityStandard, field string) bool {
+	return slices.Contains(e.Images, "*") && len(e.Values) == 0 && e.RestrictedField == ""
+}
 
 // exclusionsOf are the exclusions of the check's control.
 func exclusionsOf(checkID string, excludes []kyvernov1.PodSecurityStandard) []kyvernov1.PodSecurityStandard {

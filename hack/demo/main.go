@@ -61,6 +61,9 @@ const (
 	adminUser          = "demo-admin"
 	devNamespace       = "demo-dev"
 	prodNamespace      = "demo-prod"
+	// podSecurityNamespace is where config/samples/pod-security-baseline.yaml
+	// applies.
+	podSecurityNamespace = "pod-security"
 )
 
 // Timeouts: generous, the machine may be shared.
@@ -716,12 +719,13 @@ func (d *demo) showAdmission(ctx context.Context) error {
 	for _, ns := range []*corev1.Namespace{
 		{ObjectMeta: metav1.ObjectMeta{Name: devNamespace}},
 		{ObjectMeta: metav1.ObjectMeta{Name: prodNamespace, Labels: map[string]string{"env": "prod"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: podSecurityNamespace}},
 	} {
 		if err := d.client.Create(ctx, ns); err != nil {
 			return err
 		}
 	}
-	d.printf("namespaces %s (no labels) and %s (env=prod) created", devNamespace, prodNamespace)
+	d.printf("namespaces %s (no labels), %s (env=prod) and %s created", devNamespace, prodNamespace, podSecurityNamespace)
 
 	latest := func(dep *appsv1.Deployment) *appsv1.Deployment {
 		dep.Spec.Template.Spec.Containers[0].Image = "nginx:latest"
@@ -754,7 +758,19 @@ func (d *demo) showAdmission(ctx context.Context) error {
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}},
 		}, want: denied, message: "team sandbox-7 is retired"},
 		{what: "a Deployment of the retired team legacy", object: withTeam(deployment(devNamespace, "legacy", 1), "legacy"), want: denied, message: "ValidatingAdmissionPolicy 'kyvap-block-retired-teams.autogen-retired-teams'"},
+		// A validate.podSecurity rule (baseline, with an exclusion of the
+		// ingress controller's hostPorts), compiled to CEL: the API server
+		// denies, for Pods and for a Deployment's pod template.
+		{what: "a hostNetwork Pod (Pod Security Standards, baseline)", object: pod(podSecurityNamespace, "host-network", func(spec *corev1.PodSpec) { spec.HostNetwork = true }), want: denied, message: "ValidatingAdmissionPolicy 'kyvap-pod-security-baseline.baseline'"},
+		{what: "a Pod with a hostPort", object: pod(podSecurityNamespace, "host-port", func(spec *corev1.PodSpec) {
+			spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8080, HostPort: 8080}}
+		}), want: denied, message: "ValidatingAdmissionPolicy 'kyvap-pod-security-baseline.baseline'"},
+		{what: "a privileged Deployment", object: withPrivileged(deployment(podSecurityNamespace, "privileged", 1)), want: denied, message: "ValidatingAdmissionPolicy 'kyvap-pod-security-baseline.autogen-baseline'"},
 		{what: "3 replicas, team=shop, nginx:1.27", object: deployment(prodNamespace, "web", 3), want: admitted, create: true},
+		{what: "the ingress controller's hostPort 80 (excluded by image)", object: pod(podSecurityNamespace, "ingress", func(spec *corev1.PodSpec) {
+			spec.Containers[0].Image = "registry.k8s.io/ingress-nginx/controller:v1.11.2"
+			spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 80}}
+		}), want: admitted},
 	}
 	w := d.table()
 	for _, c := range checks {
@@ -888,6 +904,22 @@ func withoutTeam(dep *appsv1.Deployment) *appsv1.Deployment {
 func withPrivilegedInit(dep *appsv1.Deployment) *appsv1.Deployment {
 	dep.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox:1.36", SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}}
 	return dep
+}
+
+// withPrivileged makes the Deployment's container privileged.
+func withPrivileged(dep *appsv1.Deployment) *appsv1.Deployment {
+	dep.Spec.Template.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+	return dep
+}
+
+// pod is a Pod that every sample policy accepts, changed by change.
+func pod(namespace, name string, change func(*corev1.PodSpec)) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{"team": "shop"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}},
+	}
+	change(&p.Spec)
+	return p
 }
 
 func deployment(namespace, name string, replicas int32) *appsv1.Deployment {

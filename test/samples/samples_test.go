@@ -50,6 +50,8 @@ var expected = map[string]struct {
 	"disallow-privileged-containers": {reason: controllers.ReasonAllRulesTranslated, generated: true},
 	// A classic validate.deny rule, compiled to CEL.
 	"block-retired-teams": {reason: controllers.ReasonAllRulesTranslated, generated: true},
+	// A validate.podSecurity rule with an exclusion, compiled to CEL.
+	"pod-security-baseline": {reason: controllers.ReasonAllRulesTranslated, generated: true},
 }
 
 var cp *controlplane.ControlPlane
@@ -127,6 +129,29 @@ func TestSamples(t *testing.T) {
 	retiredDeployment := deployment("samples-prod", "legacy", 1, "nginx:1.27")
 	retiredDeployment.Spec.Template.Labels["team"] = "legacy"
 	cp.WaitForDenial(t, retiredDeployment, "ValidatingAdmissionPolicy 'kyvap-block-retired-teams.autogen-retired-teams'")
+	// pod-security-baseline: the Pod Security Standards' baseline in the
+	// namespace pod-security, by VAP, for Pods and a Deployment's template;
+	// the excluded image's hostPort 80 is admitted. There
+	// disallow-privileged-containers does not apply.
+	cp.Namespace(t, "pod-security", nil)
+	hostNetwork := unlabelled.DeepCopy()
+	hostNetwork.Namespace, hostNetwork.Name, hostNetwork.Labels = "pod-security", "host-network", map[string]string{"team": "shop"}
+	hostNetwork.Spec.HostNetwork = true
+	cp.WaitForDenial(t, hostNetwork, "ValidatingAdmissionPolicy 'kyvap-pod-security-baseline.baseline'")
+	hostPort := hostNetwork.DeepCopy()
+	hostPort.Name, hostPort.Spec.HostNetwork = "host-port", false
+	hostPort.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 8080, HostPort: 8080}}
+	cp.WaitForDenial(t, hostPort, `It violates PodSecurity "baseline:latest"`)
+	privilegedDeployment := deployment("pod-security", "privileged", 1, "nginx:1.27")
+	privilegedDeployment.Spec.Template.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+	cp.WaitForDenial(t, privilegedDeployment, "ValidatingAdmissionPolicy 'kyvap-pod-security-baseline.autogen-baseline'")
+	ingress := hostPort.DeepCopy()
+	ingress.Name = "ingress"
+	ingress.Spec.Containers[0].Image = "registry.k8s.io/ingress-nginx/controller:v1.11.2"
+	ingress.Spec.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 80}}
+	if warnings := cp.MustAdmit(t, ingress); len(warnings) > 0 {
+		t.Errorf("the excluded image's hostPort was admitted with warnings %q", warnings)
+	}
 	// Compliant with every sample: admitted without a warning.
 	if warnings := cp.MustAdmit(t, deployment("samples-prod", "web", 3, "nginx:1.27")); len(warnings) > 0 {
 		t.Errorf("a compliant Deployment was admitted with warnings %q", warnings)
