@@ -612,6 +612,28 @@ func (c *Converter) settle(dir string, test *policytest.Test, passesWithoutResul
 	}
 	out := *test
 	out.Results = nil
+	// Every row is settled apart (a result of one resource each), in one
+	// run: translating the policies once per row cost seconds a row.
+	suite := suites[0]
+	suite.Test.Results = nil
+	for _, res := range test.Results {
+		if !res.IsValidatingPolicy {
+			continue
+		}
+		for _, resource := range res.Resources {
+			one := res
+			one.Resources = []string{resource}
+			suite.Test.Results = append(suite.Test.Results, one)
+		}
+	}
+	rowsOf := make([][]policytest.Row, len(suite.Test.Results))
+	if len(suite.Test.Results) > 0 {
+		report := policytest.Run(context.Background(), &suite, policytest.Options{CompatibilityVersion: c.flags.CELVersion})
+		for _, row := range report.Rows {
+			rowsOf[row.Result] = append(rowsOf[row.Result], row)
+		}
+	}
+	next := 0
 	var notes []string
 	for _, res := range test.Results {
 		if !res.IsValidatingPolicy || len(res.Resources) == 0 {
@@ -622,13 +644,10 @@ func (c *Converter) settle(dir string, test *policytest.Test, passesWithoutResul
 		kept.Resources, asError.Resources, asPass.Resources = nil, nil, nil
 		asError.Result, asPass.Result = string(policytest.Error), string(policytest.Pass)
 		for _, resource := range res.Resources {
-			one := res
-			one.Resources = []string{resource}
-			suite := suites[0]
-			suite.Test.Results = []policytest.TestResult{one}
-			report := policytest.Run(context.Background(), &suite, policytest.Options{CompatibilityVersion: c.flags.CELVersion})
-			outcome := settleRow(report.Rows, res.Result)
-			if outcome == rowDiffers && passesWithoutResult[res.Policy] && passesEverywhere(report.Rows, res.Result) {
+			rows := rowsOf[next]
+			next++
+			outcome := settleRow(rows, res.Result)
+			if outcome == rowDiffers && passesWithoutResult[res.Policy] && passesEverywhere(rows, res.Result) {
 				outcome = rowNoResult
 			}
 			switch outcome {
@@ -647,7 +666,7 @@ func (c *Converter) settle(dir string, test *policytest.Test, passesWithoutResul
 				kept.Resources = append(kept.Resources, resource)
 				c.unconverted++
 				c.rows.Differs++
-				notes = append(notes, fmt.Sprintf("NOT CONVERTED: policy %s, resource %s: the converted policy's verdict differs from the original's %s: %s", res.Policy, resource, res.Result, rowSummary(report.Rows)))
+				notes = append(notes, fmt.Sprintf("NOT CONVERTED: policy %s, resource %s: the converted policy's verdict differs from the original's %s: %s", res.Policy, resource, res.Result, rowSummary(rows)))
 			}
 		}
 		if len(kept.Resources) > 0 {

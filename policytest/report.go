@@ -84,6 +84,8 @@ type Row struct {
 	Status  Status      `json:"status"`
 	// Reason explains a skipped row or a failure.
 	Reason string `json:"reason,omitempty"`
+	// Result is the index of the test's result the row checks.
+	Result int `json:"-"`
 }
 
 // Summary counts rows.

@@ -117,6 +117,7 @@ func Run(ctx context.Context, s *Suite, opts Options) Report {
 	}
 	for i := range s.Test.Results {
 		for _, row := range r.rowsFor(ctx, i) {
+			row.Result = i
 			report.Summary.count(row)
 			report.Rows = append(report.Rows, row)
 		}

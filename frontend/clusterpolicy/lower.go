@@ -160,6 +160,9 @@ func Lower(in Input, resolver kyverno.KindResolver, opts Options) (Result, error
 		screened := l.Screen(i)
 		outcomes := []Outcome{screened}
 		if screened.Fate == Lowered {
+			// The screening's warnings (as translate reports them), then
+			// the lowering's.
+			out.Warnings = append(out.Warnings, screened.Warnings...)
 			outcomes = l.Lower(screened)
 		}
 		for _, o := range outcomes {
@@ -313,6 +316,9 @@ func (l *Lowering) Screen(i int) Outcome {
 		compiled, compiledVariants, fl := l.compileClassic(rule, variants)
 		if fl != nil {
 			return Outcome{Name: rule.Name, Fate: NotCEL, Refusal: fl, Rule: rule.DeepCopy(), Warnings: warnings}
+		}
+		if isPodSecurityRule(rule) {
+			warnings = append(warnings, podSecurityDifferences(rule, variants)...)
 		}
 		rule, variants = compiled, compiledVariants
 		l.classic[rule.Name] = true

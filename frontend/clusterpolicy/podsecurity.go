@@ -4,6 +4,8 @@
 package clusterpolicy
 
 import (
+	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -75,4 +77,29 @@ func (l *Lowering) podSecurityExceptions(names ...string) *model.Refusal {
 		}
 	}
 	return nil
+}
+
+// podSecurityDifferences are the rule's warnings saying where Kyverno's
+// verdicts (which the compiled rule gives) differ from upstream Pod
+// Security Admission's, one line each.
+func podSecurityDifferences(rule *kyvernov1.Rule, variants []kyvernov1.Rule) []string {
+	ps := rule.Validation.PodSecurity
+	profile, fl := podsecurity.ParseProfile(ps.Level, ps.Version)
+	if fl != nil {
+		return nil
+	}
+	cronJob := false
+	for _, r := range append([]kyvernov1.Rule{*rule}, variants...) {
+		for _, filter := range append(append([]kyvernov1.ResourceFilter(nil), r.MatchResources.Any...), r.MatchResources.All...) {
+			for _, kind := range filter.Resources.Kinds {
+				cronJob = cronJob || kind[strings.LastIndex(kind, "/")+1:] == "CronJob"
+			}
+		}
+		cronJob = cronJob || slices.Contains(r.MatchResources.Resources.Kinds, "CronJob")
+	}
+	lines := podsecurity.Differences(profile, cronJob)
+	for i := range lines {
+		lines[i] = fmt.Sprintf("rule %q: %s", rule.Name, lines[i])
+	}
+	return lines
 }

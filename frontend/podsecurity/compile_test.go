@@ -248,3 +248,38 @@ func TestCompiledGolden(t *testing.T) {
 		})
 	}
 }
+
+// TestDifferences: one line per way Kyverno's verdicts differ from
+// upstream's at the profile.
+func TestDifferences(t *testing.T) {
+	profile := func(level, version string) Profile {
+		p, fl := ParseProfile(level, version)
+		if fl != nil {
+			t.Fatal(fl.Message)
+		}
+		return p
+	}
+	for _, c := range []struct {
+		level, version string
+		cronJob        bool
+		want           []string
+	}{
+		{"privileged", "latest", true, []string{"every check at level privileged"}},
+		{"baseline", "latest", false, []string{"procMount is not relaxed", "sysctls are allowed as of v1.32"}},
+		{"restricted", "latest", true, []string{"procMount is not relaxed", "runAsNonRoot and runAsUser are not relaxed", "sysctls are allowed as of v1.32", "a CronJob's pod metadata"}},
+		{"baseline", "v1.29", false, []string{"hostProbesAndHostLifecycle check applies (upstream from v1.34)"}},
+		{"restricted", "v1.21", false, []string{"hostProbesAndHostLifecycle", "capabilities_restricted check applies", "runAsUser check applies"}},
+		{"restricted", "v1.22", false, []string{"hostProbesAndHostLifecycle", "runAsUser check applies"}},
+	} {
+		got := Differences(profile(c.level, c.version), c.cronJob)
+		if len(got) != len(c.want) {
+			t.Errorf("%s:%s: %d lines, want %d: %q", c.level, c.version, len(got), len(c.want), got)
+			continue
+		}
+		for i, line := range got {
+			if !strings.Contains(line, c.want[i]) || !strings.HasPrefix(line, "podSecurity "+c.level+":"+c.version+": ") {
+				t.Errorf("%s:%s: line %d %q, want %q", c.level, c.version, i, line, c.want[i])
+			}
+		}
+	}
+}
