@@ -810,8 +810,10 @@ func (d *demo) check(ctx context.Context, c admissionCheck) (verdict, string, er
 	}
 	if c.want == admitted {
 		// Every denial and warning has been seen: the policies are loaded.
-		ok, err := send(ctx)
-		if !ok {
+		// What admits the object may arrive after them, though (a
+		// PolicyException's condition in a VAP that already denied): it is
+		// waited for as a denial is.
+		if err := controlplane.WaitForVAPEnforcement(ctx, send); err != nil {
 			return "", "", fmt.Errorf("%s %s/%s was not admitted: %w", kindOf(c.object), c.object.GetNamespace(), c.object.GetName(), err)
 		}
 		return got, text, nil
