@@ -6,7 +6,8 @@ package podsecurity
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"testing"
 
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -195,9 +196,9 @@ func exclusionPods() []map[string]any {
 		"runasuser-pod":   {"securityContext": map[string]any{"runAsUser": 0, "runAsNonRoot": true}},
 		"hostprocess-pod": {"securityContext": map[string]any{"windowsOptions": map[string]any{"hostProcess": true}}},
 	}
-	for _, p := range sortedKeys(podLevel) {
-		for _, c := range sortedKeys(containerSets) {
-			for _, i := range sortedKeys(initSets) {
+	for _, p := range slices.Sorted(maps.Keys(podLevel)) {
+		for _, c := range slices.Sorted(maps.Keys(containerSets)) {
+			for _, i := range slices.Sorted(maps.Keys(initSets)) {
 				spec := map[string]any{}
 				for k, v := range podLevel[p] {
 					spec[k] = v
@@ -211,15 +212,6 @@ func exclusionPods() []map[string]any {
 		}
 	}
 	return pods
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func deepCopy(v map[string]any) map[string]any {
@@ -288,7 +280,7 @@ func TestExclusionsAgreeWithKyverno(t *testing.T) {
 		"metadata": map[string]any{"name": "pod-security-exclusions"},
 		"spec":     map[string]any{"background": false, "rules": rules},
 	}
-	judged, failed, disagreements := 0, 0, 0
+	var tally tally
 	failedBy := make([]int, len(cases))
 	for _, kind := range []string{"Pod", "Deployment", "CronJob"} {
 		objects := make([]map[string]any, len(pods))
@@ -303,33 +295,15 @@ func TestExclusionsAgreeWithKyverno(t *testing.T) {
 				t.Fatalf("case %d: %s", c, fl.Message)
 			}
 			program := celtest.Program(t, env, compiled.Violates)
+			excludes, _ := json.Marshal(cases[c])
 			for i, object := range objects {
-				got, err := evaluate(program, object)
-				if err != nil {
-					t.Errorf("case %d %s %d: %v", c, kind, i, err)
-					continue
-				}
-				judged++
-				wanted := want[i][name(c, kind)]
-				if wanted == "fail" {
-					failed++
+				if tally.judge(t, program, object, want[i][name(c, kind)], fmt.Sprintf("case %d %s (%s)", c, kind, excludes)) {
 					failedBy[c]++
-				}
-				verdict := "pass"
-				if got {
-					verdict = "fail"
-				}
-				if verdict != wanted {
-					disagreements++
-					if disagreements <= 20 {
-						excludes, _ := json.Marshal(cases[c])
-						text, _ := json.Marshal(object)
-						t.Errorf("case %d %s (%s): kyvap %s, Kyverno %q: %s", c, kind, excludes, verdict, wanted, text)
-					}
 				}
 			}
 		}
 	}
+	judged, failed, disagreements := tally.judged, tally.failed, tally.disagreements
 	t.Logf("%d verdicts on %d pods under %d exclusion cases, as Pods, Deployments and CronJobs: %d fail, %d disagreements", judged, len(pods), len(cases), failed, disagreements)
 	for c, n := range failedBy {
 		if n == 0 || n == 3*len(pods) {

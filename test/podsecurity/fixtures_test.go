@@ -77,7 +77,7 @@ func TestFixturesAgreeWithKyverno(t *testing.T) {
 		}
 	}
 	policy := policyOf(profiles)
-	judged, failed, disagreements := 0, 0, 0
+	var tally tally
 	for _, kind := range []string{"Pod", "Deployment", "CronJob"} {
 		objects := make([]map[string]any, len(judgedPods))
 		for i, pod := range judgedPods {
@@ -95,30 +95,11 @@ func TestFixturesAgreeWithKyverno(t *testing.T) {
 				if !full && (i+p)%sliceEvery != 0 {
 					continue
 				}
-				got, err := evaluate(program, object)
-				if err != nil {
-					t.Errorf("%s:%s %s %d: %v", profile.Level, profile.Version, kind, i, err)
-					continue
-				}
-				judged++
-				wanted := want[i][ruleName(profile, kind)]
-				if wanted == "fail" {
-					failed++
-				}
-				verdict := "pass"
-				if got {
-					verdict = "fail"
-				}
-				if verdict != wanted {
-					disagreements++
-					if disagreements <= 20 {
-						text, _ := json.Marshal(object)
-						t.Errorf("%s:%s %s: kyvap %s, Kyverno %q: %s", profile.Level, profile.Version, kind, verdict, wanted, text)
-					}
-				}
+				tally.judge(t, program, object, want[i][ruleName(profile, kind)], fmt.Sprintf("%s:%s %s", profile.Level, profile.Version, kind))
 			}
 		}
 	}
+	judged, failed, disagreements := tally.judged, tally.failed, tally.disagreements
 	t.Logf("%d verdicts on %d pods (%d distinct fixtures and their variants; as Pods, Deployments and CronJobs) at %d levels and %d versions: %d fail, %d disagreements",
 		judged, len(judgedPods), len(pods), len(levels), len(versions), failed, disagreements)
 	if failed == 0 || failed == judged {
@@ -360,4 +341,37 @@ func evaluate(program cel.Program, object map[string]any) (bool, error) {
 		return false, fmt.Errorf("not a bool: %v", out)
 	}
 	return b, nil
+}
+
+// tally counts the verdicts compared with Kyverno's.
+type tally struct {
+	judged, failed, disagreements int
+}
+
+// judge evaluates the compiled predicate on the object and compares its
+// verdict with Kyverno's (wanted, pass or fail); what names the rule and
+// kind in an error. It reports whether Kyverno's verdict is fail.
+func (n *tally) judge(t *testing.T, program cel.Program, object map[string]any, wanted, what string) bool {
+	t.Helper()
+	got, err := evaluate(program, object)
+	if err != nil {
+		t.Errorf("%s: %v", what, err)
+		return false
+	}
+	n.judged++
+	if wanted == "fail" {
+		n.failed++
+	}
+	verdict := "pass"
+	if got {
+		verdict = "fail"
+	}
+	if verdict != wanted {
+		n.disagreements++
+		if n.disagreements <= 20 {
+			text, _ := json.Marshal(object)
+			t.Errorf("%s: kyvap %s, Kyverno %q: %s", what, verdict, wanted, text)
+		}
+	}
+	return wanted == "fail"
 }
