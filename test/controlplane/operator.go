@@ -182,10 +182,14 @@ func (cp *ControlPlane) startOperatorAs(cfg *rest.Config, opts operator.Options,
 	cfg = rest.CopyConfig(cfg)
 	cfg.WarningHandlerWithContext = rest.NoWarnings{}
 	managerOptions := ctrl.Options{
-		Scheme:                        cp.Scheme,
-		Metrics:                       metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress:        "0",
-		Controller:                    config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 4},
+		Scheme:                 cp.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 4},
+		// A hang guard, as StatusTimeout is: on a loaded CI machine under
+		// the race detector, work in flight at shutdown (compiling a large
+		// compiled policy) took more than the default 30 s to end.
+		GracefulShutdownTimeout:       ptr.To(StatusTimeout),
 		LeaderElection:                extra.LeaderElection,
 		LeaderElectionID:              extra.LeaderElectionID,
 		LeaderElectionNamespace:       extra.LeaderElectionNamespace,
