@@ -283,10 +283,7 @@ func TestExclusionsAgreeWithKyverno(t *testing.T) {
 	var tally tally
 	failedBy := make([]int, len(cases))
 	for _, kind := range []string{"Pod", "Deployment", "CronJob"} {
-		objects := make([]map[string]any, len(pods))
-		for i, pod := range pods {
-			objects[i] = asKind(pod, kind)
-		}
+		objects := asKindAll(pods, kind)
 		want := askKyverno(t, oracle, policy, kind, objects, len(cases))
 		place, _ := podsecurity.PodOf("object", kind)
 		for c := range cases {

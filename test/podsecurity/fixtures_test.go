@@ -79,10 +79,7 @@ func TestFixturesAgreeWithKyverno(t *testing.T) {
 	policy := policyOf(profiles)
 	var tally tally
 	for _, kind := range []string{"Pod", "Deployment", "CronJob"} {
-		objects := make([]map[string]any, len(judgedPods))
-		for i, pod := range judgedPods {
-			objects[i] = asKind(pod, kind)
-		}
+		objects := asKindAll(judgedPods, kind)
 		want := askKyverno(t, oracle, policy, kind, objects, len(profiles))
 		place, _ := podsecurity.PodOf("object", kind)
 		for p, profile := range profiles {
@@ -200,6 +197,15 @@ func fixtures(t *testing.T) []map[string]any {
 		pods = append(pods, pod)
 	}
 	return pods
+}
+
+// asKindAll is each pod as an object of the kind (asKind).
+func asKindAll(pods []map[string]any, kind string) []map[string]any {
+	objects := make([]map[string]any, len(pods))
+	for i, pod := range pods {
+		objects[i] = asKind(pod, kind)
+	}
+	return objects
 }
 
 // asKind is the pod as Kyverno reads it in the kind: itself, a
