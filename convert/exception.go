@@ -47,6 +47,10 @@ func Exception(ex *kyvernov2.PolicyException, results []Result, opts Options) Ex
 		out.Reason = "background: false makes it apply at admission only, which a policies.kyverno.io PolicyException cannot say"
 		return out
 	}
+	if len(ex.Spec.PodSecurity) > 0 {
+		out.Reason = "its podSecurity controls are exclusions of the named rules' podSecurity checks where it matches (Kyverno skips a rule only where they remove every error), which a policies.kyverno.io PolicyException, skipping a whole policy, cannot say; its rules' translation compiles them (kyvap translate)"
+		return out
+	}
 	condition, err := clusterpolicy.ExceptionCondition(opts.Resolver, ex)
 	if err != nil {
 		out.Reason = err.Error()

@@ -104,17 +104,16 @@ func probes(vaps []admissionregistrationv1.ValidatingAdmissionPolicy) []admissio
 }
 
 // withoutClassicPreconditions drops from VAPs the preconditions of the
-// classic rules they were compiled from: the compiled JMESPath
-// preconditions, a pattern's conditional and global anchors, and
-// allowExistingViolations' (Kyverno reports skip where they are false). A rule's has-result condition stays: Kyverno reports
-// nothing where it is false.
+// classic rules they were compiled from where Kyverno reports skip when
+// they are false (clusterpolicy.IsSkipCondition). A rule's has-result
+// condition stays: Kyverno reports nothing where it is false.
 func withoutClassicPreconditions(vaps []admissionregistrationv1.ValidatingAdmissionPolicy) []admissionregistrationv1.ValidatingAdmissionPolicy {
 	out := make([]admissionregistrationv1.ValidatingAdmissionPolicy, len(vaps))
 	for i := range vaps {
 		v := vaps[i].DeepCopy()
 		var conditions []admissionregistrationv1.MatchCondition
 		for _, mc := range v.Spec.MatchConditions {
-			if mc.Name != clusterpolicy.ConditionPreconditions && mc.Name != clusterpolicy.ConditionExistingViolations && mc.Name != clusterpolicy.ConditionPatternApplies {
+			if !clusterpolicy.IsSkipCondition(mc.Name) {
 				conditions = append(conditions, mc)
 			}
 		}

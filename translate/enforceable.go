@@ -41,7 +41,8 @@ func notEnforceable(rules []kyvernov1.Rule, exceptions []kyvernov2.PolicyExcepti
 
 // newFallbackRule is the part of a rule handed to the fallback engine: rule
 // and the further rules enforced like it (autogen variants), with the
-// exceptions naming any of them.
+// exceptions naming any of them that skip them (those with podSecurity
+// controls naming a podSecurity rule are compiled into it).
 func (t *translation) newFallbackRule(rules []kyvernov1.Rule, reason model.Reason, message string) *FallbackRule {
 	names := make([]string, len(rules))
 	for i := range rules {
@@ -53,7 +54,7 @@ func (t *translation) newFallbackRule(rules []kyvernov1.Rule, reason model.Reaso
 	}
 	fr := &FallbackRule{
 		Policy: t.lowering.Key(), Namespace: t.namespace, Rule: rules[0], AdditionalRules: additional, Spec: t.fallbackSpec(),
-		Exceptions: t.lowering.ExceptionsFor(names...), Reason: reason, Message: message,
+		Exceptions: t.lowering.SkippingExceptionsFor(names...), Reason: reason, Message: message,
 	}
 	for _, name := range names {
 		if t.lowering.FailuresAreErrors(name) {

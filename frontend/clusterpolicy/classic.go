@@ -13,6 +13,7 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/frontend/classic"
+	"github.com/kyvap/kyvap/frontend/podsecurity"
 	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
 )
@@ -39,7 +40,24 @@ const (
 	// ConditionPatternApplies: a pattern's conditional and global anchors
 	// hold. Where they do not, Kyverno skips the rule.
 	ConditionPatternApplies = "kyvap-pattern-applies"
+	// ConditionPodSecurityExceptions: the podSecurity controls of the
+	// PolicyExceptions matching the request do not turn the rule's fail
+	// into a pass. Where they do, Kyverno skips the rule ("rule is
+	// skipped due to policy exceptions").
+	ConditionPodSecurityExceptions = "kyvap-podsecurity-exceptions"
 )
+
+// IsSkipCondition reports the name of a compiled classic rule's condition
+// where Kyverno, when it is false, reports skip: the compiled JMESPath
+// preconditions, a pattern's anchors, allowExistingViolations, and
+// exceptions' podSecurity controls.
+func IsSkipCondition(name string) bool {
+	switch name {
+	case ConditionPreconditions, ConditionExistingViolations, ConditionPatternApplies, ConditionPodSecurityExceptions:
+		return true
+	}
+	return false
+}
 
 // IsHasResultCondition reports the name of a compiled classic rule's
 // condition that says whether Kyverno reports a result at all
@@ -136,19 +154,37 @@ type compiled struct {
 	// rule (a pattern's conditional or global anchor did not hold):
 	// "false" when it never does, or "" (a deny or a foreach).
 	skips string
+	// exceptionSkips, for a podSecurity rule, holds where the podSecurity
+	// controls of the exceptions matching the request turn its fail into
+	// a skip ("" where no exception has such controls).
+	exceptionSkips string
 }
 
 // compileClassic compiles the rule's validation on one object. kinds are
 // the kinds the rule matches (a podSecurity subrule reads the pod where
 // each kind holds it).
-func compileClassic(v *kyvernov1.Validation, kinds []string, resource string, scope classic.Scope) (compiled, *model.Refusal) {
+//
+// exceptions are the podSecurity rule's PolicyExceptions with podSecurity
+// controls, matched on the object, and skippedBy where an exception
+// without them skips the rule on it (read on the old object of an UPDATE,
+// where Kyverno matches exceptions again; on the request such exceptions
+// are conditions of the rule's VAP).
+func compileClassic(v *kyvernov1.Validation, kinds []string, resource string, scope classic.Scope, exceptions []podsecurity.Exception, skippedBy string) (compiled, *model.Refusal) {
 	switch {
 	case v.PodSecurity != nil:
-		violates, fl := compilePodSecurity(v.PodSecurity, kinds, resource)
+		c, fl := compilePodSecurity(v.PodSecurity, kinds, resource, exceptions)
 		if fl != nil {
 			return compiled{}, fl
 		}
-		return compiled{passes: "!" + violates, violates: violates, fails: "false", violatesNeverFails: true, substitutionFails: "false"}, nil
+		out := compiled{passes: "!" + c.ViolatesExcepted, violates: c.ViolatesExcepted, fails: "false", violatesNeverFails: true, substitutionFails: "false"}
+		if c.ViolatesExcepted != c.Violates {
+			out.exceptionSkips = "(" + c.Violates + " && !" + c.ViolatesExcepted + ")"
+		}
+		if skippedBy != "" && skippedBy != "false" {
+			out.violates = "(!(" + skippedBy + ") && " + out.violates + ")"
+			out.passes = "!" + out.violates
+		}
+		return out, nil
 	case len(v.ForEachValidation) > 0:
 		entries := make([][]byte, len(v.ForEachValidation))
 		for i := range v.ForEachValidation {
@@ -203,7 +239,7 @@ func compileClassic(v *kyvernov1.Validation, kinds []string, resource string, sc
 // when they never do): Kyverno evaluates them before the rule's
 // PolicyExceptions. A construct without an exact form is refused, naming
 // it.
-func classicAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction, resolver kyverno.KindResolver) (*kyvernov1.Rule, string, *model.Refusal) {
+func classicAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction, resolver kyverno.KindResolver, exceptions podSecurityExceptions) (*kyvernov1.Rule, string, *model.Refusal) {
 	v := r.Validation
 	entries := make([][]byte, len(r.Context))
 	for i := range r.Context {
@@ -233,7 +269,7 @@ func classicAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction, r
 			return nil, "", &model.Refusal{Reason: fl.Reason, Message: "preconditions: " + fl.Message}
 		}
 	}
-	onNew, fl := compileClassic(v, matchKinds(r), "object", requestScope)
+	onNew, fl := compileClassic(v, matchKinds(r), "object", requestScope, exceptions.onObject, "false")
 	if fl != nil {
 		return nil, "", fl
 	}
@@ -281,6 +317,17 @@ func classicAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction, r
 			applies = pre.Fails + " || " + applies
 		}
 		out.CELPreconditions = append(out.CELPreconditions, admissionregistrationv1.MatchCondition{Name: ConditionPatternApplies, Expression: applies})
+	}
+	if onNew.exceptionSkips != "" {
+		// Where the rule fails the pod but not once the matching
+		// exceptions' controls are excluded too, Kyverno skips it (once
+		// the preconditions held: where they fail, the rule is their
+		// error).
+		applies := "!" + onNew.exceptionSkips
+		if pre.Fails != "false" {
+			applies = pre.Fails + " || " + applies
+		}
+		out.CELPreconditions = append(out.CELPreconditions, admissionregistrationv1.MatchCondition{Name: ConditionPodSecurityExceptions, Expression: applies})
 	}
 	if v.RawPattern != nil || v.RawAnyPattern != nil || v.PodSecurity != nil {
 		// On a DELETE Kyverno evaluates the preconditions, then judges
@@ -330,7 +377,7 @@ func classicAsCEL(r *kyvernov1.Rule, action kyvernov1.ValidationFailureAction, r
 				return nil, "", &model.Refusal{Reason: fl.Reason, Message: "preconditions, on the old object of an UPDATE: " + fl.Message}
 			}
 		}
-		onOld, fl := compileClassic(v, matchKinds(r), "oldObject", oldObjectScope)
+		onOld, fl := compileClassic(v, matchKinds(r), "oldObject", oldObjectScope, exceptions.onOldObject, exceptions.skipOldObject)
 		if fl != nil {
 			return nil, "", &model.Refusal{Reason: fl.Reason, Message: "on the old object of an UPDATE: " + fl.Message}
 		}

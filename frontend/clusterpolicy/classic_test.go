@@ -31,10 +31,10 @@ func TestClassicCompiledSizeRefused(t *testing.T) {
 			Validation:     &kyvernov1.Validation{RawPattern: &apiextensionsv1.JSON{Raw: []byte(`{"data": {` + strings.Join(keys, ", ") + `}}`)}},
 		}
 	}
-	if _, _, fl := classicAsCEL(rule(1), kyvernov1.Audit, kyverno.NewStaticResolver()); fl != nil {
+	if _, _, fl := classicAsCEL(rule(1), kyvernov1.Audit, kyverno.NewStaticResolver(), podSecurityExceptions{}); fl != nil {
 		t.Fatalf("one comparison: %v", fl)
 	}
-	_, _, fl := classicAsCEL(rule(80), kyvernov1.Audit, kyverno.NewStaticResolver())
+	_, _, fl := classicAsCEL(rule(80), kyvernov1.Audit, kyverno.NewStaticResolver(), podSecurityExceptions{})
 	if fl == nil || fl.Reason != model.ReasonPatternNotExpressible || !strings.Contains(fl.Message, "more than the 100000 the API server parses") {
 		t.Fatalf("80 comparisons: %+v, want a PatternNotExpressible refusal naming the size", fl)
 	}

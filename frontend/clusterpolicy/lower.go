@@ -206,6 +206,10 @@ type Lowering struct {
 	// evaluates them before the rule's PolicyExceptions: there the rule
 	// is an error, exempted or not.
 	preconditionFailures map[string]string
+	// podSecurity names the compiled podSecurity rules (and variants):
+	// their exceptions with podSecurity controls are compiled into them
+	// (podSecurityExceptions), not conditions of their VAPs.
+	podSecurity map[string]bool
 }
 
 // FailuresAreErrors reports a rule (or variant), by name, that Screen
@@ -226,6 +230,7 @@ func New(in Input, resolver kyverno.KindResolver, opts Options) (*Lowering, erro
 		namespace:            in.Namespace,
 		classic:              map[string]bool{},
 		preconditionFailures: map[string]string{},
+		podSecurity:          map[string]bool{},
 	}
 	for i := range in.Exceptions {
 		l.exceptions = append(l.exceptions, *in.Exceptions[i].DeepCopy())
@@ -349,31 +354,36 @@ func (l *Lowering) compileClassic(rule *kyvernov1.Rule, variants []kyvernov1.Rul
 	if strings.HasPrefix(rule.Name, "autogen-") && hasAutogenVariants(l.policy, l.controllers) {
 		return nil, nil, model.Refuse(model.ReasonPatternNotExpressible, "a classic rule named autogen-* in a policy Kyverno generates pod-controller variants for")
 	}
-	if isPodSecurityRule(rule) {
-		names := []string{rule.Name}
-		for _, v := range variants {
-			names = append(names, v.Name)
-		}
-		if fl := l.podSecurityExceptions(names...); fl != nil {
-			return nil, nil, fl
-		}
-	}
 	action := l.policy.Spec.ValidationFailureAction
 	if rule.Validation.FailureAction != nil {
 		action = *rule.Validation.FailureAction
 	}
-	compiled, preFails, fl := classicAsCEL(rule, action, l.resolver)
+	asCEL := func(r *kyvernov1.Rule) (*kyvernov1.Rule, *model.Refusal) {
+		var exceptions podSecurityExceptions
+		if isPodSecurityRule(r) {
+			var fl *model.Refusal
+			if exceptions, fl = l.podSecurityExceptions(r); fl != nil {
+				return nil, fl
+			}
+			l.podSecurity[r.Name] = true
+		}
+		compiled, preFails, fl := classicAsCEL(r, action, l.resolver, exceptions)
+		if fl != nil {
+			return nil, fl
+		}
+		l.preconditionFailures[compiled.Name] = preFails
+		return compiled, nil
+	}
+	compiled, fl := asCEL(rule)
 	if fl != nil {
 		return nil, nil, fl
 	}
-	l.preconditionFailures[compiled.Name] = preFails
 	var out []kyvernov1.Rule
 	for i := range variants {
-		variant, variantPreFails, fl := classicAsCEL(&variants[i], action, l.resolver)
+		variant, fl := asCEL(&variants[i])
 		if fl != nil {
 			return nil, nil, &model.Refusal{Reason: fl.Reason, Message: "pod-controller variant " + variants[i].Name + ": " + fl.Message}
 		}
-		l.preconditionFailures[variant.Name] = variantPreFails
 		out = append(out, *variant)
 	}
 	return compiled, out, nil
@@ -469,7 +479,7 @@ func (l *Lowering) lower(rule *kyvernov1.Rule) (model.Rule, *model.Refusal) {
 		}
 	}
 	guard := l.preconditionFailures[rule.Name]
-	for i, ex := range l.ExceptionsFor(rule.Name) {
+	for i, ex := range l.SkippingExceptionsFor(rule.Name) {
 		guarded := guard != "" && guard != "false"
 		if guarded || ex.Spec.HasConditions() {
 			// The exception applies where its match and its conditions
@@ -739,6 +749,24 @@ func duplicateNameMessage(name string, positions []int) string {
 		fix = "rename all but one"
 	}
 	return fmt.Sprintf("rule name %q is used by rules %s; Kyverno rejects such policies: %s", name, list, fix)
+}
+
+// SkippingExceptionsFor returns the exceptions naming any of the rule names
+// that skip a rule where they match: all of ExceptionsFor but those with
+// podSecurity controls naming a compiled podSecurity rule, which are
+// compiled into it (podSecurityExceptions).
+func (l *Lowering) SkippingExceptionsFor(ruleNames ...string) []kyvernov2.PolicyException {
+	podSecurity := len(ruleNames) > 0
+	for _, name := range ruleNames {
+		podSecurity = podSecurity && l.podSecurity[name]
+	}
+	var out []kyvernov2.PolicyException
+	for _, ex := range l.ExceptionsFor(ruleNames...) {
+		if !podSecurity || len(ex.Spec.PodSecurity) == 0 {
+			out = append(out, ex)
+		}
+	}
+	return out
 }
 
 // ExceptionsFor returns the exceptions naming any of the rule names (Kyverno

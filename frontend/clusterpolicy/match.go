@@ -641,12 +641,38 @@ func ExceptionCondition(resolver kyverno.KindResolver, ex *kyvernov2.PolicyExcep
 	if len(ex.Spec.PodSecurity) > 0 {
 		return "", errors.New("it has podSecurity controls, which apply to Kyverno's pod security rules only")
 	}
+	return exceptionApplies(resolver, ex, false)
+}
+
+// exceptionApplies is the CEL predicate, never failing to evaluate, that
+// holds where the exception's match and conditions hold, whatever its
+// podSecurity controls: on the request, or (onOldObject) on the old object
+// of an UPDATE as Kyverno's podSecurity handler matches exceptions there
+// (validateOldObject: the old object as a CREATE of it, request.object
+// the old object, no request.oldObject).
+func exceptionApplies(resolver kyverno.KindResolver, ex *kyvernov2.PolicyException, onOldObject bool) (string, error) {
 	match, err := exceptionMatch(resolver, ex)
-	if err != nil || !ex.Spec.HasConditions() {
-		return match, err
-	}
-	conditions, err := ExceptionConditions(ex)
 	if err != nil {
+		return "", err
+	}
+	scope := classic.RequestScope
+	if onOldObject {
+		raw, err := json.Marshal(ex.Spec.Match)
+		if err != nil || strings.Contains(string(raw), "request.") || strings.Contains(string(raw), "object") {
+			return "", errors.New("on the old object of an UPDATE: a filter's text holds \"request.\" or \"object\"")
+		}
+		match = strings.ReplaceAll(match, celRequestResource, "oldObject")
+		match = strings.ReplaceAll(match, "request.operation", "'CREATE'")
+		scope = oldObjectScope
+	}
+	if !ex.Spec.HasConditions() {
+		return match, nil
+	}
+	conditions, err := exceptionConditions(ex, scope)
+	if err != nil {
+		if onOldObject {
+			return "", fmt.Errorf("on the old object of an UPDATE: %w", err)
+		}
 		return "", err
 	}
 	return kyverno.CELAnd([]string{match, conditions}), nil
@@ -658,6 +684,11 @@ func ExceptionCondition(resolver kyverno.KindResolver, ex *kyvernov2.PolicyExcep
 // has none); conditions frontend/classic refuses are an error naming the
 // construct.
 func ExceptionConditions(ex *kyvernov2.PolicyException) (string, error) {
+	return exceptionConditions(ex, classic.RequestScope)
+}
+
+// exceptionConditions is ExceptionConditions read in the scope.
+func exceptionConditions(ex *kyvernov2.PolicyException, scope classic.Scope) (string, error) {
 	if !ex.Spec.HasConditions() {
 		return "true", nil
 	}
@@ -665,7 +696,7 @@ func ExceptionConditions(ex *kyvernov2.PolicyException) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("its conditions: %w", err)
 	}
-	conditions, fl := classic.ExceptionConditions(raw, classic.RequestScope)
+	conditions, fl := classic.ExceptionConditions(raw, scope)
 	if fl != nil {
 		return "", fmt.Errorf("its conditions have no CEL form: %s", fl.Message)
 	}

@@ -4,6 +4,7 @@
 package clusterpolicy
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -11,30 +12,31 @@ import (
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/frontend/podsecurity"
+	"github.com/kyvap/kyvap/kyverno"
 	"github.com/kyvap/kyvap/model"
 )
 
-// compilePodSecurity compiles a podSecurity subrule on the object at root
-// (object, oldObject) of a rule matching kinds: the CEL predicate that
-// holds where Kyverno's verdict is fail. Kyverno reads the pod by the
+// compilePodSecurity compiles a podSecurity subrule, with the podSecurity
+// controls of the exceptions naming it (matched at root), on the object at
+// root (object, oldObject) of a rule matching kinds. Kyverno reads the pod by the
 // object's kind (getSpec). A kind without a pod (Kyverno's evaluation
 // fails on it), a wildcard, and kinds whose pods sit in different places
 // are refused.
-func compilePodSecurity(ps *kyvernov1.PodSecurity, kinds []string, root string) (string, *model.Refusal) {
-	predicates := map[string]string{}
+func compilePodSecurity(ps *kyvernov1.PodSecurity, kinds []string, root string, exceptions []podsecurity.Exception) (podsecurity.Compiled, *model.Refusal) {
+	predicates := map[string]podsecurity.Compiled{}
 	for _, spelled := range kinds {
 		kind := spelled[strings.LastIndex(spelled, "/")+1:]
 		pod, ok := podsecurity.PodOf(root, kind)
 		if !ok {
-			return "", model.Refuse(model.ReasonPodSecurityNotExpressible, "podSecurity on kind %q: Kyverno finds a pod only in a Pod, a pod controller's template and a CronJob's job template, and its evaluation fails on other kinds", spelled)
+			return podsecurity.Compiled{}, model.Refuse(model.ReasonPodSecurityNotExpressible, "podSecurity on kind %q: Kyverno finds a pod only in a Pod, a pod controller's template and a CronJob's job template, and its evaluation fails on other kinds", spelled)
 		}
 		place := strings.Join(pod.Spec, ".")
 		if _, done := predicates[place]; !done {
-			compiled, fl := podsecurity.Compile(ps, pod)
+			compiled, fl := podsecurity.Compile(ps, pod, exceptions...)
 			if fl != nil {
-				return "", fl
+				return podsecurity.Compiled{}, fl
 			}
-			predicates[place] = compiled.Violates
+			predicates[place] = compiled
 		}
 	}
 	places := make([]string, 0, len(predicates))
@@ -44,7 +46,7 @@ func compilePodSecurity(ps *kyvernov1.PodSecurity, kinds []string, root string) 
 	sort.Strings(places)
 	switch len(places) {
 	case 0:
-		return "", model.Refuse(model.ReasonPodSecurityNotExpressible, "podSecurity on a rule that names no kind")
+		return podsecurity.Compiled{}, model.Refuse(model.ReasonPodSecurityNotExpressible, "podSecurity on a rule that names no kind")
 	case 1:
 		return predicates[places[0]], nil
 	}
@@ -54,7 +56,7 @@ func compilePodSecurity(ps *kyvernov1.PodSecurity, kinds []string, root string) 
 	// after: kyvap denied, Kyverno admitted), not explained yet.
 	named := append([]string(nil), kinds...)
 	sort.Strings(named)
-	return "", model.Refuse(model.ReasonPodSecurityNotExpressible, "podSecurity on kinds whose pods Kyverno reads in different places (%s): not compiled yet", strings.Join(named, ", "))
+	return podsecurity.Compiled{}, model.Refuse(model.ReasonPodSecurityNotExpressible, "podSecurity on kinds whose pods Kyverno reads in different places (%s): not compiled yet", strings.Join(named, ", "))
 }
 
 // podSecurityProfile is the subrule's level and version as Kyverno's
@@ -64,19 +66,56 @@ func podSecurityProfile(ps *kyvernov1.PodSecurity) string {
 	return ps.Level + ":" + ps.Version
 }
 
-// podSecurityExceptions refuses a podSecurity rule that a PolicyException
-// with podSecurity controls names: Kyverno applies such an exception as
-// exclusions of the subrule (validate_pss.go), which kyvap does not
-// compile yet, not as the skip of a whole rule.
-func (l *Lowering) podSecurityExceptions(names ...string) *model.Refusal {
-	for _, name := range names {
-		for _, ex := range l.ExceptionsFor(name) {
-			if len(ex.Spec.PodSecurity) > 0 {
-				return model.Refuse(model.ReasonPodSecurityNotExpressible, "PolicyException %s/%s has podSecurity controls, which Kyverno applies as exclusions of the rule's podSecurity: kyvap does not compile exclusions yet", ex.Namespace, ex.Name)
-			}
+// podSecurityExceptions are the PolicyExceptions naming a podSecurity
+// rule (or variant), as its compiled podSecurity reads them
+// (validate_pss.go). An exception without podSecurity controls skips the
+// rule where it matches: on the request, it is a condition of the rule's
+// VAP as any exception is (lower); on the old object of an UPDATE, where
+// Kyverno's validateOldObject matches the exceptions again, it makes the
+// old object's verdict a skip, which does not admit the UPDATE as an
+// existing violation. An exception with podSecurity controls adds them to
+// the rule's exclusions where it matches.
+type podSecurityExceptions struct {
+	// onObject and onOldObject are the exceptions with podSecurity
+	// controls, matched on the request and on the old object.
+	onObject, onOldObject []podsecurity.Exception
+	// skipOldObject holds where an exception without podSecurity
+	// controls matches the old object ("false" where none does).
+	skipOldObject string
+}
+
+// podSecurityExceptions gathers the exceptions naming the rule; one whose
+// match has no CEL form is refused, naming it.
+func (l *Lowering) podSecurityExceptions(r *kyvernov1.Rule) (podSecurityExceptions, *model.Refusal) {
+	out := podSecurityExceptions{skipOldObject: "false"}
+	var skips []string
+	for _, ex := range l.ExceptionsFor(r.Name) {
+		refuse := func(err error) (podSecurityExceptions, *model.Refusal) {
+			return podSecurityExceptions{}, model.Refuse(model.ReasonExceptionNotExpressible, "PolicyException %s/%s: %v", ex.Namespace, ex.Name, err)
 		}
+		onObject, err := exceptionApplies(l.resolver, &ex, false)
+		if errors.Is(err, ErrExceptionMatchesNothing) {
+			continue
+		}
+		if err != nil {
+			return refuse(err)
+		}
+		onOldObject, err := exceptionApplies(l.resolver, &ex, true)
+		if err != nil {
+			return refuse(err)
+		}
+		if len(ex.Spec.PodSecurity) == 0 {
+			skips = append(skips, onOldObject)
+			continue
+		}
+		name := ex.Namespace + "/" + ex.Name
+		out.onObject = append(out.onObject, podsecurity.Exception{Name: name, Applies: onObject, Exclude: ex.Spec.PodSecurity})
+		out.onOldObject = append(out.onOldObject, podsecurity.Exception{Name: name, Applies: onOldObject, Exclude: ex.Spec.PodSecurity})
 	}
-	return nil
+	if len(skips) > 0 {
+		out.skipOldObject = kyverno.CELOr(skips)
+	}
+	return out, nil
 }
 
 // podSecurityDifferences are the rule's warnings saying where Kyverno's

@@ -78,11 +78,11 @@ func TestPodSecurityLowered(t *testing.T) {
 // TestPodSecurityKindsInSeveralPlacesRefused: a rule matching kinds whose
 // pods sit in different places is refused, naming them.
 func TestPodSecurityKindsInSeveralPlacesRefused(t *testing.T) {
-	_, fl := compilePodSecurity(&kyvernov1.PodSecurity{Level: "baseline"}, []string{"Pod", "apps/v1/Deployment"}, "object")
+	_, fl := compilePodSecurity(&kyvernov1.PodSecurity{Level: "baseline"}, []string{"Pod", "apps/v1/Deployment"}, "object", nil)
 	if fl == nil || fl.Reason != model.ReasonPodSecurityNotExpressible || !strings.Contains(fl.Message, "Pod, apps/v1/Deployment") {
 		t.Errorf("not refused naming the kinds: %+v", fl)
 	}
-	if _, fl := compilePodSecurity(&kyvernov1.PodSecurity{Level: "baseline"}, []string{"Deployment", "apps/v1/StatefulSet"}, "object"); fl != nil {
+	if _, fl := compilePodSecurity(&kyvernov1.PodSecurity{Level: "baseline"}, []string{"Deployment", "apps/v1/StatefulSet"}, "object", nil); fl != nil {
 		t.Errorf("kinds with their pods in one place refused: %s", fl.Message)
 	}
 }
@@ -104,7 +104,7 @@ func TestPodSecurityRefusals(t *testing.T) {
 		want string
 	}{
 		"exclusion":      {Input{Policy: podSecurityPolicy([]string{"Pod"}, exclusion)}, `podSecurity exclude[0] (control "AppArmor")`},
-		"exception":      {Input{Policy: podSecurityPolicy([]string{"Pod"}, kyvernov1.PodSecurity{Level: "baseline"}), Exceptions: []kyvernov2.PolicyException{exception}}, "PolicyException default/ports has podSecurity controls"},
+		"exception":      {Input{Policy: podSecurityPolicy([]string{"Pod"}, kyvernov1.PodSecurity{Level: "baseline"}), Exceptions: []kyvernov2.PolicyException{exception}}, `PolicyException default/ports podSecurity[0] (control "Host Ports"): a container-level control needs images`},
 		"kind":           {Input{Policy: podSecurityPolicy([]string{"ConfigMap"}, kyvernov1.PodSecurity{Level: "baseline"})}, `podSecurity on kind "ConfigMap"`},
 		"version":        {Input{Policy: podSecurityPolicy([]string{"Pod"}, kyvernov1.PodSecurity{Level: "baseline", Version: "v1.18"})}, `podSecurity version "v1.18"`},
 		"wildcard kinds": {Input{Policy: podSecurityPolicy([]string{"*"}, kyvernov1.PodSecurity{Level: "baseline"})}, `podSecurity on kind "*"`},

@@ -132,7 +132,7 @@ func TestCompileRefusesMixedExclusions(t *testing.T) {
 			_, fl := Compile(&kyvernov1.PodSecurity{Level: "restricted", Version: "latest", Exclude: excludes}, pod)
 			return fl
 		}
-		if fl := compile(std{ControlName: c.control}, std{ControlName: c.control, Images: []string{"app-*"}}); fl == nil || !strings.Contains(fl.Message, "with exclude[1], exclusions with images and without") {
+		if fl := compile(std{ControlName: c.control}, std{ControlName: c.control, Images: []string{"app-*"}}); fl == nil || !strings.Contains(fl.Message, "with podSecurity exclude[1], exclusions with images and without") {
 			t.Errorf("%s without images and with app-*: %v", c.control, fl)
 		}
 		if fl := compile(std{ControlName: c.control, Images: []string{"*"}, RestrictedField: c.field, Values: []string{"x"}}, std{ControlName: c.control, RestrictedField: c.field, Values: []string{"y"}}); fl == nil {
@@ -281,5 +281,41 @@ func TestDifferences(t *testing.T) {
 				t.Errorf("%s:%s: line %d %q, want %q", c.level, c.version, i, line, c.want[i])
 			}
 		}
+	}
+}
+
+// TestCompileExceptions: an exception's controls count only where its
+// predicate holds (bound once, as gs); a restricted control of an
+// exception at baseline excludes nothing and is no error (Kyverno's
+// exception validation has no level); what is refused names the
+// exception.
+func TestCompileExceptions(t *testing.T) {
+	pod, _ := PodOf("object", "Pod")
+	type std = kyvernov1.PodSecurityStandard
+	baseline := &kyvernov1.PodSecurity{Level: "baseline", Version: "latest", Exclude: []std{{ControlName: "Host Namespaces"}}}
+	plain, fl := Compile(baseline, pod)
+	if fl != nil {
+		t.Fatal(fl.Message)
+	}
+	if plain.ViolatesExcepted != plain.Violates {
+		t.Errorf("without exceptions, ViolatesExcepted is not Violates")
+	}
+	applies := "request.namespace == 'staging'"
+	excepted, fl := Compile(baseline, pod, Exception{Name: "kyverno/staging", Applies: applies, Exclude: []std{{ControlName: "Privileged Containers", Images: []string{"app-*"}}}})
+	if fl != nil {
+		t.Fatal(fl.Message)
+	}
+	if excepted.Violates != plain.Violates {
+		t.Errorf("an exception changed Violates")
+	}
+	if !strings.HasPrefix(excepted.ViolatesExcepted, "[["+applies+"]].all(gs, ") || !strings.Contains(excepted.ViolatesExcepted, "(gs[0] ? ") {
+		t.Errorf("the exception's controls are not guarded by its predicate: %.400s", excepted.ViolatesExcepted)
+	}
+	if _, fl := Compile(baseline, pod, Exception{Name: "kyverno/any", Applies: "true", Exclude: []std{{ControlName: "Running as Non-root"}}}); fl != nil {
+		t.Errorf("an exception's restricted control at baseline refused: %s", fl.Message)
+	}
+	_, fl = Compile(baseline, pod, Exception{Name: "kyverno/ports", Applies: "true", Exclude: []std{{ControlName: "Host Ports"}}})
+	if fl == nil || !strings.Contains(fl.Message, `PolicyException kyverno/ports podSecurity[0] (control "Host Ports"): a container-level control needs images`) {
+		t.Errorf("an invalid exception control: %v", fl)
 	}
 }

@@ -4,8 +4,8 @@
 package podsecurity
 
 import (
+	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
@@ -71,10 +71,10 @@ var (
 // checkExclusions refuses what kyvap does not compile, and what Kyverno's
 // policy validation rejects (a policy Kyverno does not admit has no
 // verdicts to keep), naming the exclusion.
-func checkExclusions(level string, excludes []kyvernov1.PodSecurityStandard) *model.Refusal {
-	for i, e := range excludes {
+func checkExclusions(level string, excludes []exclusion) *model.Refusal {
+	for _, e := range excludes {
 		where := func(format string, args ...any) *model.Refusal {
-			return model.Refuse(model.ReasonPodSecurityNotExpressible, "podSecurity exclude[%d] (control %q): "+format, append([]any{i, e.ControlName}, args...)...)
+			return model.Refuse(model.ReasonPodSecurityNotExpressible, "%s (control %q): "+format, append([]any{e.name(), e.ControlName}, args...)...)
 		}
 		switch {
 		case controlChecks[e.ControlName] == nil:
@@ -87,20 +87,65 @@ func checkExclusions(level string, excludes []kyvernov1.PodSecurityStandard) *mo
 			return where("restrictedField without values (Kyverno's policy validation rejects it)")
 		case e.RestrictedField == "" && len(e.Values) > 0:
 			return where("values without restrictedField (Kyverno's policy validation rejects it)")
-		case level == LevelBaseline && slices.Contains(restrictedControls, e.ControlName):
+		case e.exception == "" && level == LevelBaseline && slices.Contains(restrictedControls, e.ControlName):
+			// An exception's is valid, and excludes nothing: no check
+			// of the control runs at baseline.
 			return where("a restricted control at level baseline (Kyverno's policy validation rejects it)")
 		case e.ControlName == "AppArmor":
 			return where("its errors name annotations, whose keys Kyverno's field normalisation rewrites (digits become *): not compiled yet")
 		}
 		if field, ok := contextControls[e.ControlName]; ok && len(e.Images) == 0 && fieldSelected(e, "spec.containers[*]."+field) {
-			for j, other := range excludes {
+			for _, other := range excludes {
 				if other.ControlName == e.ControlName && len(other.Images) > 0 && !removesEveryContainerError(other, field) {
-					return where("with exclude[%d], exclusions with images and without of a control whose container errors depend on the pod's fields, both selecting spec.containers[*].%s: Kyverno removes such errors one by one, by field without images and by container with, in an order that decides the verdict; not compiled", j, field)
+					return where("with %s, exclusions with images and without of a control whose container errors depend on the pod's fields, both selecting spec.containers[*].%s: Kyverno removes such errors one by one, by field without images and by container with, in an order that decides the verdict; not compiled", other.name(), field)
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// exclusion is an exclusion as the checks read it: one of the rule's own,
+// or one of a PolicyException's podSecurity controls, which removes errors
+// only where the exception matches the request (applies).
+type exclusion struct {
+	kyvernov1.PodSecurityStandard
+	// exception names the PolicyException (namespace/name); "" for the
+	// rule's own.
+	exception string
+	// index is its index in the rule's exclude or the exception's
+	// podSecurity.
+	index int
+	// applies is the CEL predicate where the exclusion applies: "" for
+	// always (the rule's own).
+	applies string
+}
+
+// name names the exclusion in refusals.
+func (e exclusion) name() string {
+	if e.exception == "" {
+		return fmt.Sprintf("podSecurity exclude[%d]", e.index)
+	}
+	return fmt.Sprintf("PolicyException %s podSecurity[%d]", e.exception, e.index)
+}
+
+// when is the predicate "the exclusion applies and predicate holds".
+func (e exclusion) when(predicate string) string {
+	switch {
+	case e.applies == "" || predicate == "false":
+		return predicate
+	case predicate == "true":
+		return e.applies
+	}
+	return "(" + e.applies + " && " + predicate + ")"
+}
+
+// counted is the CEL int n where the exclusion applies, else 0.
+func (e exclusion) counted(n string) string {
+	if e.applies == "" || n == "0" {
+		return n
+	}
+	return "(" + e.applies + " ? " + n + " : 0)"
 }
 
 // contextControls are the controls whose container errors depend on the
@@ -116,13 +161,13 @@ var contextControls = map[string]string{
 // value: its copy of the pod has every container, and a container's error
 // in the pod is its error in the copy too (the copy has no pod-level
 // field, so no pod-level value that spares a container).
-func removesEveryContainerError(e kyvernov1.PodSecurityStandard, field string) bool {
+func removesEveryContainerError(e exclusion, field string) bool {
 	return slices.Contains(e.Images, "*") && len(e.Values) == 0 && e.RestrictedField == ""
 }
 
 // exclusionsOf are the exclusions of the check's control.
-func exclusionsOf(checkID string, excludes []kyvernov1.PodSecurityStandard) []kyvernov1.PodSecurityStandard {
-	var out []kyvernov1.PodSecurityStandard
+func exclusionsOf(checkID string, excludes []exclusion) []exclusion {
+	var out []exclusion
 	for _, e := range excludes {
 		if slices.Contains(controlChecks[e.ControlName], checkID) {
 			out = append(out, e)
@@ -134,7 +179,7 @@ func exclusionsOf(checkID string, excludes []kyvernov1.PodSecurityStandard) []ky
 // excludedCheck is the CEL predicate that holds where a check with
 // exclusions fails the pod, for the check's version (its minimum minor).
 // ok is false for a check without such a form.
-func excludedCheck(checkID string, minor int, excludes []kyvernov1.PodSecurityStandard) (func(bound) string, bool) {
+func excludedCheck(checkID string, minor int, excludes []exclusion) (func(bound) string, bool) {
 	exceptOnWindowsFrom25 := func(f func(bound) string) func(bound) string {
 		if minor >= 25 {
 			return exceptOnWindows(f)
@@ -184,8 +229,8 @@ func excludedCheck(checkID string, minor int, excludes []kyvernov1.PodSecuritySt
 
 // withImages and withoutImages split a control's exclusions by their
 // copy of the pod.
-func withImages(excludes []kyvernov1.PodSecurityStandard) []kyvernov1.PodSecurityStandard {
-	var out []kyvernov1.PodSecurityStandard
+func withImages(excludes []exclusion) []exclusion {
+	var out []exclusion
 	for _, e := range excludes {
 		if len(e.Images) > 0 {
 			out = append(out, e)
@@ -194,8 +239,8 @@ func withImages(excludes []kyvernov1.PodSecurityStandard) []kyvernov1.PodSecurit
 	return out
 }
 
-func withoutImages(excludes []kyvernov1.PodSecurityStandard) []kyvernov1.PodSecurityStandard {
-	var out []kyvernov1.PodSecurityStandard
+func withoutImages(excludes []exclusion) []exclusion {
+	var out []exclusion
 	for _, e := range excludes {
 		if len(e.Images) == 0 {
 			out = append(out, e)
@@ -208,12 +253,12 @@ func withoutImages(excludes []kyvernov1.PodSecurityStandard) []kyvernov1.PodSecu
 // an exclusion's bad values qualify.
 type podError struct {
 	holds, field string
-	qualifies    func(e kyvernov1.PodSecurityStandard) string
+	qualifies    func(e exclusion) string
 }
 
 // constantBadValue qualifies by a constant bad value.
-func constantBadValue(badValue string) func(kyvernov1.PodSecurityStandard) string {
-	return func(e kyvernov1.PodSecurityStandard) string {
+func constantBadValue(badValue string) func(exclusion) string {
+	return func(e exclusion) string {
 		if constantQualifies(e, badValue) {
 			return "true"
 		}
@@ -222,15 +267,15 @@ func constantBadValue(badValue string) func(kyvernov1.PodSecurityStandard) strin
 }
 
 // stringBadValue qualifies by a string bad value read from the pod.
-func stringBadValue(value string) func(kyvernov1.PodSecurityStandard) string {
-	return func(e kyvernov1.PodSecurityStandard) string { return stringQualifies(e, value) }
+func stringBadValue(value string) func(exclusion) string {
+	return func(e exclusion) string { return stringQualifies(e, value) }
 }
 
 // podErrorsRemain holds where a pod-level error remains: the copy without
 // images has the pod's own pod-level fields, so its same error, where it
 // qualifies, removes it; the copy with images has no pod-level field and
 // no pod-level error.
-func podErrorsRemain(errors []podError, excludes []kyvernov1.PodSecurityStandard) string {
+func podErrorsRemain(errors []podError, excludes []exclusion) string {
 	var remain []string
 	for _, pe := range errors {
 		var removed []string
@@ -238,7 +283,7 @@ func podErrorsRemain(errors []podError, excludes []kyvernov1.PodSecurityStandard
 			if !fieldSelected(e, pe.field) {
 				continue
 			}
-			if q := pe.qualifies(e); q != "false" {
+			if q := e.when(pe.qualifies(e)); q != "false" {
 				removed = append(removed, q)
 			}
 		}
@@ -258,7 +303,7 @@ func podErrorsRemain(errors []podError, excludes []kyvernov1.PodSecurityStandard
 // runAsUserExcluded: the pod's and each container's runAsUser 0 (bad
 // value 0); a container's error does not depend on the pod's fields, and
 // the empty container of the copy without images has none.
-func runAsUserExcluded(p bound, excludes []kyvernov1.PodSecurityStandard) string {
+func runAsUserExcluded(p bound, excludes []exclusion) string {
 	return anyOf(
 		podErrorsRemain([]podError{{holds: p.spec("securityContext", "runAsUser").is("== 0"), field: "spec.securityContext.runAsUser", qualifies: constantBadValue("0")}}, excludes),
 		perContainer(p, withImages(excludes), func() []containerErrors {
@@ -269,7 +314,7 @@ func runAsUserExcluded(p bound, excludes []kyvernov1.PodSecurityStandard) string
 
 // windowsHostProcessExcluded: the pod's and each container's
 // windowsOptions.hostProcess true (bad value true).
-func windowsHostProcessExcluded(p bound, excludes []kyvernov1.PodSecurityStandard) string {
+func windowsHostProcessExcluded(p bound, excludes []exclusion) string {
 	return anyOf(
 		podErrorsRemain([]podError{{holds: p.spec("securityContext", "windowsOptions", "hostProcess").is("== true"), field: "spec.securityContext.windowsOptions.hostProcess", qualifies: constantBadValue("true")}}, excludes),
 		perContainer(p, withImages(excludes), func() []containerErrors {
@@ -285,7 +330,7 @@ func constantContainerError(path, comparison, badValue string) containerErrors {
 	return containerErrors{
 		field:  path,
 		errors: func(y string) string { return count(at(y).is(comparison)) },
-		qualifying: func(y string, e kyvernov1.PodSecurityStandard) string {
+		qualifying: func(y string, e exclusion) string {
 			if !constantQualifies(e, badValue) {
 				return "0"
 			}
@@ -297,7 +342,7 @@ func constantContainerError(path, comparison, badValue string) containerErrors {
 // seLinuxOptionsExcluded: of the pod's and each container's set
 // seLinuxOptions, a type outside the allowed ones, a user and a role are
 // an error each, of its own field, the value as bad value.
-func seLinuxOptionsExcluded(p bound, allowedTypes []string, excludes []kyvernov1.PodSecurityStandard) string {
+func seLinuxOptionsExcluded(p bound, allowedTypes []string, excludes []exclusion) string {
 	errorsOf := func(options field) []podError {
 		child := func(name string) field {
 			return field{options.base, append(append([]string(nil), options.path...), name)}
@@ -325,7 +370,7 @@ func seLinuxOptionsExcluded(p bound, allowedTypes []string, excludes []kyvernov1
 					}
 					return "0"
 				},
-				qualifying: func(y string, e kyvernov1.PodSecurityStandard) string {
+				qualifying: func(y string, e exclusion) string {
 					for _, pe := range errorsOf(containerSecurityContext(y, "seLinuxOptions")) {
 						if pe.field == name {
 							return count(pe.holds + " && " + pe.qualifies(e))
@@ -348,7 +393,7 @@ func seccompType(profile field) string {
 // seccompProfileBaselineExcluded: the pod's and each container's set
 // seccompProfile with a type other than RuntimeDefault and Localhost, the
 // type as bad value (none where empty).
-func seccompProfileBaselineExcluded(p bound, excludes []kyvernov1.PodSecurityStandard) string {
+func seccompProfileBaselineExcluded(p bound, excludes []exclusion) string {
 	pod := p.spec("securityContext", "seccompProfile")
 	invalid := func(profile field) string { return "(" + profile.set() + " && !" + validSeccomp(profile) + ")" }
 	return anyOf(
@@ -357,7 +402,7 @@ func seccompProfileBaselineExcluded(p bound, excludes []kyvernov1.PodSecuritySta
 			return []containerErrors{{
 				field:  "securityContext.seccompProfile.type",
 				errors: func(y string) string { return count(invalid(containerSecurityContext(y, "seccompProfile"))) },
-				qualifying: func(y string, e kyvernov1.PodSecurityStandard) string {
+				qualifying: func(y string, e exclusion) string {
 					profile := containerSecurityContext(y, "seccompProfile")
 					return count(invalid(profile) + " && " + stringQualifies(e, seccompType(profile)))
 				},
@@ -375,7 +420,7 @@ func seccompProfileBaselineExcluded(p bound, excludes []kyvernov1.PodSecuritySta
 // the pod's profile is not valid); the copy with images has the matching
 // containers and no pod profile. Exclusions of both kinds of one control
 // are refused (checkExclusions).
-func seccompProfileRestrictedExcluded(p bound, excludes []kyvernov1.PodSecurityStandard) string {
+func seccompProfileRestrictedExcluded(p bound, excludes []exclusion) string {
 	pod := p.spec("securityContext", "seccompProfile")
 	podInvalid := "(" + pod.set() + " && !" + validSeccomp(pod) + ")"
 	podValid := "(" + pod.set() + " && " + validSeccomp(pod) + ")"
@@ -394,7 +439,7 @@ func seccompProfileRestrictedExcluded(p bound, excludes []kyvernov1.PodSecurityS
 			return []containerErrors{{
 				field:  "securityContext.seccompProfile.type",
 				errors: func(y string) string { return count(explicit(y)) },
-				qualifying: func(y string, e kyvernov1.PodSecurityStandard) string {
+				qualifying: func(y string, e exclusion) string {
 					return count(explicit(y) + " && " + stringQualifies(e, seccompType(profile(y))))
 				},
 			}}
@@ -403,7 +448,7 @@ func seccompProfileRestrictedExcluded(p bound, excludes []kyvernov1.PodSecurityS
 			return []containerErrors{{
 				field:      "securityContext.seccompProfile.type",
 				errors:     func(y string) string { return count("(" + unset(y) + " && !" + podValid + ")") },
-				qualifying: func(y string, _ kyvernov1.PodSecurityStandard) string { return count(unset(y)) },
+				qualifying: func(y string, _ exclusion) string { return count(unset(y)) },
 			}}
 		})
 		return "(" + hasExplicit + " ? " + anyOf(podPart, explicitContainers) + " : " + implicitContainers + ")"
@@ -426,23 +471,23 @@ func seccompProfileRestrictedExcluded(p bound, excludes []kyvernov1.PodSecurityS
 // only), and the copy's empty container "fake", a regular container, has
 // the error where fakeHas holds, with no bad value, so each exclusion
 // selecting containers[*]'s field removes one then.
-func fakeContainerRemoves(p bound, excludes []kyvernov1.PodSecurityStandard, path string, has func(y string) string, fakeHas string) string {
+func fakeContainerRemoves(p bound, excludes []exclusion, path string, has func(y string) string, fakeHas string) string {
 	var failing []string
 	for _, kind := range containerKinds {
 		list := p.spec(kind).list()
-		removed := 0
+		var removed []string
 		if kind == "containers" {
 			for _, e := range excludes {
 				if fieldSelected(e, "spec.containers[*]."+path) {
-					removed++
+					removed = append(removed, e.counted("1"))
 				}
 			}
 		}
-		if removed == 0 {
+		if len(removed) == 0 {
 			failing = append(failing, list+".exists(x, "+has("x")+")")
 			continue
 		}
-		failing = append(failing, "("+list+".filter(x, "+has("x")+").size() > ("+fakeHas+" ? "+strconv.Itoa(removed)+" : 0))")
+		failing = append(failing, "("+list+".filter(x, "+has("x")+").size() > ("+fakeHas+" ? "+sum(removed)+" : 0))")
 	}
 	return anyOf(failing...)
 }
@@ -452,7 +497,7 @@ func fakeContainerRemoves(p bound, excludes []kyvernov1.PodSecurityStandard, pat
 // true (required, no bad value). The copy without images keeps the pod's
 // field and has one empty container; the copy with images has no pod
 // field, so its matching unset containers have the required error.
-func runAsNonRootExcluded(p bound, excludes []kyvernov1.PodSecurityStandard) string {
+func runAsNonRootExcluded(p bound, excludes []exclusion) string {
 	podField := p.spec("securityContext", "runAsNonRoot")
 	podTrue := podField.is("== true")
 	at := func(y string) field { return containerSecurityContext(y, "runAsNonRoot") }
@@ -467,7 +512,7 @@ func runAsNonRootExcluded(p bound, excludes []kyvernov1.PodSecurityStandard) str
 				errors: func(y string) string {
 					return count("(" + explicitFalse(y) + " || (" + unset(y) + " && !" + podTrue + "))")
 				},
-				qualifying: func(y string, e kyvernov1.PodSecurityStandard) string {
+				qualifying: func(y string, e exclusion) string {
 					onFalse := "false"
 					if constantQualifies(e, "false") {
 						onFalse = "true"
@@ -485,13 +530,13 @@ func runAsNonRootExcluded(p bound, excludes []kyvernov1.PodSecurityStandard) str
 
 // fieldSelected: the exclusion's restrictedField selects the
 // index-normalised field (or it is empty).
-func fieldSelected(e kyvernov1.PodSecurityStandard, normalised string) bool {
+func fieldSelected(e exclusion, normalised string) bool {
 	return e.RestrictedField == "" || e.RestrictedField == normalised
 }
 
 // constantQualifies: a constant bad value ("true", "nil") matches a
 // pattern of values (or values is empty), decided now.
-func constantQualifies(e kyvernov1.PodSecurityStandard, badValue string) bool {
+func constantQualifies(e exclusion, badValue string) bool {
 	if len(e.Values) == 0 {
 		return true
 	}
@@ -505,7 +550,7 @@ func constantQualifies(e kyvernov1.PodSecurityStandard, badValue string) bool {
 
 // stringQualifies is the CEL predicate "the string bad value qualifies":
 // Kyverno keeps no bad value for an empty string, so it qualifies then.
-func stringQualifies(e kyvernov1.PodSecurityStandard, value string) string {
+func stringQualifies(e exclusion, value string) string {
 	if len(e.Values) == 0 {
 		return "true"
 	}
@@ -514,7 +559,7 @@ func stringQualifies(e kyvernov1.PodSecurityStandard, value string) string {
 
 // listQualifies is the CEL predicate "each bad value of the list
 // qualifies" (a list's empty strings are kept).
-func listQualifies(e kyvernov1.PodSecurityStandard, list string) string {
+func listQualifies(e exclusion, list string) string {
 	if len(e.Values) == 0 {
 		return "true"
 	}
@@ -540,14 +585,20 @@ func sum(terms []string) string {
 // hostNamespacesExcluded: each of hostNetwork, hostPID and hostIPC that
 // is true is an error of its own field with the bad value true, which an
 // exclusion selecting the field, with true among its values, removes.
-func hostNamespacesExcluded(p bound, excludes []kyvernov1.PodSecurityStandard) string {
+func hostNamespacesExcluded(p bound, excludes []exclusion) string {
 	var failing []string
 	for _, name := range []string{"hostNetwork", "hostPID", "hostIPC"} {
-		removed := slices.ContainsFunc(excludes, func(e kyvernov1.PodSecurityStandard) bool {
-			return fieldSelected(e, "spec."+name) && constantQualifies(e, "true")
-		})
-		if !removed {
+		var removed []string
+		for _, e := range excludes {
+			if fieldSelected(e, "spec."+name) && constantQualifies(e, "true") {
+				removed = append(removed, e.when("true"))
+			}
+		}
+		switch {
+		case len(removed) == 0:
 			failing = append(failing, p.spec(name).is("== true"))
+		case !slices.Contains(removed, "true"):
+			failing = append(failing, "("+p.spec(name).is("== true")+" && !"+anyOf(removed...)+")")
 		}
 	}
 	if len(failing) == 0 {
@@ -558,13 +609,13 @@ func hostNamespacesExcluded(p bound, excludes []kyvernov1.PodSecurityStandard) s
 
 // hostPathVolumesExcluded: each hostPath volume is an error of the field
 // spec.volumes[*].hostPath with its path as bad value.
-func hostPathVolumesExcluded(p bound, excludes []kyvernov1.PodSecurityStandard) string {
+func hostPathVolumesExcluded(p bound, excludes []exclusion) string {
 	volumes := p.spec("volumes").list()
 	hostPath := of("v", "hostPath")
 	var removed []string
 	for _, e := range excludes {
 		if fieldSelected(e, "spec.volumes[*].hostPath") {
-			removed = append(removed, volumes+".filter(v, "+hostPath.set()+" && "+stringQualifies(e, of("v", "hostPath", "path").stringOr())+").size()")
+			removed = append(removed, e.counted(volumes+".filter(v, "+hostPath.set()+" && "+stringQualifies(e, of("v", "hostPath", "path").stringOr())+").size()"))
 		}
 	}
 	return "(" + volumes + ".filter(v, " + hostPath.set() + ").size() > " + sum(removed) + ")"
@@ -585,14 +636,14 @@ func sysctlsAt(minor int) []string {
 
 // sysctlsExcluded: each forbidden sysctl is an error of the field
 // spec.securityContext.sysctls[*].name with its name as bad value.
-func sysctlsExcluded(p bound, allowed []string, excludes []kyvernov1.PodSecurityStandard) string {
+func sysctlsExcluded(p bound, allowed []string, excludes []exclusion) string {
 	list := p.spec("securityContext", "sysctls").list()
 	name := of("x", "name").stringOr()
 	forbidden := "!(" + name + " in " + quotedSet(allowed...) + ")"
 	var removed []string
 	for _, e := range excludes {
 		if fieldSelected(e, "spec.securityContext.sysctls[*].name") {
-			removed = append(removed, list+".filter(x, "+forbidden+" && "+stringQualifies(e, name)+").size()")
+			removed = append(removed, e.counted(list+".filter(x, "+forbidden+" && "+stringQualifies(e, name)+").size()"))
 		}
 	}
 	return "(" + list + ".filter(x, " + forbidden + ").size() > " + sum(removed) + ")"
@@ -610,13 +661,22 @@ var restrictedVolumeTypes = []string{
 // restrictedVolumesExcluded: each volume of a restricted type is an error
 // of the field spec.volumes[*].<type>, with no bad value, so that any
 // exclusion selecting the field removes every such error.
-func restrictedVolumesExcluded(p bound, excludes []kyvernov1.PodSecurityStandard) string {
+func restrictedVolumesExcluded(p bound, excludes []exclusion) string {
 	uncovered := func(source string) string {
 		normalised := "spec.volumes[*]." + source
-		if slices.ContainsFunc(excludes, func(e kyvernov1.PodSecurityStandard) bool { return fieldSelected(e, normalised) }) {
+		var covered []string
+		for _, e := range excludes {
+			if fieldSelected(e, normalised) {
+				covered = append(covered, e.when("true"))
+			}
+		}
+		switch {
+		case len(covered) == 0:
+			return "true"
+		case slices.Contains(covered, "true"):
 			return "false"
 		}
-		return "true"
+		return "!" + anyOf(covered...)
 	}
 	chain := uncovered("unknown")
 	for i := len(restrictedVolumeTypes) - 1; i >= 0; i-- {
@@ -644,7 +704,7 @@ type containerErrors struct {
 	// errors is the CEL int of the container's errors of the field.
 	errors func(y string) string
 	// qualifying is the CEL int of those that qualify under e.
-	qualifying func(y string, e kyvernov1.PodSecurityStandard) string
+	qualifying func(y string, e exclusion) string
 }
 
 // containerKinds are the pod's container lists, as the fork names them in
@@ -655,7 +715,7 @@ var containerKinds = []string{"initContainers", "containers", "ephemeralContaine
 // where, for a list, a container name and a field, the containers of the
 // name have more errors than the qualifying errors of the exclusions
 // whose images match those containers' images.
-func perContainer(p bound, excludes []kyvernov1.PodSecurityStandard, fields func() []containerErrors) string {
+func perContainer(p bound, excludes []exclusion, fields func() []containerErrors) string {
 	var failing []string
 	for _, kind := range containerKinds {
 		list := p.spec(kind).list()
@@ -670,7 +730,7 @@ func perContainer(p bound, excludes []kyvernov1.PodSecurityStandard, fields func
 				if q == "0" {
 					continue
 				}
-				removed = append(removed, "("+kyverno.CELPatternMatch(of("y", "image").stringOr(), e.Images)+" ? "+q+" : 0)")
+				removed = append(removed, e.counted("("+kyverno.CELPatternMatch(of("y", "image").stringOr(), e.Images)+" ? "+q+" : 0)"))
 			}
 			errors := f.errors("x")
 			if len(removed) == 0 {
@@ -695,7 +755,7 @@ func privilegedErrors() []containerErrors {
 	return []containerErrors{{
 		field:  "securityContext.privileged",
 		errors: func(y string) string { return count(containerSecurityContext(y, "privileged").is("== true")) },
-		qualifying: func(y string, e kyvernov1.PodSecurityStandard) string {
+		qualifying: func(y string, e exclusion) string {
 			if !constantQualifies(e, "true") {
 				return "0"
 			}
@@ -713,7 +773,7 @@ func hostPortsErrors() []containerErrors {
 		errors: func(y string) string {
 			return of(y, "ports").list() + ".filter(port, " + hostPort.is("!= 0") + ").size()"
 		},
-		qualifying: func(y string, e kyvernov1.PodSecurityStandard) string {
+		qualifying: func(y string, e exclusion) string {
 			return of(y, "ports").list() + ".filter(port, " + hostPort.is("!= 0") + " && " + stringQualifies(e, "string("+hostPort.expr()+")") + ").size()"
 		},
 	}}
@@ -725,7 +785,7 @@ func procMountErrors() []containerErrors {
 	return []containerErrors{{
 		field:  "securityContext.procMount",
 		errors: func(y string) string { return count(containerSecurityContext(y, "procMount").is("!= 'Default'")) },
-		qualifying: func(y string, e kyvernov1.PodSecurityStandard) string {
+		qualifying: func(y string, e exclusion) string {
 			procMount := containerSecurityContext(y, "procMount")
 			return count(procMount.is("!= 'Default'") + " && " + stringQualifies(e, procMount.stringOr()))
 		},
@@ -744,7 +804,7 @@ func capabilitiesBaselineErrors() []containerErrors {
 	return []containerErrors{{
 		field:  "securityContext.capabilities.add",
 		errors: func(y string) string { return count(violates(y)) },
-		qualifying: func(y string, e kyvernov1.PodSecurityStandard) string {
+		qualifying: func(y string, e exclusion) string {
 			return count(violates(y) + " && " + listQualifies(e, forbidden(y)))
 		},
 	}}
@@ -770,14 +830,14 @@ func capabilitiesRestrictedErrors() []containerErrors {
 		{
 			field:  "securityContext.capabilities.drop",
 			errors: func(y string) string { return count(missingDropAll(y)) },
-			qualifying: func(y string, e kyvernov1.PodSecurityStandard) string {
+			qualifying: func(y string, e exclusion) string {
 				return count(missingDropAll(y) + " && (!" + capabilities(y).set() + " || " + listQualifies(e, drop(y)) + ")")
 			},
 		},
 		{
 			field:  "securityContext.capabilities.add",
 			errors: func(y string) string { return count(adding(y)) },
-			qualifying: func(y string, e kyvernov1.PodSecurityStandard) string {
+			qualifying: func(y string, e exclusion) string {
 				return count(adding(y) + " && " + listQualifies(e, forbiddenAdds(y)))
 			},
 		},
@@ -793,7 +853,7 @@ func allowPrivilegeEscalationErrors() []containerErrors {
 		errors: func(y string) string {
 			return count("!" + containerSecurityContext(y, "allowPrivilegeEscalation").is("== false"))
 		},
-		qualifying: func(y string, e kyvernov1.PodSecurityStandard) string {
+		qualifying: func(y string, e exclusion) string {
 			context, escalation := containerSecurityContext(y), containerSecurityContext(y, "allowPrivilegeEscalation")
 			onNil, onTrue := "0", "0"
 			if constantQualifies(e, "nil") {

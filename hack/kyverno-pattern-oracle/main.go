@@ -16,7 +16,7 @@
 // (pkg/engine/handlers/validation/validate_resource.go validatePatterns).
 //
 // Or, for a whole policy, {"policy": a ClusterPolicy, "requests": [...]
-// with kind and resource}: one line per request, a JSON object from each
+// with kind and resource, "exceptions": [PolicyExceptions]}: one line per request, a JSON object from each
 // rule Kyverno's engine reports to its status (pass, fail, skip, error).
 //
 // Or, for a message, {"message": ..., "requests": [...]}: one line per
@@ -48,6 +48,7 @@ import (
 	kyvernov2 "github.com/kyverno/kyverno/api/kyverno/v2"
 	"github.com/kyverno/kyverno/pkg/config"
 	"github.com/kyverno/kyverno/pkg/engine"
+	engineapi "github.com/kyverno/kyverno/pkg/engine/api"
 	enginecontext "github.com/kyverno/kyverno/pkg/engine/context"
 	"github.com/kyverno/kyverno/pkg/engine/context/loaders"
 	"github.com/kyverno/kyverno/pkg/engine/factories"
@@ -55,11 +56,13 @@ import (
 	"github.com/kyverno/kyverno/pkg/engine/policycontext"
 	"github.com/kyverno/kyverno/pkg/engine/validate"
 	"github.com/kyverno/kyverno/pkg/engine/variables"
+	"github.com/kyverno/kyverno/pkg/exceptions"
 	imageverifycache "github.com/kyverno/kyverno/pkg/image/verification/cache"
 	utilsconditions "github.com/kyverno/kyverno/pkg/utils/conditions"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -75,6 +78,17 @@ type input struct {
 	Message             *string                  `json:"message"`
 	Context             []kyvernov1.ContextEntry `json:"context"`
 	Policy              *kyvernov1.ClusterPolicy `json:"policy"`
+	// Exceptions are PolicyExceptions the engine finds for the policy's
+	// rules (as its exception selector does: by policy and rule names).
+	Exceptions []*kyvernov2.PolicyException `json:"exceptions"`
+}
+
+// exceptionLister lists the input's exceptions, for Kyverno's own
+// exception selector (pkg/exceptions).
+type exceptionLister []*kyvernov2.PolicyException
+
+func (l exceptionLister) List(labels.Selector) ([]*kyvernov2.PolicyException, error) {
+	return l, nil
 }
 
 type request struct {
@@ -233,7 +247,11 @@ func policy(in input) {
 	cfg := config.NewDefaultConfiguration(true)
 	jp := jmespath.New(cfg)
 	isCluster := false
-	eng := engine.NewEngine(cfg, jp, nil, nil, imageverifycache.DisabledImageVerifyCache(), factories.DefaultContextLoaderFactory(nil), nil, &isCluster)
+	var selector engineapi.PolicyExceptionSelector
+	if len(in.Exceptions) > 0 {
+		selector = exceptions.New(exceptionLister(in.Exceptions))
+	}
+	eng := engine.NewEngine(cfg, jp, nil, nil, imageverifycache.DisabledImageVerifyCache(), factories.DefaultContextLoaderFactory(nil), selector, &isCluster)
 	for _, r := range in.Requests {
 		req := r.admission()
 		gvk := schema.GroupVersionKind{Group: r.Kind.Group, Version: r.Kind.Version, Kind: r.Kind.Kind}
