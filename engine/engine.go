@@ -211,6 +211,10 @@ type compiledRule struct {
 	// language, where an expression that fails to evaluate is Kyverno's
 	// error result (FallbackRule.FailuresAreErrors).
 	failuresAreErrors bool
+	// exceptionsNotOnDelete: the rule was compiled from a podSecurity
+	// subrule, whose exceptions Kyverno does not look for on a DELETE
+	// (FallbackRule.ExceptionsNotOnDelete).
+	exceptionsNotOnDelete bool
 	// exceptionConditions holds, for each exception with JMESPath
 	// conditions, their compiled form (clusterpolicy.ExceptionConditions):
 	// the exception applies where its match and its conditions hold.
@@ -368,6 +372,7 @@ func compileRule(policy string, rule kyvernov1.Rule, fr *translate.FallbackRule)
 	for _, name := range fr.FailuresAreErrors {
 		c.failuresAreErrors = c.failuresAreErrors || name == rule.Name
 	}
+	c.exceptionsNotOnDelete = slices.Contains(fr.ExceptionsNotOnDelete, rule.Name)
 	// The translation decided whether the engine can evaluate the rule.
 	if c.notEnforced = fr.NotEnforced != ""; c.notEnforced || !rule.HasValidateCEL() {
 		return c
@@ -676,6 +681,9 @@ func (r *compiledRule) evaluate(ctx context.Context, req *Request, mreq *match.R
 		}
 	}
 	for i := range r.exceptions {
+		if r.exceptionsNotOnDelete && mreq.Operation == string(admissionv1.Delete) {
+			break
+		}
 		ex := &r.exceptions[i]
 		exempt, err := match.Exception(ex, r.policy, r.rule.Name, mreq)
 		if err != nil {

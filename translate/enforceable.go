@@ -60,6 +60,9 @@ func (t *translation) newFallbackRule(rules []kyvernov1.Rule, reason model.Reaso
 		if t.lowering.FailuresAreErrors(name) {
 			fr.FailuresAreErrors = append(fr.FailuresAreErrors, name)
 		}
+		if t.lowering.IsPodSecurity(name) {
+			fr.ExceptionsNotOnDelete = append(fr.ExceptionsNotOnDelete, name)
+		}
 	}
 	fr.NotEnforced = notEnforceable(rules, fr.Exceptions)
 	fr.WebhookExempt = webhookProtectedCovered(t.resolver, rules)

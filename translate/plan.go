@@ -130,6 +130,11 @@ type FallbackRule struct {
 	// from Kyverno's classic language: an expression of theirs that fails
 	// to evaluate is Kyverno's error result, not a violation.
 	FailuresAreErrors []string `json:",omitempty"`
+	// ExceptionsNotOnDelete names the rules (Rule, AdditionalRules)
+	// compiled from podSecurity subrules: Kyverno's podSecurity handler
+	// returns no response on a DELETE before it looks for exceptions, so
+	// there Exceptions skip nothing.
+	ExceptionsNotOnDelete []string `json:",omitempty"`
 	// WebhookExempt lists the protected resources the rule selects that
 	// kyvap's webhook never receives (nodes, leases, events, reviews; see
 	// WebhookLockOutCondition): the rule is not enforced on them.

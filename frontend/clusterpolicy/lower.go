@@ -217,6 +217,10 @@ type Lowering struct {
 // evaluate, Kyverno's result is error (model.Rule.FailuresAreErrors).
 func (l *Lowering) FailuresAreErrors(name string) bool { return l.classic[name] }
 
+// IsPodSecurity says whether the rule of that name was compiled from a
+// podSecurity subrule.
+func (l *Lowering) IsPodSecurity(name string) bool { return l.podSecurity[name] }
+
 // New starts the lowering of a policy (a copy of it: the input is never
 // mutated). A nil resolver knows the built-in kinds only.
 func New(in Input, resolver kyverno.KindResolver, opts Options) (*Lowering, error) {
@@ -481,6 +485,25 @@ func (l *Lowering) lower(rule *kyvernov1.Rule) (model.Rule, *model.Refusal) {
 	guard := l.preconditionFailures[rule.Name]
 	for i, ex := range l.SkippingExceptionsFor(rule.Name) {
 		guarded := guard != "" && guard != "false"
+		if l.podSecurity[rule.Name] {
+			// Kyverno's podSecurity handler returns no response on a
+			// DELETE before it looks for exceptions (validate_pss.go):
+			// there an exception skips nothing, and the rule has no
+			// result (kyvap-pattern-not-delete).
+			applies, err := exceptionApplies(l.resolver, &ex, false)
+			switch {
+			case errors.Is(err, ErrExceptionMatchesNothing):
+				continue
+			case err != nil:
+				return none, model.Refuse(model.ReasonExceptionNotExpressible, "PolicyException %s/%s: %v", ex.Namespace, ex.Name, err)
+			}
+			expression := "!(" + applies + ") || request.operation == 'DELETE'"
+			if guarded {
+				expression += " || " + guard
+			}
+			match.conditions = append(match.conditions, admissionregistrationv1.MatchCondition{Name: conditionException + "-" + strconv.Itoa(i), Expression: expression})
+			continue
+		}
 		if guarded || ex.Spec.HasConditions() {
 			// The exception applies where its match and its conditions
 			// hold: one condition, the negation of both. Kyverno evaluates
