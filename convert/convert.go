@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
+	kyvernov2 "github.com/kyvap/kyvap/api/v2"
 	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/frontend/validatingpolicy"
 	"github.com/kyvap/kyvap/kyverno"
@@ -71,6 +72,25 @@ type Options struct {
 	// selectors ANDed into the match constraints); nil leaves it to
 	// Kyverno, as the source policies did.
 	KyvernoConfig *kyverno.Config
+	// Exceptions are the kyverno.io PolicyExceptions converted beside the
+	// policies. Those with podSecurity controls are folded into the
+	// converted policies of the rules they name (FoldedExceptions): a
+	// policies.kyverno.io PolicyException skips a whole policy, and cannot
+	// say which podSecurity errors they exclude. The others are converted
+	// on their own (Exception).
+	Exceptions []kyvernov2.PolicyException
+}
+
+// FoldedExceptions are the exceptions Policy folds into the policies it
+// converts: those with podSecurity controls.
+func FoldedExceptions(exceptions []kyvernov2.PolicyException) []kyvernov2.PolicyException {
+	var out []kyvernov2.PolicyException
+	for _, ex := range exceptions {
+		if len(ex.Spec.PodSecurity) > 0 {
+			out = append(out, ex)
+		}
+	}
+	return out
 }
 
 // Converted is one ValidatingPolicy (cluster-scoped source) or
@@ -94,6 +114,9 @@ type Converted struct {
 	// condition was folded into the validations (foldHasResult): where
 	// the ClusterPolicy's rule has no result, the converted policy passes.
 	PassesWithoutResult bool
+	// Exceptions are the PolicyExceptions (namespace/name) folded into the
+	// policy (FoldedExceptions) because they name its rules.
+	Exceptions []string
 	// NoAutogen: spec.autogen.podControllers.controllers is [] (Kyverno
 	// would otherwise derive variants the source does not have, or that
 	// are converted as policies of their own). The field's omitempty
@@ -128,10 +151,13 @@ type Result struct {
 }
 
 // Policy converts a ClusterPolicy, or a namespaced Policy carried as one
-// (TypeMeta kind Policy, see clusterpolicy.InputFor). PolicyExceptions are not
-// folded in: they are converted (or refused) on their own.
+// (TypeMeta kind Policy, see clusterpolicy.InputFor). The options'
+// PolicyExceptions with podSecurity controls are folded into the policies
+// of the rules they name, compiled as the translation compiles them; the
+// others are converted (or refused) on their own (Exception).
 func Policy(p *kyvernov1.ClusterPolicy, opts Options) (Result, error) {
-	in := clusterpolicy.InputFor(p, nil)
+	folded := FoldedExceptions(opts.Exceptions)
+	in := clusterpolicy.InputFor(p, folded)
 	lowering, err := clusterpolicy.Lower(in, opts.Resolver, clusterpolicy.Options{CompatibilityVersion: opts.CompatibilityVersion, KyvernoConfig: opts.KyvernoConfig})
 	if err != nil {
 		return Result{}, err
@@ -169,6 +195,18 @@ func Policy(p *kyvernov1.ClusterPolicy, opts Options) (Result, error) {
 			continue
 		}
 		res.convertRule(r, variants[r.ID])
+	}
+	key := clusterpolicy.PolicyKey(p.Namespace, p.Name)
+	for i := range res.Policies {
+		c := &res.Policies[i]
+		for _, ex := range folded {
+			for _, rule := range append([]string{c.Rule}, c.Variants...) {
+				if kyverno.ExceptionContains(ex.Spec.Exceptions, key, rule) {
+					c.Exceptions = append(c.Exceptions, ex.Namespace+"/"+ex.Name)
+					break
+				}
+			}
+		}
 	}
 	return res, nil
 }

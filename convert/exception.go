@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	policiesv1 "github.com/kyverno/api/api/policies.kyverno.io/v1"
@@ -27,10 +28,13 @@ const ConditionException = "kyvap-exception"
 type ExceptionResult struct {
 	// Source is namespace/name.
 	Source string
-	// Exception is nil when the exception is not converted (Reason says
-	// why).
-	Exception *policiesv1.PolicyException
-	Reason    string
+	// Exception is nil when the exception is not converted on its own:
+	// FoldedInto names the converted policies it is folded into (it has
+	// podSecurity controls, see FoldedExceptions), or Reason says why it
+	// is not converted.
+	Exception  *policiesv1.PolicyException
+	FoldedInto []string
+	Reason     string
 }
 
 // Exception converts a kyverno.io PolicyException into a
@@ -48,7 +52,17 @@ func Exception(ex *kyvernov2.PolicyException, results []Result, opts Options) Ex
 		return out
 	}
 	if len(ex.Spec.PodSecurity) > 0 {
-		out.Reason = "its podSecurity controls are exclusions of the named rules' podSecurity checks where it matches (Kyverno skips a rule only where they remove every error), which a policies.kyverno.io PolicyException, skipping a whole policy, cannot say; its rules' translation compiles them (kyvap translate)"
+		// Policy folded it into the policies of the rules it names.
+		for i := range results {
+			for _, c := range results[i].Policies {
+				if slices.Contains(c.Exceptions, out.Source) {
+					out.FoldedInto = append(out.FoldedInto, c.Name())
+				}
+			}
+		}
+		if len(out.FoldedInto) == 0 {
+			out.Reason = "it has podSecurity controls, which are folded into the converted policies of the rules it names (a policies.kyverno.io PolicyException, skipping a whole policy, cannot say them), and it names no rule of a converted policy"
+		}
 		return out
 	}
 	condition, err := clusterpolicy.ExceptionCondition(opts.Resolver, ex)
@@ -136,7 +150,10 @@ const ConditionPreconditionsEvaluate = "kyvap-preconditions-evaluate"
 func ExceptionYAML(results []ExceptionResult) ([]byte, error) {
 	var buf bytes.Buffer
 	for _, r := range results {
-		if r.Exception == nil {
+		switch {
+		case len(r.FoldedInto) > 0:
+			fmt.Fprintf(&buf, "# PolicyException %s: its podSecurity controls are folded into %s\n", r.Source, strings.Join(r.FoldedInto, ", "))
+		case r.Exception == nil:
 			fmt.Fprintf(&buf, "# NOT CONVERTED: PolicyException %s: %s\n", r.Source, oneLine(r.Reason))
 		}
 	}

@@ -32,6 +32,9 @@ func YAML(res Result) ([]byte, error) {
 		if len(c.Variants) > 0 {
 			fmt.Fprintf(&buf, ",\n# with its pod-controller variants (%s) as spec.autogen", strings.Join(c.Variants, ", "))
 		}
+		if len(c.Exceptions) > 0 {
+			fmt.Fprintf(&buf, ",\n# with the podSecurity controls of PolicyExceptions %s folded in", strings.Join(c.Exceptions, ", "))
+		}
 		buf.WriteString(".\n")
 		buf.Write(doc)
 	}

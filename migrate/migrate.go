@@ -170,7 +170,7 @@ func (c *Converter) ConvertPolicies(stdin io.Reader, stdout io.Writer) int {
 	}
 	c.crdFiles = set.CRDs
 	resolver := c.resolver(nil, nil)
-	opts := convert.Options{Resolver: resolver, CompatibilityVersion: c.flags.CELVersion, KyvernoConfig: c.flags.KyvernoConfig}
+	opts := convert.Options{Resolver: resolver, CompatibilityVersion: c.flags.CELVersion, KyvernoConfig: c.flags.KyvernoConfig, Exceptions: set.Exceptions}
 	defer func() {
 		for _, n := range resolver.notes() {
 			fmt.Fprintf(c.stderr, "kyvap convert: %s\n", n)
@@ -232,6 +232,11 @@ func (c *Converter) exceptions(exceptions []kyvernov2.PolicyException, results [
 	var out []convert.ExceptionResult
 	for i := range exceptions {
 		r := convert.Exception(&exceptions[i], results, opts)
+		if len(r.FoldedInto) > 0 {
+			fmt.Fprintf(c.stderr, "PolicyException %s: its podSecurity controls folded into %s\n", r.Source, strings.Join(r.FoldedInto, ", "))
+			out = append(out, r)
+			continue
+		}
 		if r.Exception == nil {
 			c.unconverted++
 			fmt.Fprintf(c.stderr, "NOT CONVERTED: PolicyException %s: %s\n", r.Source, r.Reason)
@@ -369,7 +374,7 @@ func (c *Converter) convertSuite(s *policytest.Suite, dir string) int {
 		return exitOK
 	}
 	resolver := c.resolver(s.CRDs, s)
-	opts := convert.Options{Resolver: resolver, CompatibilityVersion: c.flags.CELVersion}
+	opts := convert.Options{Resolver: resolver, CompatibilityVersion: c.flags.CELVersion, Exceptions: s.Exceptions}
 	results := map[string]*convert.Result{}
 	var policies bytes.Buffer
 	for i := range s.Policies {
@@ -400,8 +405,12 @@ func (c *Converter) convertSuite(s *policytest.Suite, dir string) int {
 			list = append(list, *results[policyKey(&s.Policies[i])])
 		}
 		converted := c.exceptions(s.Exceptions, list, opts)
+		onTheirOwn := 0
 		for _, r := range converted {
-			if r.Exception == nil {
+			switch {
+			case r.Exception != nil:
+				onTheirOwn++
+			case len(r.FoldedInto) == 0:
 				c.rows.Unconverted += sourceRows
 				fmt.Fprintf(c.stderr, "NOT CONVERTED: %s: the test's PolicyException %s is not converted, so its rows would change verdict\n", label, r.Source)
 				return exitOK
@@ -412,8 +421,13 @@ func (c *Converter) convertSuite(s *policytest.Suite, dir string) int {
 			fmt.Fprintf(c.stderr, "kyvap convert: %s: %v\n", label, err)
 			return exitUnusableInput
 		}
-		test.PolicyExceptions = []string{"exceptions.yaml"}
-		files["exceptions.yaml"] = out
+		if onTheirOwn > 0 {
+			// Folded ones are only named there, in a comment.
+			test.PolicyExceptions = []string{"exceptions.yaml"}
+			files["exceptions.yaml"] = out
+		} else {
+			test.PolicyExceptions = nil
+		}
 	}
 	copies := fileCopier{from: s.Dir, files: files}
 	test.Resources = copies.all(test.Resources)

@@ -352,3 +352,144 @@ metadata: {name: settings, namespace: default}
 		}
 	}
 }
+
+// TestPodSecurityExceptionsAreFolded: a PolicyException with podSecurity
+// controls (Kyverno's test/cli/test-exceptions/exceptions-3, with a plain
+// exception beside it) is folded into the converted policy of the rule it
+// names, which says so; the plain one is converted on its own; the
+// converted test keeps every row, with the same expectations, and passes
+// (Kyverno's CLI passes the same conversion: docs/convert.md).
+func TestPodSecurityExceptionsAreFolded(t *testing.T) {
+	src := writeSuite(t, map[string]string{
+		"kyverno-test.yaml": `apiVersion: cli.kyverno.io/v1alpha1
+kind: Test
+metadata: {name: exceptions-3}
+policies: [policy.yaml]
+resources: [resources.yaml]
+exceptions: [exception.yaml]
+results:
+- {policy: psa, rule: baseline, kind: Pod, resources: [bad-pod], result: fail}
+- {policy: psa, rule: baseline, kind: Pod, resources: [good-pod], result: pass}
+- {policy: psa, rule: baseline, kind: Pod, resources: [excluded-pod, other-volume], result: skip}
+- {policy: psa, rule: baseline, kind: Pod, resources: [excluded-other-path], result: fail}
+`,
+		"policy.yaml": `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: psa}
+spec:
+  background: true
+  rules:
+  - name: baseline
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate:
+      failureAction: Enforce
+      podSecurity: {level: baseline, version: latest}
+`,
+		"exception.yaml": `apiVersion: kyverno.io/v2
+kind: PolicyException
+metadata: {name: pod-security-exception, namespace: policy-exception-ns}
+spec:
+  exceptions: [{policyName: psa, ruleNames: [baseline]}]
+  match: {any: [{resources: {namespaces: [staging-ns]}}]}
+  podSecurity:
+  - {controlName: HostPath Volumes, restrictedField: "spec.volumes[*].hostPath", values: ["/var/lib1"]}
+---
+apiVersion: kyverno.io/v2
+kind: PolicyException
+metadata: {name: other, namespace: policy-exception-ns}
+spec:
+  exceptions: [{policyName: psa, ruleNames: [baseline]}]
+  match: {any: [{resources: {kinds: [Pod], names: [other-*]}}]}
+`,
+		"resources.yaml": `apiVersion: v1
+kind: Pod
+metadata: {name: good-pod, namespace: default}
+spec: {containers: [{name: nginx, image: nginx}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: bad-pod, namespace: default}
+spec:
+  containers: [{name: nginx, image: nginx}]
+  volumes: [{name: host, hostPath: {path: /var/lib1}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: excluded-pod, namespace: staging-ns}
+spec:
+  containers: [{name: nginx, image: nginx}]
+  volumes: [{name: host, hostPath: {path: /var/lib1}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: excluded-other-path, namespace: staging-ns}
+spec:
+  containers: [{name: nginx, image: nginx}]
+  volumes: [{name: host, hostPath: {path: /etc}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: other-volume, namespace: default}
+spec:
+  containers: [{name: nginx, image: nginx}]
+  volumes: [{name: host, hostPath: {path: /etc}}]
+`,
+	})
+	out := t.TempDir()
+	var stderr bytes.Buffer
+	c := New(Options{Files: []string{src}, Out: out}, &stderr)
+	c.ConvertTests(c.FindTests())
+	rows := c.Rows()
+	if rows.Converted != 5 || rows.LeftOut != 0 || rows.Differs != 0 || rows.Unconverted != 0 {
+		t.Fatalf("rows %+v, want 5 converted; stderr:\n%s", rows, stderr.String())
+	}
+	for _, line := range []string{
+		"PolicyException policy-exception-ns/pod-security-exception: its podSecurity controls folded into psa-baseline",
+		"PolicyException policy-exception-ns/other: converted, naming psa-baseline",
+	} {
+		if !strings.Contains(stderr.String(), line) {
+			t.Errorf("stderr does not say %q:\n%s", line, stderr.String())
+		}
+	}
+	var written []string
+	if err := filepath.WalkDir(out, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.Name() == "policies.yaml" {
+			written = append(written, path)
+		}
+		return err
+	}); err != nil || len(written) != 1 {
+		t.Fatalf("converted policies: %v %v", written, err)
+	}
+	policies, err := os.ReadFile(written[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(policies), "# with the podSecurity controls of PolicyExceptions policy-exception-ns/pod-security-exception folded in.") {
+		t.Errorf("the converted policy does not name the folded exception:\n%.600s", policies)
+	}
+	suites, err := policytest.Load(out)
+	if err != nil || len(suites) != 1 {
+		t.Fatalf("loading the converted test: %v (%d suites)", err, len(suites))
+	}
+	if len(suites[0].Exceptions) != 0 || len(suites[0].CELExceptions) != 1 {
+		t.Errorf("the converted test has %d kyverno.io and %d policies.kyverno.io PolicyExceptions, want the plain one alone, converted", len(suites[0].Exceptions), len(suites[0].CELExceptions))
+	}
+	expected := map[string]string{}
+	for _, res := range suites[0].Test.Results {
+		for _, r := range res.Resources {
+			expected[r] = res.Result
+		}
+	}
+	if want := map[string]string{"bad-pod": "fail", "good-pod": "pass", "excluded-pod": "skip", "other-volume": "skip", "excluded-other-path": "fail"}; !maps.Equal(expected, want) {
+		t.Errorf("converted expectations %v, want %v", expected, want)
+	}
+	report := policytest.Run(context.Background(), &suites[0], policytest.Options{})
+	if len(report.Rows) != 5 {
+		t.Errorf("%d converted rows evaluated, want 5", len(report.Rows))
+	}
+	for _, row := range report.Rows {
+		if row.Status != policytest.StatusPass {
+			t.Errorf("converted row %s on %s: %s (VAP %s, engine %s): %s", row.Policy, row.Resource, row.Status, row.VAP.Result, row.Engine.Result, row.Reason)
+		}
+	}
+}

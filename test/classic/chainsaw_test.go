@@ -41,8 +41,8 @@ import (
 // Floors of TestKyvernoChainsawValidate: rows evaluated, and chainsaw
 // tests all of whose rows are.
 const (
-	minChainsawRows  = 100
-	minChainsawTests = 60
+	minChainsawRows  = 300
+	minChainsawTests = 130
 )
 
 // chainsawTest is the part of a chainsaw Test this harness reads.
@@ -84,8 +84,14 @@ type chainsawRow struct {
 	policies int
 }
 
+// chainsawDirs are the directories of Kyverno's chainsaw tests replayed:
+// validate policies, and PolicyExceptions (podSecurity controls among
+// them).
+var chainsawDirs = []string{"validate", "exceptions"}
+
 // TestKyvernoChainsawValidate replays the conformance tests of Kyverno's
-// module for validate policies (test/conformance/chainsaw/validate: each
+// module for validate policies and PolicyExceptions
+// (test/conformance/chainsaw/validate and exceptions: each
 // applies ClusterPolicies and Policies, then objects that a real cluster
 // with Kyverno admits or denies) through kyvap's compiled rules: each
 // applied object is an admission request (a CREATE, or an UPDATE of the
@@ -94,15 +100,17 @@ type chainsawRow struct {
 // does not compile entirely is counted as refused, with the reason; every
 // evaluated row must agree.
 func TestKyvernoChainsawValidate(t *testing.T) {
-	root := filepath.Join(kyvernoModule(t), "test", "conformance", "chainsaw", "validate")
+	root := filepath.Join(kyvernoModule(t), "test", "conformance", "chainsaw")
 	var files []string
-	if err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		if err == nil && d.Name() == "chainsaw-test.yaml" {
-			files = append(files, path)
+	for _, dir := range chainsawDirs {
+		if err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d os.DirEntry, err error) error {
+			if err == nil && d.Name() == "chainsaw-test.yaml" {
+				files = append(files, path)
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
 		}
-		return err
-	}); err != nil {
-		t.Fatal(err)
 	}
 	sort.Strings(files)
 	evaluated, agreed, testsEvaluated, vapRows := 0, 0, 0, 0
@@ -240,7 +248,7 @@ func TestKyvernoChainsawValidate(t *testing.T) {
 			agreed++
 		}
 	}
-	t.Logf("Kyverno's chainsaw validate tests: %d; %d evaluated (%d files applied, %d agree; %d objects judged by VAPs too, both paths agreeing); refused by reason %v", len(files), testsEvaluated, evaluated, agreed, vapRows, refused)
+	t.Logf("Kyverno's chainsaw tests (%s): %d; %d evaluated (%d files applied, %d agree; %d objects judged by VAPs too, both paths agreeing); refused by reason %v", strings.Join(chainsawDirs, ", "), len(files), testsEvaluated, evaluated, agreed, vapRows, refused)
 	if evaluated < minChainsawRows || testsEvaluated < minChainsawTests {
 		t.Errorf("%d rows of %d tests evaluated, fewer than the floors %d and %d", evaluated, testsEvaluated, minChainsawRows, minChainsawTests)
 	}
