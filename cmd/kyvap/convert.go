@@ -59,8 +59,10 @@ validate.cel nor a classic rule the classic compiler takes
 (PatternNotExpressible and JMESPathNotExpressible name the construct), context
 entries that read outside the request, roles and
 clusterRoles, paramKind, validationFailureActionOverrides, spec.applyRules One,
-and kyverno.io PolicyExceptions (write policies.kyverno.io PolicyExceptions by
-hand). Each is listed on stderr and as a "# NOT CONVERTED" comment.
+and kyverno.io PolicyExceptions without an exact policies.kyverno.io form
+(JMESPath conditions, background: false). Each is listed on stderr and as a
+"# NOT CONVERTED" comment. A kyverno.io PolicyException with podSecurity
+controls is folded into the converted policies of the rules it names.
 
 Flags:
   -f FILE                          input file, directory or "-" (repeatable, required)
