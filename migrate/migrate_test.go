@@ -332,6 +332,14 @@ metadata: {name: settings, namespace: default}
 	if !strings.Contains(stderr.String(), "resource no-web: expects pass instead of skip: no element of the ClusterPolicy's foreach applied") {
 		t.Errorf("stderr does not say why no-web's row expects pass:\n%s", stderr.String())
 	}
+	checkConverted(t, out, map[string]string{"web-always": "pass", "web-never": "fail", "no-web": "pass"})
+}
+
+// checkConverted checks the one converted test in out: its expectations
+// by resource are want, and each of its rows passes kyvap's evaluation
+// (both paths). It returns the converted test.
+func checkConverted(t *testing.T, out string, want map[string]string) *policytest.Suite {
+	t.Helper()
 	suites, err := policytest.Load(out)
 	if err != nil || len(suites) != 1 {
 		t.Fatalf("loading the converted test: %v (%d suites)", err, len(suites))
@@ -342,15 +350,19 @@ metadata: {name: settings, namespace: default}
 			expected[r] = res.Result
 		}
 	}
-	if want := map[string]string{"web-always": "pass", "web-never": "fail", "no-web": "pass"}; !maps.Equal(expected, want) {
+	if !maps.Equal(expected, want) {
 		t.Errorf("converted expectations %v, want %v", expected, want)
 	}
 	report := policytest.Run(context.Background(), &suites[0], policytest.Options{})
+	if len(report.Rows) != len(want) {
+		t.Errorf("%d converted rows evaluated, want %d", len(report.Rows), len(want))
+	}
 	for _, row := range report.Rows {
 		if row.Status != policytest.StatusPass {
 			t.Errorf("converted row %s on %s: %s (VAP %s, engine %s): %s", row.Policy, row.Resource, row.Status, row.VAP.Result, row.Engine.Result, row.Reason)
 		}
 	}
+	return &suites[0]
 }
 
 // TestPodSecurityExceptionsAreFolded: a PolicyException with podSecurity
@@ -467,29 +479,8 @@ spec:
 	if !strings.Contains(string(policies), "# with the podSecurity controls of PolicyExceptions policy-exception-ns/pod-security-exception folded in.") {
 		t.Errorf("the converted policy does not name the folded exception:\n%.600s", policies)
 	}
-	suites, err := policytest.Load(out)
-	if err != nil || len(suites) != 1 {
-		t.Fatalf("loading the converted test: %v (%d suites)", err, len(suites))
-	}
-	if len(suites[0].Exceptions) != 0 || len(suites[0].CELExceptions) != 1 {
-		t.Errorf("the converted test has %d kyverno.io and %d policies.kyverno.io PolicyExceptions, want the plain one alone, converted", len(suites[0].Exceptions), len(suites[0].CELExceptions))
-	}
-	expected := map[string]string{}
-	for _, res := range suites[0].Test.Results {
-		for _, r := range res.Resources {
-			expected[r] = res.Result
-		}
-	}
-	if want := map[string]string{"bad-pod": "fail", "good-pod": "pass", "excluded-pod": "skip", "other-volume": "skip", "excluded-other-path": "fail"}; !maps.Equal(expected, want) {
-		t.Errorf("converted expectations %v, want %v", expected, want)
-	}
-	report := policytest.Run(context.Background(), &suites[0], policytest.Options{})
-	if len(report.Rows) != 5 {
-		t.Errorf("%d converted rows evaluated, want 5", len(report.Rows))
-	}
-	for _, row := range report.Rows {
-		if row.Status != policytest.StatusPass {
-			t.Errorf("converted row %s on %s: %s (VAP %s, engine %s): %s", row.Policy, row.Resource, row.Status, row.VAP.Result, row.Engine.Result, row.Reason)
-		}
+	suite := checkConverted(t, out, map[string]string{"bad-pod": "fail", "good-pod": "pass", "excluded-pod": "skip", "other-volume": "skip", "excluded-other-path": "fail"})
+	if len(suite.Exceptions) != 0 || len(suite.CELExceptions) != 1 {
+		t.Errorf("the converted test has %d kyverno.io and %d policies.kyverno.io PolicyExceptions, want the plain one alone, converted", len(suite.Exceptions), len(suite.CELExceptions))
 	}
 }

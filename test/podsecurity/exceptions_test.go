@@ -4,11 +4,9 @@
 package podsecurity
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -294,29 +292,7 @@ func exceptionRequests() []exceptionRequest {
 // request.
 func askKyvernoWithExceptions(t *testing.T, oracle string, policy []byte, exceptions []json.RawMessage, requests []exceptionRequest) []map[string]string {
 	t.Helper()
-	in, err := json.Marshal(map[string]any{"policy": json.RawMessage(policy), "exceptions": exceptions, "requests": requests})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(oracle)
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("the oracle: %v: %s", err, stderr.String())
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) != len(requests) {
-		t.Fatalf("the oracle answered %d lines for %d requests", len(lines), len(requests))
-	}
-	statuses := make([]map[string]string, len(lines))
-	for i, line := range lines {
-		if err := json.Unmarshal([]byte(line), &statuses[i]); err != nil {
-			t.Fatalf("the oracle: %q: %v", line, err)
-		}
-	}
-	return statuses
+	return runOracle(t, oracle, map[string]any{"policy": json.RawMessage(policy), "exceptions": exceptions, "requests": requests}, len(requests))
 }
 
 // kyvapRuleStatuses are kyvap's engine's statuses of each rule on r.

@@ -293,27 +293,8 @@ func askKyverno(t *testing.T, oracle string, policy map[string]any, kind string,
 			"name": metadata["name"], "namespace": "default", "object": object,
 		}
 	}
-	in, err := json.Marshal(map[string]any{"policy": policy, "requests": requests})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(oracle)
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("the oracle: %v: %s", err, stderr.String())
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) != len(objects) {
-		t.Fatalf("the oracle answered %d lines for %d requests", len(lines), len(objects))
-	}
-	statuses := make([]map[string]string, len(lines))
-	for i, line := range lines {
-		if err := json.Unmarshal([]byte(line), &statuses[i]); err != nil {
-			t.Fatalf("the oracle: %q: %v", line, err)
-		}
+	statuses := runOracle(t, oracle, map[string]any{"policy": policy, "requests": requests}, len(requests))
+	for i := range statuses {
 		if len(statuses[i]) != rules {
 			t.Fatalf("%s %d: Kyverno reported %d rules, not %d", kind, i, len(statuses[i]), rules)
 		}
@@ -380,4 +361,34 @@ func (n *tally) judge(t *testing.T, program cel.Program, object map[string]any, 
 		}
 	}
 	return wanted == "fail"
+}
+
+// runOracle runs Kyverno's engine (hack/kyverno-pattern-oracle) on its
+// input, which holds n admission requests, and returns the status of each
+// rule on each request.
+func runOracle(t *testing.T, oracle string, input map[string]any, n int) []map[string]string {
+	t.Helper()
+	in, err := json.Marshal(input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(oracle)
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the oracle: %v: %s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != n {
+		t.Fatalf("the oracle answered %d lines for %d requests", len(lines), n)
+	}
+	statuses := make([]map[string]string, len(lines))
+	for i, line := range lines {
+		if err := json.Unmarshal([]byte(line), &statuses[i]); err != nil {
+			t.Fatalf("the oracle: %q: %v", line, err)
+		}
+	}
+	return statuses
 }
