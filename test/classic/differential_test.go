@@ -10,7 +10,6 @@
 package classic
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -26,7 +25,7 @@ import (
 
 	"github.com/kyvap/kyvap/frontend/classic"
 	"github.com/kyvap/kyvap/test/celtest"
-	"github.com/kyvap/kyvap/test/controlplane"
+	"github.com/kyvap/kyvap/test/kyvernooracle"
 )
 
 // patterns are the cases, each a validate.pattern as a policy writes it.
@@ -356,15 +355,7 @@ func corpusPatterns(t *testing.T, dir string) (map[string][]byte, int) {
 }
 
 // buildOracle builds Kyverno's pattern matcher (reused when built).
-func buildOracle(t *testing.T) string {
-	t.Helper()
-	root := controlplane.RepoPath(t)
-	out, err := exec.Command(filepath.Join(root, "hack", "build-kyverno.sh"), "pattern-oracle").Output()
-	if err != nil {
-		t.Fatalf("building Kyverno's pattern matcher: %v", err)
-	}
-	return strings.TrimSpace(string(out))
-}
+func buildOracle(t *testing.T) string { return kyvernooracle.Build(t) }
 
 // ask returns Kyverno's verdict on each resource.
 func ask(t *testing.T, oracle string, pattern []byte, resources [][]byte) []string {
@@ -379,24 +370,7 @@ func ask(t *testing.T, oracle string, pattern []byte, resources [][]byte) []stri
 // runOracle runs the oracle on input (as JSON) and returns its answer,
 // one line per case, of which there must be want.
 func runOracle(t *testing.T, oracle string, input any, want int) []string {
-	t.Helper()
-	in, err := json.Marshal(input)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(oracle)
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("the oracle: %v: %s", err, stderr.String())
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) != want {
-		t.Fatalf("the oracle answered %d lines for %d cases", len(lines), want)
-	}
-	return lines
+	return kyvernooracle.Run(t, oracle, input, want)
 }
 
 // celEnv is the API server's base CEL environment with the object and

@@ -11,7 +11,6 @@
 package podsecurity
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -28,7 +27,7 @@ import (
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/frontend/podsecurity"
 	"github.com/kyvap/kyvap/test/celtest"
-	"github.com/kyvap/kyvap/test/controlplane"
+	"github.com/kyvap/kyvap/test/kyvernooracle"
 )
 
 // fixturesModule is the Pod Security Admission library whose fixtures
@@ -309,14 +308,7 @@ func askKyverno(t *testing.T, oracle string, policy map[string]any, kind string,
 
 // buildOracle builds Kyverno's engine behind a small command (reused when
 // built).
-func buildOracle(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command(filepath.Join(controlplane.RepoPath(t), "hack", "build-kyverno.sh"), "pattern-oracle").Output()
-	if err != nil {
-		t.Fatalf("building Kyverno's engine: %v", err)
-	}
-	return strings.TrimSpace(string(out))
-}
+func buildOracle(t *testing.T) string { return kyvernooracle.Build(t) }
 
 func evaluate(program cel.Program, object map[string]any) (bool, error) {
 	out, _, err := program.Eval(map[string]any{"object": object})
@@ -368,22 +360,7 @@ func (n *tally) judge(t *testing.T, program cel.Program, object map[string]any, 
 // rule on each request.
 func runOracle(t *testing.T, oracle string, input map[string]any, n int) []map[string]string {
 	t.Helper()
-	in, err := json.Marshal(input)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(oracle)
-	cmd.Stdin = bytes.NewReader(in)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("the oracle: %v: %s", err, stderr.String())
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) != n {
-		t.Fatalf("the oracle answered %d lines for %d requests", len(lines), n)
-	}
+	lines := kyvernooracle.Run(t, oracle, input, n)
 	statuses := make([]map[string]string, len(lines))
 	for i, line := range lines {
 		if err := json.Unmarshal([]byte(line), &statuses[i]); err != nil {
