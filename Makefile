@@ -107,8 +107,8 @@ conformance: ## Run the Kyverno CLI test corpus through the generated VAPs and t
 	go run ./cmd/kyvap test test/conformance
 
 .PHONY: differential
-differential: ## Compare compiled classic rules (patterns, conditions, exceptions' conditions, messages, whole policies) and podSecurity rules (the Pod Security Admission fixtures at every level and version) with Kyverno's own code, with the counts (test/classic, test/podsecurity: the full sets; make test runs bounded slices).
-	KYVAP_DIFFERENTIAL=full go test -count=1 -v -run 'Agree' ./test/classic ./test/podsecurity
+differential: ## Compare compiled classic rules (patterns, conditions, exceptions' conditions, messages, whole policies) and podSecurity rules (the Pod Security Admission fixtures at every level and version) with Kyverno's own code, with the counts and Kyverno's chainsaw tests of validate policies and PolicyExceptions (test/classic, test/podsecurity: the full sets; make test runs bounded slices).
+	KYVAP_DIFFERENTIAL=full go test -count=1 -v -timeout 60m -run 'Agree|TestKyvernoChainsawValidate' ./test/classic ./test/podsecurity
 
 ##@ Benchmarks
 

@@ -41,8 +41,8 @@ import (
 // Floors of TestKyvernoChainsawValidate: rows evaluated, and chainsaw
 // tests all of whose rows are.
 const (
-	minChainsawRows  = 300
-	minChainsawTests = 130
+	minChainsawRows  = 250
+	minChainsawTests = 120
 )
 
 // chainsawTest is the part of a chainsaw Test this harness reads.
@@ -103,13 +103,24 @@ func TestKyvernoChainsawValidate(t *testing.T) {
 	root := filepath.Join(kyvernoModule(t), "test", "conformance", "chainsaw")
 	var files []string
 	for _, dir := range chainsawDirs {
+		var found []string
 		if err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d os.DirEntry, err error) error {
 			if err == nil && d.Name() == "chainsaw-test.yaml" {
-				files = append(files, path)
+				found = append(found, path)
 			}
 			return err
 		}); err != nil {
 			t.Fatal(err)
+		}
+		sort.Strings(found)
+		for i, path := range found {
+			// make test replays every other PolicyException test (their
+			// podSecurity policies are the slowest to translate), make
+			// differential all of them.
+			if dir == "exceptions" && !fullDifferential && i%2 == 1 {
+				continue
+			}
+			files = append(files, path)
 		}
 	}
 	sort.Strings(files)
