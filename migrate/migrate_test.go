@@ -121,11 +121,7 @@ spec:
 			t.Fatal(err)
 		}
 	}
-	out := t.TempDir()
-	var stderr bytes.Buffer
-	c := New(Options{Files: []string{src}, Out: out}, &stderr)
-	c.ConvertTests(c.FindTests())
-	rows := c.Rows()
+	out, rows, stderr := convertSuite(t, src)
 	if rows.Converted != 1 || rows.LeftOut != 1 || rows.Unconverted != 0 {
 		t.Fatalf("rows %+v, want the served CronJob converted and the batch/v1beta1 one left out; stderr:\n%s", rows, stderr.String())
 	}
@@ -321,11 +317,7 @@ kind: ConfigMap
 metadata: {name: settings, namespace: default}
 `,
 	})
-	out := t.TempDir()
-	var stderr bytes.Buffer
-	c := New(Options{Files: []string{src}, Out: out}, &stderr)
-	c.ConvertTests(c.FindTests())
-	rows := c.Rows()
+	out, rows, stderr := convertSuite(t, src)
 	if rows.Converted != 3 || rows.LeftOut != 1 || rows.Differs != 0 || rows.Unconverted != 0 {
 		t.Fatalf("rows %+v, want 3 converted (no-web expecting pass) and the ConfigMap left out; stderr:\n%s", rows, stderr.String())
 	}
@@ -447,11 +439,7 @@ spec:
   volumes: [{name: host, hostPath: {path: /etc}}]
 `,
 	})
-	out := t.TempDir()
-	var stderr bytes.Buffer
-	c := New(Options{Files: []string{src}, Out: out}, &stderr)
-	c.ConvertTests(c.FindTests())
-	rows := c.Rows()
+	out, rows, stderr := convertSuite(t, src)
 	if rows.Converted != 5 || rows.LeftOut != 0 || rows.Differs != 0 || rows.Unconverted != 0 {
 		t.Fatalf("rows %+v, want 5 converted; stderr:\n%s", rows, stderr.String())
 	}
@@ -483,4 +471,15 @@ spec:
 	if len(suite.Exceptions) != 0 || len(suite.CELExceptions) != 1 {
 		t.Errorf("the converted test has %d kyverno.io and %d policies.kyverno.io PolicyExceptions, want the plain one alone, converted", len(suite.Exceptions), len(suite.CELExceptions))
 	}
+}
+
+// convertSuite converts the tests under src into a new directory, out, and
+// returns it, the row counts and what the converter wrote on stderr.
+func convertSuite(t *testing.T, src string) (string, RowCounts, *bytes.Buffer) {
+	t.Helper()
+	out := t.TempDir()
+	var stderr bytes.Buffer
+	c := New(Options{Files: []string{src}, Out: out}, &stderr)
+	c.ConvertTests(c.FindTests())
+	return out, c.Rows(), &stderr
 }
