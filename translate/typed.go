@@ -23,10 +23,18 @@ func specializeSpec(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec,
 	if err != nil {
 		return
 	}
-	spec.MatchConditions = append([]admissionregistrationv1.MatchCondition(nil), spec.MatchConditions...)
-	for i := range spec.MatchConditions {
-		spec.MatchConditions[i].Expression = shape.Expression(spec.MatchConditions[i].Expression, v)
+	// A match condition that the objects decide to be true selects every
+	// request (e.g. a pattern rule's kyvap-pattern-not-delete where the
+	// VAP matches no DELETE): it is dropped, as the API server would
+	// otherwise evaluate it on every request for nothing.
+	var conditions []admissionregistrationv1.MatchCondition
+	for _, mc := range spec.MatchConditions {
+		mc.Expression = shape.Expression(mc.Expression, v)
+		if mc.Expression != "true" {
+			conditions = append(conditions, mc)
+		}
 	}
+	spec.MatchConditions = conditions
 	spec.Variables = append([]admissionregistrationv1.Variable(nil), spec.Variables...)
 	for i := range spec.Variables {
 		spec.Variables[i].Expression = shape.Expression(spec.Variables[i].Expression, v)

@@ -22,9 +22,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,10 +46,55 @@ const (
 	colKyvapVAPsVPol  = "kyvap VAPs (vpol)"
 	colKyvapWebhookVP = "kyvap webhook only (vpol)"
 	colKyvernoVPol    = "Kyverno (vpol)"
+	colKyvapVAPsPat   = "kyvap VAPs (pattern)"
+	colKyvapWebhookPt = "kyvap webhook only (pattern)"
+	colKyvernoPattern = "Kyverno (pattern)"
+	colHandWritten    = "hand-written VAPs"
 )
 
 // compareColumns in the order of the report.
-var compareColumns = []string{colFloor, colKyvapVAPs, colKyvapWebhook, colKyverno, colKyvapVAPsVPol, colKyvapWebhookVP, colKyvernoVPol}
+var compareColumns = []string{
+	colFloor, colKyvapVAPs, colKyvapWebhook, colKyverno, colKyvapVAPsVPol, colKyvapWebhookVP, colKyvernoVPol,
+	colKyvapVAPsPat, colKyvapWebhookPt, colKyvernoPattern, colHandWritten,
+}
+
+// policyFamily is one way of writing the benchmark's checks, measured in
+// three columns: kyvap's VAPs, kyvap's webhook alone, Kyverno.
+type policyFamily struct {
+	// prefix names the family's measures in the compare lines ("" for the
+	// CEL ClusterPolicies, the report's first lines since issue 23).
+	prefix                    string
+	vapCol, webhookCol, kyCol string
+	objects                   func() ([]client.Object, error)
+}
+
+// policyFamilies are the checks as CEL ClusterPolicies, as
+// ValidatingPolicies, and in Kyverno's classic language (patterns and deny
+// conditions: what most Kyverno users run).
+var policyFamilies = []policyFamily{
+	{"", colKyvapVAPs, colKyvapWebhook, colKyverno, func() ([]client.Object, error) {
+		var out []client.Object
+		for _, p := range compareClusterPolicies() {
+			out = append(out, p)
+		}
+		return out, nil
+	}},
+	{"vpol-", colKyvapVAPsVPol, colKyvapWebhookVP, colKyvernoVPol, func() ([]client.Object, error) {
+		var out []client.Object
+		for _, p := range compareValidatingPolicies() {
+			out = append(out, p)
+		}
+		return out, nil
+	}},
+	{"pattern-", colKyvapVAPsPat, colKyvapWebhookPt, colKyvernoPattern, func() ([]client.Object, error) {
+		policies, err := comparePatternPolicies()
+		var out []client.Object
+		for _, p := range policies {
+			out = append(out, p)
+		}
+		return out, err
+	}},
+}
 
 // What a denial by each enforcer says.
 const (
@@ -335,29 +382,35 @@ var kyvapEnv = []string{"GOMEMLIMIT=256MiB"}
 // listening ports are local. kyvap is the manager binary as config/manager
 // runs it. It measures:
 //
-//   - admission: 8 CEL checks (compareChecks) as ClusterPolicies and as
-//     ValidatingPolicies, a request mix (compareMix: Pods, Deployments,
-//     ConfigMaps, Namespaces; a quarter denied), 1, 16 and 64 clients, in
-//     rounds alternating the columns; every answer is checked against the
-//     column's enforcer; CPU of the API server and the policy process per
-//     1,000 requests;
-//   - policies loaded: the policy process's RSS with 100 and 1,000
-//     single-rule policies, the API server's heap per 100 policies, and the
-//     time from a policy's creation to its first enforced denial;
+//   - admission: 8 checks written three ways (policyFamilies): CEL
+//     ClusterPolicies (compareChecks), ValidatingPolicies, and Kyverno's
+//     classic language (patterns, anchors, deny conditions:
+//     testdata/compare-patterns.yaml), each enforced by kyvap's VAPs, by
+//     kyvap's webhook alone and by Kyverno; and the same checks written by
+//     hand into VAPs (handWrittenVAPs). A request mix (compareMix: Pods,
+//     Deployments, ConfigMaps, Namespaces; a quarter denied), 1, 16 and 64
+//     clients, in rounds alternating the columns; every answer is checked
+//     against the column's enforcer; CPU of the API server and the policy
+//     process per 1,000 requests;
+//   - policies loaded, written in CEL and as patterns: the policy
+//     process's RSS with 100 and 1,000 single-rule policies, the API
+//     server's heap per 100 policies, and the time from a policy's creation
+//     to its first enforced denial;
 //   - the background scan of 10,000 ConfigMaps × 50 rules (kyvap's scanner,
-//     Kyverno's reports controller): wall time until every report has every
-//     result, and the peak RSS.
+//     Kyverno's reports controller), with CEL rules and with the same rules
+//     as patterns and deny conditions: wall time until every report has
+//     every result, and the peak RSS.
 //
 // It writes bin/bench-compare.txt ("compare" lines, then the tables) and
 // bin/bench-compare.svg (latency against clients). KYVAP_BENCH_ROUNDS
 // (default 2), KYVAP_BENCH_LOAD (5s), KYVAP_BENCH_POLICIES (1000),
-// KYVAP_BENCH_SCAN_RESOURCES (10000) and KYVAP_BENCH_SCAN_LIMIT (5m: the
+// KYVAP_BENCH_SCAN_RESOURCES (10000) and KYVAP_BENCH_SCAN_LIMIT (3m: the
 // longest wait for a scan, whose rate then gives an estimate) size it. One
 // run whatever b.N.
 func BenchmarkCompare(b *testing.B) {
 	r := &compareBench{
 		b: b, ctx: context.Background(), rounds: 2, load: 5 * time.Second, concurrency: []int{1, 16, 64},
-		policies: 1000, scanned: 10000, scanLimit: 5 * time.Minute, mix: compareMix(),
+		policies: 1000, scanned: 10000, scanLimit: 3 * time.Minute, mix: compareMix(),
 		admission: map[string]map[int]*mixResult{}, cpu: map[string]*cpuCount{}, memory: map[string]*memoryRow{}, scan: map[string]*scanRow{},
 	}
 	envInt := func(name string, into *int) {
@@ -608,48 +661,55 @@ func (r *compareBench) waitNoKyvapWebhookConfiguration() {
 func (r *compareBench) admissionRound(round int) {
 	b := r.b
 	r.b.Logf("admission round %d", round+1)
-	for _, kind := range []string{"ClusterPolicy", "ValidatingPolicy"} {
-		var objs []client.Object
-		if kind == "ClusterPolicy" {
-			for _, p := range compareClusterPolicies() {
-				objs = append(objs, p)
-			}
-		} else {
-			for _, p := range compareValidatingPolicies() {
-				objs = append(objs, p)
-			}
-		}
-		vapCol, webhookCol, kyvernoCol := colKyvapVAPs, colKyvapWebhook, colKyverno
-		if kind == "ValidatingPolicy" {
-			vapCol, webhookCol, kyvernoCol = colKyvapVAPsVPol, colKyvapWebhookVP, colKyvernoVPol
+	for _, family := range policyFamilies {
+		objs, err := family.objects()
+		if err != nil {
+			b.Fatal(err)
 		}
 		for _, o := range objs {
 			cp.Create(b, o)
 		}
 		// kyvap as deployed: every check is a VAP.
 		m := r.startKyvap(true)
-		r.waitForMix(vapCol, markVAP)
+		r.waitForMix(family.vapCol, markVAP)
 		// New rules go through kyvap's webhook until their VAPs are
 		// active; then it has no rule left, and no configuration.
 		r.waitNoKyvapWebhookConfiguration()
-		r.measure(vapCol, markVAP, m.cmd.Process.Pid, kyvapWebhookCalls(b, m))
+		r.measure(family.vapCol, markVAP, m.cmd.Process.Pid, kyvapWebhookCalls(b, m))
 		r.stopKyvap(m)
 		// kyvap's webhook alone: the manager removes its VAPs.
 		m = r.startKyvap(false)
 		r.waitNoKyvapVAPs()
-		r.waitForMix(webhookCol, markKyvapWebhook)
-		r.measure(webhookCol, markKyvapWebhook, m.cmd.Process.Pid, kyvapWebhookCalls(b, m))
+		r.waitForMix(family.webhookCol, markKyvapWebhook)
+		r.measure(family.webhookCol, markKyvapWebhook, m.cmd.Process.Pid, kyvapWebhookCalls(b, m))
 		r.stopKyvap(m)
 		// Kyverno, its chart's configuration, VAP generation off.
 		k := r.startKyverno()
-		r.waitForMix(kyvernoCol, markKyvernoWebhook)
-		r.measure(kyvernoCol, markKyvernoWebhook, k.Pid(), nil)
+		r.waitForMix(family.kyCol, markKyvernoWebhook)
+		r.measure(family.kyCol, markKyvernoWebhook, k.Pid(), nil)
 		for _, o := range objs {
 			if err := cp.Client.Delete(r.ctx, o); err != nil {
 				b.Fatal(err)
 			}
 		}
 		r.stopKyverno(k)
+	}
+	// The same checks written by hand into VAPs: what the API server's
+	// evaluation of a check costs without anything kyvap adds.
+	vaps, bindings := handWrittenVAPs()
+	for i := range vaps {
+		cp.Create(b, vaps[i])
+		cp.Create(b, bindings[i])
+	}
+	r.waitForMix(colHandWritten, markVAP)
+	r.measure(colHandWritten, markVAP, 0, nil)
+	for i := range vaps {
+		if err := cp.Client.Delete(r.ctx, bindings[i]); err != nil {
+			b.Fatal(err)
+		}
+		if err := cp.Client.Delete(r.ctx, vaps[i]); err != nil {
+			b.Fatal(err)
+		}
 	}
 	r.waitForMix(colFloor, "")
 	r.measure(colFloor, "", 0, nil)
@@ -673,9 +733,9 @@ func loadProbe(i int) *corev1.ConfigMap {
 
 // loadPolicies creates policies [from, to) and waits until each denies its
 // probe with the enforcer's mark; it returns how long that took.
-func (r *compareBench) loadPolicies(from, to int, mark string) time.Duration {
+func (r *compareBench) loadPolicies(policy func(int) *kyvernov1.ClusterPolicy, from, to int, mark string) time.Duration {
 	start := time.Now()
-	if err := parallel(to-from, 16, func(i int) error { return cp.Client.Create(r.ctx, loadPolicy(from+i)) }); err != nil {
+	if err := parallel(to-from, 16, func(i int) error { return cp.Client.Create(r.ctx, policy(from+i)) }); err != nil {
 		r.b.Fatal(err)
 	}
 	err := parallel(to-from, 8, func(i int) error {
@@ -694,8 +754,8 @@ func (r *compareBench) loadPolicies(from, to int, mark string) time.Duration {
 // firstDenial is the time from a new policy's creation (the moment
 // `kubectl apply` returns) to its first denial by the enforcer (marks:
 // kyvap's webhook enforces a new rule until its VAP is active).
-func (r *compareBench) firstDenial(i int, marks ...string) time.Duration {
-	p := loadPolicy(i)
+func (r *compareBench) firstDenial(policy func(int) *kyvernov1.ClusterPolicy, i int, marks ...string) time.Duration {
+	p := policy(i)
 	probe := loadProbe(i)
 	if err := cp.Client.Create(r.ctx, p); err != nil {
 		r.b.Fatal(err)
@@ -726,7 +786,7 @@ func (r *compareBench) heap() int64 {
 // 100, then r.policies, then three more are timed to their first denial.
 // With every policy loaded, it saves the API server's heap profile (and
 // the manager's, m, when kyvap enforces) under bin/.
-func (r *compareBench) loadColumn(column, mark string, pid int, m *manager) {
+func (r *compareBench) loadColumn(policy func(int) *kyvernov1.ClusterPolicy, column, mark string, pid int, m *manager) {
 	row := &memoryRow{heapBase: r.heap()}
 	r.memory[column] = row
 	rss := func() int64 {
@@ -737,9 +797,9 @@ func (r *compareBench) loadColumn(column, mark string, pid int, m *manager) {
 		return v
 	}
 	first := min(100, r.policies)
-	row.policies100Ready = r.loadPolicies(0, first, mark)
+	row.policies100Ready = r.loadPolicies(policy, 0, first, mark)
 	row.rss100, row.heap100 = rss(), r.heap()
-	row.policies1000Ready = r.loadPolicies(first, r.policies, mark)
+	row.policies1000Ready = r.loadPolicies(policy, first, r.policies, mark)
 	row.rss1000, row.heap1000 = rss(), r.heap()
 	// Heap profiles with every policy loaded, for go tool pprof.
 	slug := strings.NewReplacer(" ", "-", "(", "", ")", "").Replace(strings.ToLower(column))
@@ -750,7 +810,7 @@ func (r *compareBench) loadColumn(column, mark string, pid int, m *manager) {
 		saveProfile(m.pprofAddr, "heap", controlplane.RepoPath(r.b, "bin", "bench-compare-manager-heap-"+slug+".pprof"))
 	}
 	for k := range 3 {
-		row.firstDenials = append(row.firstDenials, r.firstDenial(r.policies+k, mark, markKyvapWebhook))
+		row.firstDenials = append(row.firstDenials, r.firstDenial(policy, r.policies+k, mark, markKyvapWebhook))
 	}
 }
 
@@ -770,36 +830,58 @@ func (r *compareBench) deleteLoadPolicies() {
 	}
 }
 
-// policyLoad measures the enforcers with many policies: kyvap's webhook
+// policyLoad measures the enforcers with many policies, written in CEL
+// (loadPolicy) and as patterns (loadPatternPolicy): kyvap's webhook
 // alone, Kyverno, kyvap as deployed. Each column deletes its policies
 // before the next; the VAP column comes last, as its VAPs and bindings are
 // the most objects to delete.
 func (r *compareBench) policyLoad() {
-	r.b.Logf("policy load: %d policies", r.policies)
-	m := r.startKyvap(false)
-	r.loadColumn(colKyvapWebhook, markKyvapWebhook, m.cmd.Process.Pid, m)
-	r.stopKyvap(m)
-	r.deleteLoadPolicies()
+	for _, family := range []struct {
+		policy                    func(int) *kyvernov1.ClusterPolicy
+		vapCol, webhookCol, kyCol string
+	}{
+		{loadPolicy, colKyvapVAPs, colKyvapWebhook, colKyverno},
+		{loadPatternPolicy, colKyvapVAPsPat, colKyvapWebhookPt, colKyvernoPattern},
+	} {
+		r.b.Logf("policy load: %d policies (%s)", r.policies, family.vapCol)
+		m := r.startKyvap(false)
+		r.loadColumn(family.policy, family.webhookCol, markKyvapWebhook, m.cmd.Process.Pid, m)
+		r.stopKyvap(m)
+		r.deleteLoadPolicies()
 
-	k := r.startKyverno()
-	r.loadColumn(colKyverno, markKyvernoWebhook, k.Pid(), nil)
-	r.deleteLoadPolicies()
-	r.stopKyverno(k)
+		k := r.startKyverno()
+		r.loadColumn(family.policy, family.kyCol, markKyvernoWebhook, k.Pid(), nil)
+		r.deleteLoadPolicies()
+		r.stopKyverno(k)
 
-	m = r.startKyvap(true)
-	r.loadColumn(colKyvapVAPs, markVAP, m.cmd.Process.Pid, m)
-	// The manager removes its VAPs when it stops generating them: the
-	// perf control plane has no garbage collector.
-	m.stop()
-	m = r.startKyvap(false)
-	r.waitNoKyvapVAPs()
-	r.stopKyvap(m)
-	r.deleteLoadPolicies()
+		m = r.startKyvap(true)
+		r.loadColumn(family.policy, family.vapCol, markVAP, m.cmd.Process.Pid, m)
+		// The manager removes its VAPs when it stops generating them: the
+		// perf control plane has no garbage collector.
+		m.stop()
+		m = r.startKyvap(false)
+		r.waitNoKyvapVAPs()
+		r.stopKyvap(m)
+		r.deleteLoadPolicies()
+	}
 }
+
+// Scanners of the scan table: kyvap and Kyverno with the CEL rules
+// (scanPolicy), the same with the classic rules (scanPatternPolicy), and the
+// floor.
+const (
+	scanKyvap          = "kyvap"
+	scanKyverno        = "Kyverno"
+	scanKyvapPattern   = "kyvap (pattern)"
+	scanKyvernoPattern = "Kyverno (pattern)"
+	scanFloor          = "floor"
+)
 
 // backgroundScan measures the scan of r.scanned ConfigMaps × 50 rules by
 // kyvap's scanner and by Kyverno's reports controller (beside its
-// admission controller, which marks the policies ready, as installed).
+// admission controller, which marks the policies ready, as installed),
+// first with CEL rules, then with the same rules in Kyverno's classic
+// language, on the same ConfigMaps with no report left between them.
 func (r *compareBench) backgroundScan() {
 	b := r.b
 	const ns = "compare-scan"
@@ -814,55 +896,75 @@ func (r *compareBench) backgroundScan() {
 	}); err != nil {
 		b.Fatal(err)
 	}
+	r.scanWith(ns, scanPolicy, scanKyvap, scanKyverno)
+	r.scanFloor(ns)
+	r.deleteReports(ns)
+	r.scanWith(ns, scanPatternPolicy, scanKyvapPattern, scanKyvernoPattern)
+}
+
+// scanWith runs the scan of ns by kyvap, then by Kyverno, with the
+// policies policy makes, and deletes them.
+func (r *compareBench) scanWith(ns string, policy func(int, string) *kyvernov1.ClusterPolicy, kyvapRow, kyvernoRow string) {
+	b := r.b
+	rules := int64(scanPolicies * scanRulesPerPolicy)
+	create := func(prefix string) []*kyvernov1.ClusterPolicy {
+		var policies []*kyvernov1.ClusterPolicy
+		for i := range scanPolicies {
+			p := policy(i, ns)
+			p.Name = prefix + p.Name
+			cp.Create(b, p)
+			policies = append(policies, p)
+		}
+		return policies
+	}
+	remove := func(policies []*kyvernov1.ClusterPolicy) {
+		for _, p := range policies {
+			if err := cp.Client.Delete(r.ctx, p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 
 	// kyvap: the manager as deployed.
-	kyvapReports := watchCompleteReports(b, ns, "kyvap", int64(rules))
+	kyvapReports := watchCompleteReports(b, ns, "kyvap", rules)
 	m := r.startKyvap(true)
 	rss := samplePeakRSS(b, m.rssBytes)
 	rss.take(b)
 	start := time.Now()
-	var policies []*kyvernov1.ClusterPolicy
-	for i := range scanPolicies {
-		p := scanPolicy(i, ns)
-		cp.Create(b, p)
-		policies = append(policies, p)
-	}
-	r.scan["kyvap"] = r.scanResult(kyvapReports, start, rss)
+	policies := create("")
+	r.scan[kyvapRow] = r.scanResult(kyvapReports, start, rss)
 	r.stopKyvap(m)
-	for _, p := range policies {
-		if err := cp.Client.Delete(r.ctx, p); err != nil {
-			b.Fatal(err)
-		}
-	}
+	remove(policies)
 
 	// Kyverno: fresh policies, which kyvap never marked generated.
-	kyvernoReports := watchCompleteReports(b, ns, "kyverno", int64(rules))
+	kyvernoReports := watchCompleteReports(b, ns, "kyverno", rules)
 	k := r.startKyverno()
 	reports := cp.StartKyvernoReports(b, controlplane.KyvernoOptions{ExtraArgs: kyvernoArgs(r.kyverno.ReportsController), Env: kyvernoEnv(r.kyverno.ReportsController)})
 	rss = samplePeakRSS(b, func() (int64, error) { return controlplane.ProcessRSS(reports.Pid()) })
 	rss.take(b)
 	start = time.Now()
-	for i := range scanPolicies {
-		p := scanPolicy(i, ns)
-		p.Name = "kyverno-" + p.Name
-		cp.Create(b, p)
-	}
-	r.scan["Kyverno"] = r.scanResult(kyvernoReports, start, rss)
-	// Nothing else runs during the floor.
+	policies = create("kyverno-")
+	r.scan[kyvernoRow] = r.scanResult(kyvernoReports, start, rss)
+	// Nothing else runs during what follows.
 	reports.Stop()
 	r.stopKyverno(k)
+	remove(policies)
+}
 
-	// The floor: the same number of reports, copies of one of kyvap's,
-	// written by 16 parallel clients, as a scanner with no cost of its own
-	// would write them.
+// scanFloor writes the same number of reports as a scan, copies of one of
+// kyvap's, by 16 parallel clients, as a scanner with no cost of its own
+// would write them.
+func (r *compareBench) scanFloor(ns string) {
+	b := r.b
+	rules := int64(scanPolicies * scanRulesPerPolicy)
 	var list unstructured.UnstructuredList
 	list.SetGroupVersionKind(policyReportGVK.GroupVersion().WithKind("PolicyReportList"))
 	if err := cp.Client.List(r.ctx, &list, client.InNamespace(ns), client.MatchingLabels{"app.kubernetes.io/managed-by": "kyvap"}, client.Limit(1)); err != nil || len(list.Items) == 0 {
 		b.Fatalf("no report of kyvap's to copy: %v", err)
 	}
 	template := list.Items[0]
-	floorReports := watchCompleteReports(b, ns, "floor", int64(rules))
-	start = time.Now()
+	floorReports := watchCompleteReports(b, ns, "floor", rules)
+	start := time.Now()
 	if err := parallel(r.scanned, 16, func(i int) error {
 		report := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": template.GetAPIVersion(), "kind": template.GetKind(),
@@ -875,8 +977,36 @@ func (r *compareBench) backgroundScan() {
 	}); err != nil {
 		b.Fatal(err)
 	}
-	r.scan["floor"] = r.scanResult(floorReports, start, nil)
+	r.scan[scanFloor] = r.scanResult(floorReports, start, nil)
 }
+
+// deleteReports deletes every PolicyReport of the namespace, and Kyverno's
+// ephemeral reports, and waits until none is left: the next scan starts
+// from nothing, as the first did.
+func (r *compareBench) deleteReports(ns string) {
+	for _, gvk := range []schema.GroupVersionKind{policyReportGVK, ephemeralReportGVK} {
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(gvk)
+		if err := cp.Client.DeleteAllOf(r.ctx, obj, client.InNamespace(ns)); err != nil && !meta.IsNoMatchError(err) {
+			r.b.Fatal(err)
+		}
+		err := controlplane.Eventually(r.ctx, 5*time.Minute, func(ctx context.Context) (bool, error) {
+			var left unstructured.UnstructuredList
+			left.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+			if err := cp.Client.List(ctx, &left, client.InNamespace(ns), client.Limit(1)); err != nil {
+				return meta.IsNoMatchError(err), err
+			}
+			return len(left.Items) == 0, fmt.Errorf("%s left in %s", gvk.Kind, ns)
+		})
+		if err != nil {
+			r.b.Fatal(err)
+		}
+	}
+}
+
+// ephemeralReportGVK is Kyverno's per-resource report, which its reports
+// controller aggregates into PolicyReports.
+var ephemeralReportGVK = schema.GroupVersionKind{Group: "reports.kyverno.io", Version: "v1", Kind: "EphemeralReport"}
 
 func mib(v int64) float64 { return float64(v) / (1 << 20) }
 
@@ -890,24 +1020,26 @@ func median(d []time.Duration) time.Duration {
 func (r *compareBench) writeReport(took time.Duration) {
 	b := r.b
 	var out strings.Builder
-	line := func(measure string, kyvap, kyverno float64, floor string, unit string) {
-		fmt.Fprintf(&out, "compare %s kyvap=%.2f kyverno=%.2f floor=%s unit=%s\n", measure, kyvap, kyverno, floor, unit)
+	// other names what kyvap is compared with: "kyverno", or
+	// "handwritten" (the same checks written by hand into VAPs).
+	other := "kyverno"
+	line := func(measure string, kyvap, against float64, floor string, unit string) {
+		fmt.Fprintf(&out, "compare %s kyvap=%.2f %s=%.2f floor=%s unit=%s\n", measure, kyvap, other, against, floor, unit)
 	}
 	f2 := func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
-	for _, n := range r.concurrency {
-		kv, ky, fl := r.admission[colKyvapVAPs][n], r.admission[colKyverno][n], r.admission[colFloor][n]
-		line(fmt.Sprintf("admission-p50-%dclients", n), kv.quantile(0.5), ky.quantile(0.5), f2(fl.quantile(0.5)), "ms")
-		line(fmt.Sprintf("admission-p99-%dclients", n), kv.quantile(0.99), ky.quantile(0.99), f2(fl.quantile(0.99)), "ms")
-		line(fmt.Sprintf("admission-throughput-%dclients", n), kv.perSecond(), ky.perSecond(), f2(fl.perSecond()), "req/s")
-	}
 	cpuPer1000 := func(c *cpuCount) float64 {
 		return (c.apiServer + c.policy).Seconds() / float64(c.requests) * 1000
 	}
-	line("cpu-per-1000-requests", cpuPer1000(r.cpu[colKyvapVAPs]), cpuPer1000(r.cpu[colKyverno]), f2(cpuPer1000(r.cpu[colFloor])), "cpu-s")
-	kv, ky := r.memory[colKyvapVAPs], r.memory[colKyverno]
-	line("rss-100-policies", mib(kv.rss100), mib(ky.rss100), "-", "MiB")
-	line(fmt.Sprintf("rss-%d-policies", r.policies), mib(kv.rss1000), mib(ky.rss1000), "-", "MiB")
-	line("first-denial", float64(median(kv.firstDenials).Milliseconds()), float64(median(ky.firstDenials).Milliseconds()), "-", "ms")
+	// admissionLines compare column a (as "kyvap") with column b.
+	admissionLines := func(prefix, a, b string) {
+		for _, n := range r.concurrency {
+			kv, ky, fl := r.admission[a][n], r.admission[b][n], r.admission[colFloor][n]
+			line(fmt.Sprintf("%sadmission-p50-%dclients", prefix, n), kv.quantile(0.5), ky.quantile(0.5), f2(fl.quantile(0.5)), "ms")
+			line(fmt.Sprintf("%sadmission-p99-%dclients", prefix, n), kv.quantile(0.99), ky.quantile(0.99), f2(fl.quantile(0.99)), "ms")
+			line(fmt.Sprintf("%sadmission-throughput-%dclients", prefix, n), kv.perSecond(), ky.perSecond(), f2(fl.perSecond()), "req/s")
+		}
+		line(prefix+"cpu-per-1000-requests", cpuPer1000(r.cpu[a]), cpuPer1000(r.cpu[b]), f2(cpuPer1000(r.cpu[colFloor])), "cpu-s")
+	}
 	// The API server's heap grows by this much per 100 policies between
 	// 100 and r.policies of them: objects deleted by the previous column
 	// may still leave the watch cache's history meanwhile, a few MiB of
@@ -918,37 +1050,66 @@ func (r *compareBench) writeReport(took time.Duration) {
 		}
 		return mib(m.heap1000-m.heap100) / float64(r.policies-100) * 100
 	}
-	line("apiserver-heap-per-100-policies", perHundred(kv), perHundred(ky), "-", "MiB")
-	line("scan-wall", r.scan["kyvap"].estimate(r.scanned).Seconds(), r.scan["Kyverno"].estimate(r.scanned).Seconds(), f2(r.scan["floor"].estimate(r.scanned).Seconds()), "s")
-	line("scan-peak-rss", mib(r.scan["kyvap"].peakRSS), mib(r.scan["Kyverno"].peakRSS), "-", "MiB")
+	memoryLines := func(prefix, a, b string) {
+		kv, ky := r.memory[a], r.memory[b]
+		line(prefix+"rss-100-policies", mib(kv.rss100), mib(ky.rss100), "-", "MiB")
+		line(fmt.Sprintf("%srss-%d-policies", prefix, r.policies), mib(kv.rss1000), mib(ky.rss1000), "-", "MiB")
+		line(prefix+"first-denial", float64(median(kv.firstDenials).Milliseconds()), float64(median(ky.firstDenials).Milliseconds()), "-", "ms")
+		line(prefix+"apiserver-heap-per-100-policies", perHundred(kv), perHundred(ky), "-", "MiB")
+	}
+	scanLines := func(prefix, a, b string) {
+		floor := f2(r.scan[scanFloor].estimate(r.scanned).Seconds())
+		line(prefix+"scan-wall", r.scan[a].estimate(r.scanned).Seconds(), r.scan[b].estimate(r.scanned).Seconds(), floor, "s")
+		line(prefix+"scan-peak-rss", mib(r.scan[a].peakRSS), mib(r.scan[b].peakRSS), "-", "MiB")
+	}
+	// kyvap as deployed against Kyverno's ClusterPolicy path (CEL rules).
+	admissionLines("", colKyvapVAPs, colKyverno)
+	memoryLines("", colKyvapVAPs, colKyverno)
+	scanLines("", scanKyvap, scanKyverno)
+	// The same with ValidatingPolicies, then with Kyverno's classic
+	// language (Kyverno's pattern engine); kyvap's webhook alone against
+	// Kyverno's.
+	admissionLines("vpol-", colKyvapVAPsVPol, colKyvernoVPol)
+	admissionLines("vpol-webhook-", colKyvapWebhookVP, colKyvernoVPol)
+	admissionLines("webhook-", colKyvapWebhook, colKyverno)
+	admissionLines("pattern-", colKyvapVAPsPat, colKyvernoPattern)
+	admissionLines("pattern-webhook-", colKyvapWebhookPt, colKyvernoPattern)
+	memoryLines("pattern-", colKyvapVAPsPat, colKyvernoPattern)
+	memoryLines("pattern-webhook-", colKyvapWebhookPt, colKyvernoPattern)
+	scanLines("pattern-", scanKyvapPattern, scanKyvernoPattern)
+	// kyvap's generated VAPs against the same checks written by hand into
+	// VAPs.
+	other = "handwritten"
+	admissionLines("handwritten-cel-", colKyvapVAPs, colHandWritten)
+	admissionLines("handwritten-pattern-", colKyvapVAPsPat, colHandWritten)
 
-	fmt.Fprintf(&out, "\nBenchmarkCompare in %s: %d rounds of %s per column and concurrency; 8 CEL checks; a mix of Pods, Deployments, ConfigMaps, Namespaces (a quarter denied)\n", took.Round(time.Second), r.rounds, r.load)
+	fmt.Fprintf(&out, "\nBenchmarkCompare in %s: %d rounds of %s per column and concurrency; 8 checks (CEL, ValidatingPolicies, patterns, hand-written VAPs); a mix of Pods, Deployments, ConfigMaps, Namespaces (a quarter denied)\n", took.Round(time.Second), r.rounds, r.load)
 	fmt.Fprintf(&out, "Kyverno's admission controller flags (its chart's, VAP generation off): %s\n", strings.Join(kyvernoArgs(r.kyverno.AdmissionController), " "))
-	fmt.Fprintf(&out, "\n%-26s %8s %10s %10s %10s %16s\n", "column", "clients", "req/s", "p50 ms", "p99 ms", "CPU s/1000 req")
+	fmt.Fprintf(&out, "\n%-30s %8s %10s %10s %10s %16s\n", "column", "clients", "req/s", "p50 ms", "p99 ms", "CPU s/1000 req")
 	for _, c := range compareColumns {
 		for _, n := range r.concurrency {
 			m := r.admission[c][n]
-			fmt.Fprintf(&out, "%-26s %8d %10.1f %10.2f %10.2f %16.3f\n", c, n, m.perSecond(), m.quantile(0.5), m.quantile(0.99), cpuPer1000(r.cpu[c]))
+			fmt.Fprintf(&out, "%-30s %8d %10.1f %10.2f %10.2f %16.3f\n", c, n, m.perSecond(), m.quantile(0.5), m.quantile(0.99), cpuPer1000(r.cpu[c]))
 		}
 	}
-	fmt.Fprintf(&out, "\nCPU per 1,000 requests, by process (all concurrencies):\n%-26s %14s %14s\n", "column", "API server s", "policy proc s")
+	fmt.Fprintf(&out, "\nCPU per 1,000 requests, by process (all concurrencies):\n%-30s %14s %14s\n", "column", "API server s", "policy proc s")
 	for _, c := range compareColumns {
 		cc := r.cpu[c]
-		fmt.Fprintf(&out, "%-26s %14.3f %14.3f\n", c, cc.apiServer.Seconds()/float64(cc.requests)*1000, cc.policy.Seconds()/float64(cc.requests)*1000)
+		fmt.Fprintf(&out, "%-30s %14.3f %14.3f\n", c, cc.apiServer.Seconds()/float64(cc.requests)*1000, cc.policy.Seconds()/float64(cc.requests)*1000)
 	}
-	fmt.Fprintf(&out, "\n%d single-rule policies loaded:\n%-20s %10s %10s %14s %14s %18s %14s\n", r.policies, "column", "RSS@100", fmt.Sprintf("RSS@%d", r.policies), "ready@100 s", fmt.Sprintf("ready@%d s", r.policies), "API heap/100 MiB", "1st denial ms")
-	for _, c := range []string{colKyvapVAPs, colKyvapWebhook, colKyverno} {
+	fmt.Fprintf(&out, "\n%d single-rule policies loaded:\n%-30s %10s %10s %14s %14s %18s %14s\n", r.policies, "column", "RSS@100", fmt.Sprintf("RSS@%d", r.policies), "ready@100 s", fmt.Sprintf("ready@%d s", r.policies), "API heap/100 MiB", "1st denial ms")
+	for _, c := range []string{colKyvapVAPs, colKyvapWebhook, colKyverno, colKyvapVAPsPat, colKyvapWebhookPt, colKyvernoPattern} {
 		m := r.memory[c]
 		var denials []string
 		for _, d := range m.firstDenials {
 			denials = append(denials, strconv.FormatInt(d.Milliseconds(), 10))
 		}
-		fmt.Fprintf(&out, "%-20s %10.1f %10.1f %14.1f %14.1f %18.2f %14s\n", c, mib(m.rss100), mib(m.rss1000), m.policies100Ready.Seconds(), m.policies1000Ready.Seconds(), perHundred(m), strings.Join(denials, ","))
+		fmt.Fprintf(&out, "%-30s %10.1f %10.1f %14.1f %14.1f %18.2f %14s\n", c, mib(m.rss100), mib(m.rss1000), m.policies100Ready.Seconds(), m.policies1000Ready.Seconds(), perHundred(m), strings.Join(denials, ","))
 	}
-	fmt.Fprintf(&out, "\nbackground scan, %d ConfigMaps × %d rules (waits at most %s):\n%-20s %10s %14s %12s %14s\n", r.scanned, scanPolicies*scanRulesPerPolicy, r.scanLimit, "scanner", "wall s", "peak RSS MiB", "complete", "estimate s")
-	for _, c := range []string{"kyvap", "Kyverno", "floor"} {
+	fmt.Fprintf(&out, "\nbackground scan, %d ConfigMaps × %d rules (waits at most %s):\n%-30s %10s %14s %12s %14s\n", r.scanned, scanPolicies*scanRulesPerPolicy, r.scanLimit, "scanner", "wall s", "peak RSS MiB", "complete", "estimate s")
+	for _, c := range []string{scanKyvap, scanKyverno, scanKyvapPattern, scanKyvernoPattern, scanFloor} {
 		row := r.scan[c]
-		fmt.Fprintf(&out, "%-20s %10.1f %14.1f %12d %14.1f\n", c, row.wall.Seconds(), mib(row.peakRSS), row.complete, row.estimate(r.scanned).Seconds())
+		fmt.Fprintf(&out, "%-30s %10.1f %14.1f %12d %14.1f\n", c, row.wall.Seconds(), mib(row.peakRSS), row.complete, row.estimate(r.scanned).Seconds())
 	}
 	fmt.Fprintf(&out, "(floor: the same reports written directly by 16 clients; estimate: the wall time at the measured rate when a scan did not complete in time)\n")
 	dir := controlplane.RepoPath(b, "bin")
