@@ -124,7 +124,7 @@ bench: envtest-assets ## Run the translator and operator benchmarks; report in b
 
 .PHONY: bench-compare
 bench-compare: envtest-assets kyverno-assets ## kyvap side by side with Kyverno v1.19.1 on one API server (admission, CPU, memory, first denial, background scan); report in bin/bench-compare.txt and bin/bench-compare.svg (docs/performance.md).
-	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test -run '^$$' -bench BenchmarkCompare -benchtime=1x -timeout 40m ./test/perf/
+	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh)" go test -run '^$$' -bench BenchmarkCompare -benchtime=1x -timeout 60m ./test/perf/
 
 ##@ Build
 
