@@ -141,7 +141,14 @@ func resourceFiltersExpression(filters []ResourceFilter, resolver KindResolver, 
 	var order []string
 	pairs := map[string][]string{}
 	unconditional := map[string]bool{}
-	for _, f := range filters {
+	blankets, fl := blanketFilters(filters, resolver, scope)
+	if fl != nil {
+		return "", fl
+	}
+	for i, f := range filters {
+		if subsumed(i, f, filters, blankets) {
+			continue
+		}
 		kindTerm, relevant, fl := filterKindTerm(f, resolver, scope)
 		if fl != nil {
 			return "", fl
@@ -182,6 +189,48 @@ func resourceFiltersExpression(filters []ResourceFilter, resolver KindResolver, 
 		return "", nil
 	}
 	return CELOr(terms), nil
+}
+
+// blanketFilters are the indexes of the filters that name every request
+// of a namespace pattern: any group, version, kind and subresource, any
+// name ([*/*,kyverno,*] in Kyverno's default configuration).
+func blanketFilters(filters []ResourceFilter, resolver KindResolver, scope requestScope) ([]int, *model.Refusal) {
+	var out []int
+	for i, f := range filters {
+		if f.Group != "*" || f.Version != "*" || f.Kind != "*" || f.Name != "*" {
+			continue
+		}
+		kindTerm, relevant, fl := filterKindTerm(f, resolver, scope)
+		if fl != nil {
+			return nil, fl
+		}
+		if relevant && kindTerm == "true" {
+			out = append(out, i)
+		}
+	}
+	return out, nil
+}
+
+// subsumed reports whether a blanket filter other than filters[i] names
+// every request f names, so that f adds nothing to the condition: f's
+// namespace is a plain name that the blanket's namespace pattern matches.
+// Whatever f's kind and name, a pair f names is in that namespace, and the
+// blanket names it; a v1 Namespace named by f's namespace is named by the
+// blanket too, whose kind matches Namespace. Kyverno's default
+// configuration has 90 filters in its own namespace under [*/*,kyverno,*]:
+// without them a Pod VAP's condition is a fifth as long, and the API
+// server evaluates it on every request (BenchmarkVAPsOnTheMix,
+// docs/performance.md).
+func subsumed(i int, f ResourceFilter, filters []ResourceFilter, blankets []int) bool {
+	if ContainsWildcard(f.Namespace) {
+		return false
+	}
+	for _, b := range blankets {
+		if b != i && WildcardMatch(filters[b].Namespace, f.Namespace) {
+			return true
+		}
+	}
+	return false
 }
 
 // canReceiveNamespaces reports whether requests on v1 Namespaces are in

@@ -30,6 +30,9 @@ import (
 func TestKyvernoConfigConditions(t *testing.T) {
 	chart := kyverno.ChartDefaultsConfigMap().Data
 	chart["resourceFilters"] += " [Pod,default,skip-*] [ConfigMap,*,cm-?] [v1/Secret,team-*,*] [apps/v1/Deployment/scale,*,*] [Namespace,team-?,*]"
+	// A blanket filter of a namespace pattern, and filters it subsumes
+	// (left out of the condition: the blanket names what they name).
+	chart["resourceFilters"] += " [*/*,team-b?,*] [Pod,team-bb,p] [ClusterRole,team-bb,*] [Namespace/?*,team-bb,*]"
 	chart["excludeGroups"] = "system:nodes,!ops"
 	chart["excludeUsernames"] = "robot-*"
 	// Single entries: each condition is then one comparison.
@@ -75,7 +78,7 @@ func checkKyvernoConfigConditions(t *testing.T, data map[string]string) {
 		{gvr: gr("rbac.authorization.k8s.io", "v1", "clusterroles"), kind: gv("rbac.authorization.k8s.io", "v1", "ClusterRole"), topKind: gv("rbac.authorization.k8s.io", "v1", "ClusterRole"), ops: crud, cluster: true},
 	}
 	namespaces := []string{"default", "kube-system", "kyverno", "team-a", "team-bb"}
-	names := []string{"p", "skip-1", "cm-1", "cm-12", "kyverno-admission-controller-x", "kyverno:admission-controller", "kube-public", "team-a"}
+	names := []string{"p", "skip-1", "cm-1", "cm-12", "kyverno-admission-controller-x", "kyverno:admission-controller", "kube-public", "team-a", "team-bb"}
 	users := []authenticationv1.UserInfo{
 		{Username: "alice", Groups: []string{"dev"}},
 		{Username: "robot-7"},

@@ -54,7 +54,7 @@ func translateAll(t *testing.T, policies []*kyvernov1.ClusterPolicy) ([]admissio
 
 // mixRequest is a request of the mix as the API server sends it to
 // admission: a dry-run CREATE.
-func mixRequest(t *testing.T, obj client.Object) *admissionv1.AdmissionRequest {
+func mixRequest(t testing.TB, obj client.Object) *admissionv1.AdmissionRequest {
 	t.Helper()
 	obj = obj.DeepCopyObject().(client.Object)
 	var kind metav1.GroupVersionKind
