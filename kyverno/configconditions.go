@@ -217,7 +217,7 @@ func blanketFilters(filters []ResourceFilter, resolver KindResolver, scope reque
 // Whatever f's kind and name, a pair f names is in that namespace, and the
 // blanket names it; a v1 Namespace named by f's namespace is named by the
 // blanket too, whose kind matches Namespace. Kyverno's default
-// configuration has 90 filters in its own namespace under [*/*,kyverno,*]:
+// configuration has 70 filters in its own namespace under [*/*,kyverno,*]:
 // without them a Pod VAP's condition is a fifth as long, and the API
 // server evaluates it on every request (BenchmarkVAPsOnTheMix,
 // docs/performance.md).
