@@ -193,10 +193,13 @@ func TestValidatingPoliciesWithKyvernosGenerator(t *testing.T) {
 		// may be lost. Deleting its VAP makes it reconcile the policy
 		// again, with nobody writing beside it: it recreates the VAP and
 		// marks the policy generated, and kyvap leaves that field alone.
+		// The wait is a hang guard, not a timing goal: beside the corpus
+		// tests of a loaded CI, Kyverno's generator once took more than a
+		// minute to reconcile the deletion.
 		if err := cp.Client.Delete(ctx, vap); err != nil {
 			t.Fatal(err)
 		}
-		err = controlplane.Eventually(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		err = controlplane.Eventually(ctx, 3*time.Minute, func(ctx context.Context) (bool, error) {
 			recreated := &admissionregistrationv1.ValidatingAdmissionPolicy{}
 			if err := cp.Client.Get(ctx, client.ObjectKey{Name: "vpol-" + name}, recreated); err != nil {
 				return false, err
