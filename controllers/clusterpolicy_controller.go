@@ -103,7 +103,7 @@ func (r *ClusterPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	next := fallbackRules(&plan, kyvernoRunning(r.Kyverno))
 	// The engine gets the rules before stale VAPs go, and keeps (or takes)
 	// the rules of VAPs until those are active.
-	rules, holding := handOver(ctx, r.Client, r.Fallback, policy.Name, &plan, next, bridgeFor(input, resolver, opts, kyvernoRunning(r.Kyverno)))
+	rules, holding := handOver(ctx, r.Client, r.Fallback, policy.Name, &plan, next, bridgeFor(ctx, r.plans, input, resolver, opts, kyvernoRunning(r.Kyverno)))
 	r.Fallback.SetFallbackRules(policy.Name, rules)
 	outcomes := r.apply(ctx, policy, &plan, webhookRuleNames(next))
 	pending := activating(ctx, r.Client, &plan, outcomes)
@@ -115,7 +115,9 @@ func (r *ClusterPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Reques
 	if err := outcomeError(outcomes); err != nil {
 		return ctrl.Result{}, err
 	}
-	if holding || held(outcomes) || pending {
+	polling := holding || held(outcomes) || pending
+	r.plans.hold(holderPolicies, policy.Name, polling)
+	if polling {
 		return ctrl.Result{RequeueAfter: handoverPoll}, nil
 	}
 	return ctrl.Result{}, nil

@@ -202,9 +202,10 @@ func (r *FallbackSyncReconciler) Reconcile(ctx context.Context, req ctrl.Request
 		return ctrl.Result{}, err
 	}
 	running := kyvernoRunning(r.Kyverno)
-	rules, holding := handOver(ctx, r.Client, r.Sink, policy.Name, &plan, fallbackRules(&plan, running), bridgeFor(input, resolver, opts, running))
+	rules, holding := handOver(ctx, r.Client, r.Sink, policy.Name, &plan, fallbackRules(&plan, running), bridgeFor(ctx, r.plans, input, resolver, opts, running))
 	r.Sink.SetFallbackRules(policy.Name, rules)
 	r.loads.done(policy.Name)
+	r.plans.hold(holderSync, policy.Name, holding)
 	if holding {
 		// The rule stays in this replica's engine until its VAPs exist.
 		return ctrl.Result{RequeueAfter: handoverPoll}, nil
@@ -219,6 +220,7 @@ func (r *FallbackSyncReconciler) reconcileNamespaced(ctx context.Context, req ct
 	if err := r.Get(ctx, req.NamespacedName, policy); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.Sink.SetFallbackRules(key, nil)
+			r.plans.forget(key)
 			r.loads.done(key)
 			return ctrl.Result{}, nil
 		}
@@ -233,14 +235,15 @@ func (r *FallbackSyncReconciler) reconcileNamespaced(ctx context.Context, req ct
 		opts = r.Effective()
 	}
 	input, resolver, opts := clusterpolicy.PolicyInput(policy, exceptions.Items), r.Resolvers.Resolver(), translationOptions(opts, r.Config)
-	plan, err := translate.TranslateContext(ctx, input, resolver, opts)
+	plan, err := r.plans.translate(ctx, input, resolver, opts)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	running := kyvernoRunning(r.Kyverno)
-	rules, holding := handOver(ctx, r.Client, r.Sink, key, &plan, fallbackRules(&plan, running), bridgeFor(input, resolver, opts, running))
+	rules, holding := handOver(ctx, r.Client, r.Sink, key, &plan, fallbackRules(&plan, running), bridgeFor(ctx, r.plans, input, resolver, opts, running))
 	r.Sink.SetFallbackRules(key, rules)
 	r.loads.done(key)
+	r.plans.hold(holderSync, key, holding)
 	if holding {
 		return ctrl.Result{RequeueAfter: handoverPoll}, nil
 	}

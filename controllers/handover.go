@@ -326,11 +326,12 @@ func bridgedRules(rules, bridge []translate.FallbackRule, plan *translate.Plan, 
 
 // bridgeFor is handOver's bridge for a ClusterPolicy or Policy: its
 // translation with generation off, as the webhook enforces every rule
-// then (none when Kyverno runs: kyvap's webhook does not serve then).
-func bridgeFor(in clusterpolicy.Input, resolver kyverno.KindResolver, opts translate.Options, kyverno bool) func() []translate.FallbackRule {
+// then (none when Kyverno runs: kyvap's webhook does not serve then). The
+// translation goes through plans: a handover polls every second.
+func bridgeFor(ctx context.Context, plans *planCache, in clusterpolicy.Input, resolver kyverno.KindResolver, opts translate.Options, kyverno bool) func() []translate.FallbackRule {
 	return func() []translate.FallbackRule {
 		opts.GenerateValidatingAdmissionPolicy = false
-		plan, err := translate.Translate(in, resolver, opts)
+		plan, err := plans.translate(ctx, in, resolver, opts)
 		if err != nil {
 			return nil // no bridge: the VAPs alone, a second later
 		}

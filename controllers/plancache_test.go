@@ -116,6 +116,90 @@ func TestPlanCacheIsBounded(t *testing.T) {
 	}
 }
 
+// The plans of one policy under different options (the leader's and a
+// replica's, a handover's bridge with generation off) do not evict each
+// other, and a policy keeps at most planVariants of them.
+func TestPlanCacheKeepsVariants(t *testing.T) {
+	var c planCache
+	resolver := kyverno.NewStaticResolver()
+	in := clusterpolicy.Input{Policy: cachedPolicy()}
+	withVAPs := translate.Options{GenerateValidatingAdmissionPolicy: true}
+	first, err := c.translate(context.Background(), in, resolver, withVAPs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bridge, err := c.translate(context.Background(), in, resolver, translate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.ValidatingAdmissionPolicies) == 0 || len(bridge.ValidatingAdmissionPolicies) != 0 {
+		t.Fatalf("%d and %d VAPs; want some, then none", len(first.ValidatingAdmissionPolicies), len(bridge.ValidatingAdmissionPolicies))
+	}
+	again, _ := c.translate(context.Background(), in, resolver, withVAPs)
+	if &again.Rules[0] != &first.Rules[0] {
+		t.Error("the bridge's plan evicted the policy's plan")
+	}
+	for i := range planVariants + 2 {
+		if _, err := c.translate(context.Background(), in, resolver, translate.Options{GenerateValidatingAdmissionPolicy: true, CompatibilityVersion: fmt.Sprintf("1.%d", 30+i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(c.entries["p"]); n != planVariants {
+		t.Errorf("%d plans remembered for one policy, want %d", n, planVariants)
+	}
+	if len(c.order) != 1 {
+		t.Errorf("order %v, want the policy once", c.order)
+	}
+}
+
+// A policy a reconciler polls (a handover of a burst larger than the
+// cache) is not evicted until every holder lets it go; forget drops its
+// holds.
+func TestPlanCacheKeepsHeldPolicies(t *testing.T) {
+	var c planCache
+	resolver := kyverno.NewStaticResolver()
+	opts := translate.Options{GenerateValidatingAdmissionPolicy: true}
+	translateNamed := func(name string) translate.Plan {
+		p := cachedPolicy()
+		p.Name = name
+		plan, err := c.translate(context.Background(), clusterpolicy.Input{Policy: p}, resolver, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return plan
+	}
+	translateNamed("held")
+	c.hold(holderPolicies, "held", true)
+	c.hold(holderSync, "held", true)
+	for i := range planCacheSize + 10 {
+		translateNamed(fmt.Sprintf("p-%d", i))
+	}
+	if _, ok := c.entries["held"]; !ok {
+		t.Fatal("a held policy's plan was evicted")
+	}
+	if len(c.entries) != planCacheSize+1 {
+		t.Errorf("%d policies remembered, want %d and the held one", len(c.entries), planCacheSize)
+	}
+	c.hold(holderPolicies, "held", false)
+	translateNamed("p-new")
+	if _, ok := c.entries["held"]; !ok {
+		t.Fatal("a policy still held by one reconciler was evicted")
+	}
+	c.hold(holderSync, "held", false)
+	translateNamed("p-newer")
+	if _, ok := c.entries["held"]; ok {
+		t.Error("a policy nobody holds any more, and the least recent, was kept")
+	}
+	if len(c.entries) != planCacheSize {
+		t.Errorf("%d policies remembered, want %d", len(c.entries), planCacheSize)
+	}
+	c.hold(holderSync, "p-newer", true)
+	c.forget("p-newer")
+	if len(c.held) != 0 {
+		t.Errorf("forget left holds %v", c.held)
+	}
+}
+
 // A reconciler asking for a plan that another is translating waits for it
 // and takes the stored plan; it gives up when its context ends.
 func TestPlanCacheWaitsForARunningTranslation(t *testing.T) {
@@ -124,8 +208,9 @@ func TestPlanCacheWaitsForARunningTranslation(t *testing.T) {
 	opts := translate.Options{GenerateValidatingAdmissionPolicy: true}
 	in := clusterpolicy.Input{Policy: cachedPolicy()}
 	key := planKey(in, opts)
+	runKey := "p\x00" + key
 	run := &planRun{key: key, resolver: resolver, done: make(chan struct{})}
-	c.running = map[string]*planRun{"p": run}
+	c.running = map[string]*planRun{runKey: run}
 
 	got := make(chan translate.Plan, 1)
 	go func() {
@@ -139,9 +224,9 @@ func TestPlanCacheWaitsForARunningTranslation(t *testing.T) {
 	// gives, then ends: the waiting reconciler must return that plan.
 	sentinel := translate.Plan{Policy: "stored-by-the-running-translation"}
 	c.mu.Lock()
-	c.entries = map[string]planEntry{"p": {key: key, resolver: resolver, plan: sentinel}}
+	c.entries = map[string][]planEntry{"p": {{key: key, resolver: resolver, plan: sentinel}}}
 	c.order = []string{"p"}
-	delete(c.running, "p")
+	delete(c.running, runKey)
 	c.mu.Unlock()
 	close(run.done)
 	if plan := <-got; plan.Policy != sentinel.Policy {
@@ -149,7 +234,7 @@ func TestPlanCacheWaitsForARunningTranslation(t *testing.T) {
 	}
 
 	// A translation of another key is not waited for.
-	c.running = map[string]*planRun{"p": {key: "another", resolver: resolver, done: make(chan struct{})}}
+	c.running = map[string]*planRun{"p\x00another": {key: "another", resolver: resolver, done: make(chan struct{})}}
 	c.entries = nil
 	plan, err := c.translate(context.Background(), in, resolver, opts)
 	if err != nil || len(plan.Rules) == 0 {
@@ -157,7 +242,7 @@ func TestPlanCacheWaitsForARunningTranslation(t *testing.T) {
 	}
 
 	// Waiting ends with the context.
-	c.running = map[string]*planRun{"p": {key: key, resolver: resolver, done: make(chan struct{})}}
+	c.running = map[string]*planRun{runKey: {key: key, resolver: resolver, done: make(chan struct{})}}
 	c.entries = nil
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -51,6 +51,9 @@ type NamespacedPolicyReconciler struct {
 
 	requeue chan event.GenericEvent
 	gauges  *policyGauges
+	// plans may be shared with the other policy reconcilers (Setup does
+	// it).
+	plans *planCache
 }
 
 // Reconcile gathers the policy and its exceptions, translates them, hands
@@ -62,6 +65,7 @@ func (r *NamespacedPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		if apierrors.IsNotFound(err) {
 			r.Fallback.SetFallbackRules(key, nil)
 			r.gauges.forget("Policy/" + key)
+			r.plans.forget(key)
 			outcomes := deleteGeneratedOf(ctx, r.Client, model.KindPolicy, req.NamespacedName, func(obj client.Object, _ string) bool {
 				return generatedFrom(obj, model.KindPolicy, req.NamespacedName)
 			}, nil)
@@ -77,13 +81,13 @@ func (r *NamespacedPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Req
 		return ctrl.Result{}, fmt.Errorf("listing PolicyExceptions: %w", err)
 	}
 	input, resolver, opts := clusterpolicy.PolicyInput(policy, exceptions.Items), r.Resolvers.Resolver(), translationOptions(r.Options, r.Config)
-	plan, err := translate.TranslateContext(ctx, input, resolver, opts)
+	plan, err := r.plans.translate(ctx, input, resolver, opts)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	running := kyvernoRunning(r.Kyverno)
 	next := fallbackRules(&plan, running)
-	rules, holding := handOver(ctx, r.Client, r.Fallback, key, &plan, next, bridgeFor(input, resolver, opts, running))
+	rules, holding := handOver(ctx, r.Client, r.Fallback, key, &plan, next, bridgeFor(ctx, r.plans, input, resolver, opts, running))
 	r.Fallback.SetFallbackRules(key, rules)
 	outcomes := r.apply(ctx, policy, &plan, webhookRuleNames(next))
 	pending := activating(ctx, r.Client, &plan, outcomes)
@@ -95,7 +99,9 @@ func (r *NamespacedPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Req
 	if err := outcomeError(outcomes); err != nil {
 		return ctrl.Result{}, err
 	}
-	if holding || held(outcomes) || pending {
+	polling := holding || held(outcomes) || pending
+	r.plans.hold(holderPolicies, key, polling)
+	if polling {
 		return ctrl.Result{RequeueAfter: handoverPoll}, nil
 	}
 	return ctrl.Result{}, nil
@@ -186,6 +192,9 @@ func (r *NamespacedPolicyReconciler) report(ctx context.Context, policy *kyverno
 func (r *NamespacedPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.requeue = make(chan event.GenericEvent, 1)
 	r.gauges = newPolicyGauges()
+	if r.plans == nil {
+		r.plans = &planCache{}
+	}
 	r.Fallback.OnEnforcingChange(r.requeueAll)
 	ofKind := builder.WithPredicates(predicate.NewPredicateFuncs(func(obj client.Object) bool {
 		return obj.GetLabels()[translate.LabelPolicyKind] == string(model.KindPolicy)

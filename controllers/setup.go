@@ -119,7 +119,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, cfg Config) (*Controllers, err
 		c.Namespaced = &NamespacedPolicyReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("kyvap"),
 			Resolvers: cfg.Resolvers, Fallback: cfg.Fallback, Kyverno: cfg.Kyverno, Coverage: cfg.Coverage,
-			Options: cfg.Options, Config: cfg.KyvernoConfig,
+			Options: cfg.Options, Config: cfg.KyvernoConfig, plans: plans,
 		}
 		if err := c.Namespaced.SetupWithManager(mgr); err != nil {
 			return nil, err

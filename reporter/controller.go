@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -114,6 +116,14 @@ type Reporter struct {
 	// last counts the results last written per resource, for the metrics
 	// (counts, not results: 10,000 resources × 50 rules stay small).
 	last map[resourceKey][]resultCount
+
+	// scannedMu guards scannedFrom: by policy key, what the scanner's
+	// rules of the policy were translated from (scanInputs). A policy's
+	// events are mostly its status being written, and translating it again
+	// (twice: its VAP and engine forms) would compile every CEL expression
+	// again for rules that cannot have changed.
+	scannedMu   sync.Mutex
+	scannedFrom map[string]string
 }
 
 // resultCount is how many results of a policy had one outcome.
@@ -395,6 +405,7 @@ func (r *Reporter) reconcilePolicy(ctx context.Context, req reconcile.Request) (
 	var kinds []schema.GroupVersionKind
 	switch {
 	case apierrors.IsNotFound(err):
+		r.rememberScanned(key, "")
 		gone := &kyvernov1.ClusterPolicy{}
 		gone.Name = key
 		if r.Scanner.SetPolicy(gone, nil) {
@@ -406,7 +417,12 @@ func (r *Reporter) reconcilePolicy(ctx context.Context, req reconcile.Request) (
 	case err != nil:
 		return reconcile.Result{}, err
 	default:
-		rules, err := r.rulesOf(policy)
+		opts, resolver, running := r.Options(), r.Resolvers.Resolver(), r.Kyverno != nil && r.Kyverno.Running()
+		inputs := scanInputs(policy, opts, resolver, running)
+		if r.scannedFromInputs(key, inputs) {
+			return reconcile.Result{}, nil // the scanner holds these rules
+		}
+		rules, err := r.rulesOf(policy, opts, resolver, running)
 		if err != nil {
 			return reconcile.Result{}, err
 		}
@@ -417,6 +433,7 @@ func (r *Reporter) reconcilePolicy(ctx context.Context, req reconcile.Request) (
 		if _, err = r.watch(ctx, rules); err != nil {
 			return reconcile.Result{}, err
 		}
+		r.rememberScanned(key, inputs)
 		if changed {
 			// Results of rules no longer scanned must go too: every
 			// watched kind, the new ones included.
@@ -432,9 +449,7 @@ func (r *Reporter) reconcilePolicy(ctx context.Context, req reconcile.Request) (
 // rulesOf returns the rules kyvap scans the policy with. A background-only
 // policy (spec.admission: false) is scanned as Kyverno scans it, its rules
 // evaluated as at admission (kyverno.AsScanned).
-func (r *Reporter) rulesOf(policy *kyvernov1.ClusterPolicy) ([]translate.FallbackRule, error) {
-	opts := r.Options()
-	resolver := r.Resolvers.Resolver()
+func (r *Reporter) rulesOf(policy *kyvernov1.ClusterPolicy, opts translate.Options, resolver kyverno.KindResolver, running bool) ([]translate.FallbackRule, error) {
 	scanned := kyverno.AsScanned(policy)
 	plan, err := translate.Translate(clusterpolicy.InputFor(scanned, nil), resolver, opts)
 	if err != nil {
@@ -445,7 +460,49 @@ func (r *Reporter) rulesOf(policy *kyvernov1.ClusterPolicy) ([]translate.Fallbac
 	if err != nil {
 		return nil, err
 	}
-	return scan.RulesToScan(policy, &plan, &engineForm, r.Kyverno != nil && r.Kyverno.Running()), nil
+	return scan.RulesToScan(policy, &plan, &engineForm, running), nil
+}
+
+// scanInputs identifies what rulesOf computes a policy's scanned rules
+// from: the policy's identity, generation (its spec) and annotations, the
+// translation options (Kyverno's configuration by its pointer: a new
+// configuration is a new value), the resolver (discovery) and whether
+// Kyverno runs. The status, which changes on every report, is not one.
+func scanInputs(policy *kyvernov1.ClusterPolicy, opts translate.Options, resolver kyverno.KindResolver, running bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s/%s/%s/%d/%+v/%p/%t", policy.Kind, policy.Namespace, policy.UID, policy.Generation, opts, resolver, running)
+	keys := make([]string, 0, len(policy.Annotations))
+	for k := range policy.Annotations {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "|%s=%s", k, policy.Annotations[k])
+	}
+	return b.String()
+}
+
+// scannedFromInputs reports whether the scanner's rules of the policy
+// were translated from these inputs.
+func (r *Reporter) scannedFromInputs(key, inputs string) bool {
+	r.scannedMu.Lock()
+	defer r.scannedMu.Unlock()
+	return r.scannedFrom[key] == inputs
+}
+
+// rememberScanned records what the scanner's rules of the policy were
+// translated from ("": it has none).
+func (r *Reporter) rememberScanned(key, inputs string) {
+	r.scannedMu.Lock()
+	defer r.scannedMu.Unlock()
+	if inputs == "" {
+		delete(r.scannedFrom, key)
+		return
+	}
+	if r.scannedFrom == nil {
+		r.scannedFrom = map[string]string{}
+	}
+	r.scannedFrom[key] = inputs
 }
 
 // watch starts an informer (full objects: the rules read them) for every

@@ -44,6 +44,60 @@ type staticResolvers struct{}
 
 func (staticResolvers) Resolver() kyverno.KindResolver { return kyverno.NewStaticResolver() }
 
+// TestScanInputsIgnoreStatusOnly: the reporter translates a policy again
+// only when what its scanned rules come from changed; a status write (most
+// of a policy's events) is not one.
+func TestScanInputsIgnoreStatusOnly(t *testing.T) {
+	policy := func() *kyvernov1.ClusterPolicy {
+		var p kyvernov1.ClusterPolicy
+		if err := yaml.UnmarshalStrict([]byte(backgroundOnlyPolicy), &p); err != nil {
+			t.Fatal(err)
+		}
+		p.UID, p.Generation = "uid", 1
+		return &p
+	}
+	opts, resolver := translate.Options{GenerateValidatingAdmissionPolicy: true}, kyverno.NewStaticResolver()
+	base := scanInputs(policy(), opts, resolver, false)
+	withStatus := policy()
+	withStatus.ResourceVersion = "42"
+	withStatus.Status.ValidatingAdmissionPolicy.Generated = true
+	if scanInputs(withStatus, opts, resolver, false) != base {
+		t.Error("a status write changes the scan inputs")
+	}
+	changes := map[string]func() string{
+		"generation": func() string { p := policy(); p.Generation = 2; return scanInputs(p, opts, resolver, false) },
+		"annotation": func() string {
+			p := policy()
+			p.Annotations = map[string]string{"pod-policies.kyverno.io/autogen-controllers": "none"}
+			return scanInputs(p, opts, resolver, false)
+		},
+		"uid":      func() string { p := policy(); p.UID = "other"; return scanInputs(p, opts, resolver, false) },
+		"options":  func() string { return scanInputs(policy(), translate.Options{}, resolver, false) },
+		"resolver": func() string { return scanInputs(policy(), opts, kyverno.NewStaticResolver(), false) },
+		"kyverno":  func() string { return scanInputs(policy(), opts, resolver, true) },
+		"config": func() string {
+			return scanInputs(policy(), translate.Options{GenerateValidatingAdmissionPolicy: true, KyvernoConfig: &kyverno.Config{}}, resolver, false)
+		},
+	}
+	for name, changed := range changes {
+		if changed() == base {
+			t.Errorf("a change of the %s leaves the scan inputs unchanged", name)
+		}
+	}
+	r := &Reporter{}
+	if r.scannedFromInputs("p", base) {
+		t.Error("inputs remembered before any scan")
+	}
+	r.rememberScanned("p", base)
+	if !r.scannedFromInputs("p", base) || r.scannedFromInputs("p", "other") {
+		t.Error("the remembered inputs are not the scanned ones")
+	}
+	r.rememberScanned("p", "")
+	if r.scannedFromInputs("p", base) {
+		t.Error("a deleted policy's inputs are still remembered")
+	}
+}
+
 // TestBackgroundOnlyPolicyIsScanned: a policy with spec.admission false is
 // applied by Kyverno in background scans only; kyvap scans it the same
 // way, its rules evaluated as at admission.
@@ -55,7 +109,7 @@ func TestBackgroundOnlyPolicyIsScanned(t *testing.T) {
 	r := &Reporter{Resolvers: staticResolvers{}, Options: func() translate.Options {
 		return translate.Options{GenerateValidatingAdmissionPolicy: true}
 	}}
-	rules, err := r.rulesOf(&p)
+	rules, err := r.rulesOf(&p, r.Options(), r.Resolvers.Resolver(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
