@@ -418,14 +418,15 @@ var kyvapEnv = []string{"GOMEMLIMIT=256MiB"}
 //
 // It writes bin/bench-compare.txt ("compare" lines, then the tables) and
 // bin/bench-compare.svg (latency against clients). KYVAP_BENCH_ROUNDS
-// (default 2), KYVAP_BENCH_LOAD (5s), KYVAP_BENCH_POLICIES (1000),
-// KYVAP_BENCH_SCAN_RESOURCES (10000) and KYVAP_BENCH_SCAN_LIMIT (3m: the
-// longest wait for a scan, whose rate then gives an estimate) size it. One
-// run whatever b.N.
+// (default 1; more alternate the columns again), KYVAP_BENCH_LOAD (5s),
+// KYVAP_BENCH_POLICIES (1000), KYVAP_BENCH_SCAN_RESOURCES (10000) and
+// KYVAP_BENCH_SCAN_LIMIT (1m: the longest wait for a scan, whose rate then
+// gives an estimate; Kyverno's never completes within minutes) size it.
+// One run whatever b.N; the defaults take about 25 minutes on 2 cores.
 func BenchmarkCompare(b *testing.B) {
 	r := &compareBench{
-		b: b, ctx: context.Background(), rounds: 2, load: 5 * time.Second, concurrency: []int{1, 16, 64},
-		policies: 1000, scanned: 10000, scanLimit: 3 * time.Minute, mix: compareMix(),
+		b: b, ctx: context.Background(), rounds: 1, load: 5 * time.Second, concurrency: []int{1, 16, 64},
+		policies: 1000, scanned: 10000, scanLimit: time.Minute, mix: compareMix(),
 		admission: map[string]map[int]*mixResult{}, cpu: map[string]*cpuCount{}, memory: map[string]*memoryRow{}, scan: map[string]*scanRow{},
 	}
 	envInt := func(name string, into *int) {
@@ -642,6 +643,19 @@ func kyvapWebhookCalls(b *testing.B, m *manager) func() float64 {
 		}
 		return v
 	}
+}
+
+// deleteKyvapVAPs deletes kyvap's generated VAPs and bindings, as the
+// garbage collector would once their policies are gone; the manager is
+// stopped.
+func (r *compareBench) deleteKyvapVAPs() {
+	managed := client.MatchingLabels{"app.kubernetes.io/managed-by": "kyvap"}
+	for _, obj := range []client.Object{&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, &admissionregistrationv1.ValidatingAdmissionPolicy{}} {
+		if err := cp.Client.DeleteAllOf(r.ctx, obj, managed); err != nil {
+			r.b.Fatal(err)
+		}
+	}
+	r.waitNoKyvapVAPs()
 }
 
 // waitNoKyvapVAPs waits until kyvap's generated VAPs are gone.
@@ -874,12 +888,10 @@ func (r *compareBench) policyLoad() {
 		r.phase("policy load, "+family.vapCol, func() {
 			m := r.startKyvap(true)
 			r.loadColumn(family.policy, family.vapCol, markVAP, m.cmd.Process.Pid, m)
-			// The manager removes its VAPs when it stops generating them:
-			// the perf control plane has no garbage collector.
-			m.stop()
-			m = r.startKyvap(false)
-			r.waitNoKyvapVAPs()
 			r.stopKyvap(m)
+			// The perf control plane has no garbage collector: the VAPs
+			// and bindings go with collection deletes, then the policies.
+			r.deleteKyvapVAPs()
 			r.deleteLoadPolicies()
 		})
 	}
@@ -918,7 +930,7 @@ func (r *compareBench) backgroundScan() {
 		}
 	})
 	r.phase("scan, CEL rules", func() { r.scanWith(ns, scanPolicy, scanKyvap, scanKyverno) })
-	r.phase("scan, floor", func() { r.scanFloor(ns) })
+	r.phase("scan, floor", func() { r.scanFloor(ns, ns+"-floor") })
 	r.phase("scan, deleting the reports", func() { r.deleteReports(ns) })
 	r.phase("scan, pattern rules", func() { r.scanWith(ns, scanPatternPolicy, scanKyvapPattern, scanKyvernoPattern) })
 }
@@ -973,9 +985,11 @@ func (r *compareBench) scanWith(ns string, policy func(int, string) *kyvernov1.C
 }
 
 // scanFloor writes the same number of reports as a scan, copies of one of
-// kyvap's, by 16 parallel clients, as a scanner with no cost of its own
-// would write them.
-func (r *compareBench) scanFloor(ns string) {
+// kyvap's in ns, by 16 parallel clients, as a scanner with no cost of its
+// own would write them. They go to a namespace of their own, into, where
+// nothing scans and nothing deletes them: the next scan of ns starts with
+// no report but kyvap's and Kyverno's to delete.
+func (r *compareBench) scanFloor(ns, into string) {
 	b := r.b
 	rules := int64(scanPolicies * scanRulesPerPolicy)
 	var list unstructured.UnstructuredList
@@ -984,14 +998,15 @@ func (r *compareBench) scanFloor(ns string) {
 		b.Fatalf("no report of kyvap's to copy: %v", err)
 	}
 	template := list.Items[0]
-	floorReports := watchCompleteReports(b, ns, "floor", rules)
+	cp.EnsureNamespace(b, into, nil)
+	floorReports := watchCompleteReports(b, into, "floor", rules)
 	start := time.Now()
 	if err := parallel(r.scanned, 16, func(i int) error {
 		report := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": template.GetAPIVersion(), "kind": template.GetKind(),
 			"scope": template.Object["scope"], "summary": template.Object["summary"], "results": template.Object["results"],
 		}}
-		report.SetNamespace(ns)
+		report.SetNamespace(into)
 		report.SetName(fmt.Sprintf("floor-%05d", i))
 		report.SetLabels(map[string]string{"app.kubernetes.io/managed-by": "floor"})
 		return cp.Client.Create(r.ctx, report)
@@ -1003,30 +1018,38 @@ func (r *compareBench) scanFloor(ns string) {
 
 // deleteReports deletes every PolicyReport of the namespace, and Kyverno's
 // ephemeral reports, and waits until none is left: the next scan starts
-// from nothing, as the first did. Reports are deleted one by one by 16
-// clients: a collection delete of 20,000 reports outlasts the API
-// server's request timeout.
+// from nothing, as the first did. Reports go by collection deletes of
+// reportDeleteChunk (the API server deletes a page of a collection
+// delete's list): one collection delete of 20,000 reports outlasts the
+// API server's request timeout, and deleting them one by one costs a
+// request each.
 func (r *compareBench) deleteReports(ns string) {
 	for _, gvk := range []schema.GroupVersionKind{policyReportGVK, ephemeralReportGVK} {
+		obj := &metav1.PartialObjectMetadata{}
+		obj.SetGroupVersionKind(gvk)
 		var list metav1.PartialObjectMetadataList
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := cp.Client.List(r.ctx, &list, client.InNamespace(ns)); err != nil {
-			if meta.IsNoMatchError(err) {
-				continue
+		for {
+			if err := cp.Client.List(r.ctx, &list, client.InNamespace(ns), client.Limit(1)); err != nil {
+				if meta.IsNoMatchError(err) {
+					break
+				}
+				r.b.Fatal(err)
 			}
-			r.b.Fatal(err)
-		}
-		if err := parallel(len(list.Items), 16, func(i int) error {
-			err := cp.Client.Delete(r.ctx, &list.Items[i])
-			if apierrors.IsNotFound(err) {
-				return nil
+			if len(list.Items) == 0 {
+				break
 			}
-			return err
-		}); err != nil {
-			r.b.Fatal(err)
+			if err := cp.Client.DeleteAllOf(r.ctx, obj, &client.DeleteAllOfOptions{ListOptions: client.ListOptions{Namespace: ns, Limit: reportDeleteChunk}}); err != nil {
+				r.b.Fatal(err)
+			}
 		}
 	}
 }
+
+// reportDeleteChunk is the page of a collection delete of reports: the API
+// server deletes about 300 reports a second one after the other, so a page
+// ends well within its request timeout.
+const reportDeleteChunk = 2000
 
 // ephemeralReportGVK is Kyverno's per-resource report, which its reports
 // controller aggregates into PolicyReports.
