@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kyvap/kyvap/model"
@@ -51,6 +53,68 @@ const (
 type requestScope struct {
 	anything  bool
 	resources []Resource
+	// namespaces, when not nil, are the only namespaces the requests can
+	// be in (ConfinedNamespaces).
+	namespaces []string
+}
+
+// ConfinedNamespaces returns the namespaces a VAP's requests can be in, or
+// nil when they can be in any: when every resource of kinds is namespaced
+// and the namespace selector requires kubernetes.io/metadata.name to be
+// one of a list of names (Kyverno's match namespaces, a namespaced
+// Policy's namespace). The API server sets the namespace of a namespaced
+// object from the request's before admission and refuses another, so the
+// request's, the object's and the old object's namespaces are then all
+// one of these names. A Namespace object is matched by its own labels and
+// has no namespace: kinds with any cluster-scoped resource are not
+// confined.
+func ConfinedNamespaces(kinds []KindSet, selector *metav1.LabelSelector) []string {
+	if selector == nil || len(kinds) == 0 {
+		return nil
+	}
+	for _, k := range kinds {
+		if !k.OnlyNamespaced() {
+			return nil
+		}
+	}
+	var names []string
+	confined := false
+	narrow := func(values []string) {
+		if !confined {
+			names, confined = UniqueSorted(slices.Clone(values)), true
+			return
+		}
+		names = slices.DeleteFunc(names, func(n string) bool { return !slices.Contains(values, n) })
+	}
+	if v, ok := selector.MatchLabels[corev1.LabelMetadataName]; ok {
+		narrow([]string{v})
+	}
+	for _, e := range selector.MatchExpressions {
+		if e.Key == corev1.LabelMetadataName && e.Operator == metav1.LabelSelectorOpIn {
+			narrow(e.Values)
+		}
+	}
+	if !confined {
+		return nil
+	}
+	if names == nil {
+		names = []string{} // no namespace: the VAP matches nothing
+	}
+	return names
+}
+
+// reaches reports whether the filter's namespace pattern can name a
+// namespace of the scope.
+func (s requestScope) reaches(f ResourceFilter) bool {
+	if s.namespaces == nil {
+		return true
+	}
+	for _, ns := range s.namespaces {
+		if WildcardMatch(f.Namespace, ns) {
+			return true
+		}
+	}
+	return false
 }
 
 func scopeOf(kinds []KindSet) requestScope {
@@ -68,9 +132,11 @@ func scopeOf(kinds []KindSet) requestScope {
 // every request Kyverno's global configuration makes Kyverno skip: its
 // excluded users and groups and its resource filters, then the
 // configuration's own matchConditions. Filters that cannot name a request
-// of the VAP's scope are left out. A configuration that excludes by role
+// of the VAP's scope are left out: those of kinds it does not match, and
+// those of namespaces its requests cannot be in (namespaces, from
+// ConfinedNamespaces; nil: any). A configuration that excludes by role
 // cannot be expressed: a VAP does not see the requester's roles.
-func ConfigConditions(cfg *Config, resolver KindResolver, kinds []KindSet) ([]admissionregistrationv1.MatchCondition, *model.Refusal) {
+func ConfigConditions(cfg *Config, resolver KindResolver, kinds []KindSet, namespaces []string) ([]admissionregistrationv1.MatchCondition, *model.Refusal) {
 	if cfg == nil {
 		return nil, nil
 	}
@@ -81,7 +147,9 @@ func ConfigConditions(cfg *Config, resolver KindResolver, kinds []KindSet) ([]ad
 	if !cfg.Exclude.IsEmpty() {
 		out = append(out, admissionregistrationv1.MatchCondition{Name: ConditionExcludedSubjects, Expression: excludedSubjectsExpression(cfg)})
 	}
-	filters, fl := resourceFiltersExpression(cfg.ResourceFilters, resolver, scopeOf(kinds))
+	scope := scopeOf(kinds)
+	scope.namespaces = namespaces
+	filters, fl := resourceFiltersExpression(cfg.ResourceFilters, resolver, scope)
 	if fl != nil {
 		return nil, fl
 	}
@@ -146,7 +214,7 @@ func resourceFiltersExpression(filters []ResourceFilter, resolver KindResolver, 
 		return "", fl
 	}
 	for i, f := range filters {
-		if subsumed(i, f, filters, blankets) {
+		if subsumed(i, f, filters, blankets) || !scope.reaches(f) {
 			continue
 		}
 		kindTerm, relevant, fl := filterKindTerm(f, resolver, scope)

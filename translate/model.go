@@ -239,7 +239,8 @@ func (t *translation) modelRule(plan *Plan, src *model.Source, rule *model.Rule)
 	// policy, ValidatingPolicies included; only the filters that can name
 	// a resource the rule matches are kept (the API server evaluates the
 	// condition on every request the VAP matches).
-	global, fl := kyverno.ConfigConditions(t.opts.KyvernoConfig, t.resolver, []kyverno.KindSet{matchedResources(&rule.MatchConstraints)})
+	kinds := []kyverno.KindSet{matchedResources(&rule.MatchConstraints)}
+	global, fl := kyverno.ConfigConditions(t.opts.KyvernoConfig, t.resolver, kinds, kyverno.ConfinedNamespaces(kinds, rule.MatchConstraints.NamespaceSelector))
 	if fl != nil {
 		return t.toWebhook(rule, fl.Reason, fl.Message)
 	}

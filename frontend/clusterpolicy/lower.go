@@ -571,7 +571,8 @@ func (l *Lowering) lower(rule *kyvernov1.Rule) (model.Rule, *model.Refusal) {
 		failurePolicy = admissionregistrationv1.Ignore
 	}
 	spec.FailurePolicy = &failurePolicy
-	global, fl := kyverno.ConfigConditions(l.opts.KyvernoConfig, l.resolver, match.kinds)
+	confined, scope := l.confinement()
+	global, fl := kyverno.ConfigConditions(l.opts.KyvernoConfig, l.resolver, match.kinds, kyverno.ConfinedNamespaces(match.kinds, vap.AndLabelSelectors(match.constraints.NamespaceSelector, scope)))
 	if fl != nil {
 		return none, fl
 	}
@@ -581,7 +582,6 @@ func (l *Lowering) lower(rule *kyvernov1.Rule) (model.Rule, *model.Refusal) {
 		generated[mc.Name] = true
 		ours[mc.Name] = !strings.HasPrefix(mc.Name, kyverno.ConditionKyvernoConfigPrefix)
 	}
-	confined, scope := l.confinement()
 	if confined != nil {
 		match.conditions = append([]admissionregistrationv1.MatchCondition{*confined}, match.conditions...)
 	}

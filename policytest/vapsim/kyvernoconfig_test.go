@@ -5,6 +5,7 @@ package vapsim
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
@@ -38,11 +39,58 @@ func TestKyvernoConfigConditions(t *testing.T) {
 	// Single entries: each condition is then one comparison.
 	single := map[string]string{"resourceFilters": "[*/scale,*,*]", "excludeUsernames": "alice"}
 	for name, data := range map[string]map[string]string{"chart defaults and more": chart, "single entries": single} {
-		t.Run(name, func(t *testing.T) { checkKyvernoConfigConditions(t, data) })
+		t.Run(name, func(t *testing.T) { checkKyvernoConfigConditions(t, data, everything) })
 	}
+	// A policy of namespaced kinds confined to named namespaces: only the
+	// filters that can name a request in them are kept, and the others'
+	// requests never reach the VAP.
+	t.Run("confined to namespaces", func(t *testing.T) {
+		vaps := checkKyvernoConfigConditions(t, chart, confinedMatch)
+		condition := ""
+		for _, v := range vaps {
+			for _, mc := range v.Spec.MatchConditions {
+				if mc.Name == kyverno.ConditionResourceFilters {
+					condition += mc.Expression + "\n"
+				}
+			}
+		}
+		for _, kept := range []string{`"kyverno"`, `"default"`} {
+			if !strings.Contains(condition, kept) {
+				t.Errorf("the resource filters' condition lost the filters of %s: %s", kept, condition)
+			}
+		}
+		for _, dropped := range []string{`"kube-system"`, `"kube-public"`, "team-"} {
+			if strings.Contains(condition, dropped) {
+				t.Errorf("the resource filters' condition keeps filters of %s, where the VAP's requests cannot be: %s", dropped, condition)
+			}
+		}
+	})
 }
 
-func checkKyvernoConfigConditions(t *testing.T, data map[string]string) {
+// policyMatch is the match of the policy TestKyvernoConfigConditions
+// translates: its YAML, and whether it matches a request.
+type policyMatch struct {
+	yaml    string
+	matches func(r configResource, ns string) bool
+}
+
+var (
+	// everything matches every resource and subresource.
+	everything = policyMatch{
+		yaml:    `{any: [{resources: {kinds: ["*/*"], operations: [CREATE, UPDATE, DELETE, CONNECT]}}]}`,
+		matches: func(configResource, string) bool { return true },
+	}
+	// confinedMatch matches namespaced kinds (not pods/binding) in two
+	// named namespaces.
+	confinedMatch = policyMatch{
+		yaml: `{any: [{resources: {kinds: [Pod, Pod/exec, ConfigMap, Secret, Deployment, Deployment/scale, ReplicaSet, Event], namespaces: [kyverno, default], operations: [CREATE, UPDATE, DELETE, CONNECT]}}]}`,
+		matches: func(r configResource, ns string) bool {
+			return !r.cluster && r.sub != "binding" && (ns == "kyverno" || ns == "default")
+		},
+	}
+)
+
+func checkKyvernoConfigConditions(t *testing.T, data map[string]string, match policyMatch) []admissionregistrationv1.ValidatingAdmissionPolicy {
 	cfg, problems := kyverno.ParseConfig(data)
 	if len(problems) > 0 {
 		t.Fatalf("problems: %q", problems)
@@ -90,7 +138,8 @@ func checkKyvernoConfigConditions(t *testing.T, data map[string]string) {
 		knownNamespaces = append(knownNamespaces, namespace(ns, map[string]string{"kubernetes.io/metadata.name": ns}))
 	}
 
-	sim := New(translatedDenyAll(t, cfg))
+	vaps, bindings := translatedDenyAll(t, cfg, match.yaml)
+	sim := New(vaps, bindings)
 	checked, skipped := 0, 0
 	for _, r := range resources {
 		for _, ns := range namespaces {
@@ -101,7 +150,7 @@ func checkKyvernoConfigConditions(t *testing.T, data map[string]string) {
 				for _, user := range users {
 					for _, op := range r.ops {
 						req := configRequest(r.gvr, r.sub, r.kind, ns, name, op, user)
-						evaluated := !cfg.IsExcluded(user.Username, user.Groups, nil, nil) &&
+						evaluated := match.matches(r, ns) && !cfg.IsExcluded(user.Username, user.Groups, nil, nil) &&
 							!cfg.IsFiltered(r.topKind.Group, r.topKind.Version, r.topKind.Kind, r.sub, ns, name) &&
 							selectorSelects(selector, r, ns, name)
 						resp, err := sim.Evaluate(context.Background(), Request{Admission: req, Namespaces: knownNamespaces})
@@ -129,6 +178,7 @@ func checkKyvernoConfigConditions(t *testing.T, data map[string]string) {
 	if checked == 0 || skipped == 0 {
 		t.Fatal("the product exercises only one side")
 	}
+	return vaps
 }
 
 // configResource is a resource the configuration test sends requests for.
@@ -154,9 +204,9 @@ func selectorSelects(selector labels.Selector, r configResource, ns, name string
 	return selector.Matches(labels.Set{"kubernetes.io/metadata.name": ns})
 }
 
-// translatedDenyAll translates a policy that denies every request of
-// every resource and subresource under the configuration.
-func translatedDenyAll(t *testing.T, cfg kyverno.Config) ([]admissionregistrationv1.ValidatingAdmissionPolicy, []admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+// translatedDenyAll translates a policy that denies every request it
+// matches (match, as YAML) under the configuration.
+func translatedDenyAll(t *testing.T, cfg kyverno.Config, match string) ([]admissionregistrationv1.ValidatingAdmissionPolicy, []admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
 	t.Helper()
 	const policyYAML = `
 apiVersion: kyverno.io/v1
@@ -166,18 +216,18 @@ spec:
   validationFailureAction: Enforce
   rules:
   - name: everything
-    match: {any: [{resources: {kinds: ["*/*"], operations: [CREATE, UPDATE, DELETE, CONNECT]}}]}
+    match: MATCH
     validate: {cel: {expressions: [{expression: "false", message: denied}]}}
 `
 	var policy kyvernov1.ClusterPolicy
-	if err := yaml.UnmarshalStrict([]byte(policyYAML), &policy); err != nil {
+	if err := yaml.UnmarshalStrict([]byte(strings.Replace(policyYAML, "MATCH", match, 1)), &policy); err != nil {
 		t.Fatal(err)
 	}
 	plan, err := translate.Translate(clusterpolicy.Input{Policy: &policy}, kyverno.NewStaticResolver(), translate.Options{GenerateValidatingAdmissionPolicy: true, KyvernoConfig: &cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plan.ValidatingAdmissionPolicies) != 1 {
+	if len(plan.ValidatingAdmissionPolicies) == 0 {
 		t.Fatalf("plan: %+v", plan.Rules)
 	}
 	return plan.ValidatingAdmissionPolicies, plan.Bindings

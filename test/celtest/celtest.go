@@ -12,6 +12,7 @@ import (
 	"github.com/google/cel-go/cel"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apiserver/pkg/cel/environment"
+	"k8s.io/apiserver/pkg/cel/library"
 
 	"github.com/kyvap/kyvap/vap"
 )
@@ -51,4 +52,53 @@ func Program(t testing.TB, env *cel.Env, expression string) cel.Program {
 		t.Fatal(err)
 	}
 	return program
+}
+
+// CostPrograms compiles the expressions in env with the API server's cost
+// tracking (its estimator's runtime costs): what Evaluate counts.
+func CostPrograms(t testing.TB, env *cel.Env, expressions []string) []cel.Program {
+	t.Helper()
+	out := make([]cel.Program, len(expressions))
+	for i, e := range expressions {
+		ast, issues := env.Compile(e)
+		if issues != nil && issues.Err() != nil {
+			t.Fatalf("%s does not compile: %v", e, issues.Err())
+		}
+		p, err := env.Program(ast, cel.CostTracking(&library.CostEstimator{}), cel.EvalOptions(cel.OptTrackCost))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = p
+	}
+	return out
+}
+
+// Evaluate evaluates a rule as a VAP's evaluation does: its conditions
+// (match conditions, preconditions) until one is false, then, when every
+// one holds, all its validations. It returns whether the request passes
+// and the runtime cost CEL counted. The programs come from CostPrograms;
+// an evaluation error fails the test.
+func Evaluate(t testing.TB, conditions, validations []cel.Program, vars map[string]any) (bool, uint64) {
+	t.Helper()
+	var cost uint64
+	for _, p := range conditions {
+		out, det, err := p.Eval(vars)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cost += *det.ActualCost()
+		if out.Value() != true {
+			return true, cost
+		}
+	}
+	pass := true
+	for _, p := range validations {
+		out, det, err := p.Eval(vars)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cost += *det.ActualCost()
+		pass = pass && out.Value() == true
+	}
+	return pass, cost
 }

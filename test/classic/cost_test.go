@@ -11,12 +11,12 @@ import (
 	"testing"
 
 	"github.com/google/cel-go/cel"
-	"k8s.io/apiserver/pkg/cel/library"
 	"sigs.k8s.io/yaml"
 
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
+	"github.com/kyvap/kyvap/test/celtest"
 	"github.com/kyvap/kyvap/translate"
 )
 
@@ -178,47 +178,15 @@ func indent(s, prefix string) string {
 // programs compiles expressions with cost tracking.
 func programs(t testing.TB, env *cel.Env, expressions []string) []cel.Program {
 	t.Helper()
-	out := make([]cel.Program, len(expressions))
-	for i, e := range expressions {
-		ast, issues := env.Compile(e)
-		if issues != nil && issues.Err() != nil {
-			t.Fatalf("%s: %v", e, issues.Err())
-		}
-		p, err := env.Program(ast, cel.CostTracking(&library.CostEstimator{}), cel.EvalOptions(cel.OptTrackCost))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[i] = p
-	}
-	return out
+	return celtest.CostPrograms(t, env, expressions)
 }
 
 // run evaluates a check's preconditions, then (when they hold) its
 // validations, on a CREATE of the pod: whether it passes, and the runtime
 // cost CEL counted.
 func run(t testing.TB, conditions, validations []cel.Program, pod map[string]any) (bool, uint64) {
-	vars := map[string]any{"object": pod, "oldObject": nil, "request": map[string]any{"operation": "CREATE", "userInfo": map[string]any{}}}
-	var cost uint64
-	for _, p := range conditions {
-		out, det, err := p.Eval(vars)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cost += *det.ActualCost()
-		if out.Value() != true {
-			return true, cost
-		}
-	}
-	pass := true
-	for _, p := range validations {
-		out, det, err := p.Eval(vars)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cost += *det.ActualCost()
-		pass = pass && out.Value() == true
-	}
-	return pass, cost
+	t.Helper()
+	return celtest.Evaluate(t, conditions, validations, map[string]any{"object": pod, "oldObject": nil, "request": map[string]any{"operation": "CREATE", "userInfo": map[string]any{}}})
 }
 
 func decodePods(t testing.TB) []map[string]any {

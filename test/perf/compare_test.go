@@ -1129,6 +1129,14 @@ func (r *compareBench) writeReport(took time.Duration) {
 	other = "handwritten"
 	admissionLines("handwritten-cel-", colKyvapVAPs, colHandWritten)
 	admissionLines("handwritten-pattern-", colKyvapVAPsPat, colHandWritten)
+	// Each check's CEL cost: kyvap's VAPs compiled from the pattern against
+	// the hand-written CEL of the same check (compareCheckCosts).
+	costs := compareCheckCosts(b)
+	for _, c := range costs {
+		fmt.Fprintf(&out, "compare pattern-cel-cost-%s kyvap=%d handwritten=%d floor=- unit=cost-units\n", c.check, c.patternVAP, c.handWritten)
+		fmt.Fprintf(&out, "compare pattern-cel-cost-without-config-%s kyvap=%d handwritten=%d floor=- unit=cost-units\n", c.check, c.patternCheck, c.handWritten)
+		fmt.Fprintf(&out, "compare pattern-cost-estimate-%s kyvap=%d handwritten=%d floor=- unit=cost-units\n", c.check, c.patternEstimate, c.celEstimate)
+	}
 
 	fmt.Fprintf(&out, "\nBenchmarkCompare in %s: %d rounds of %s per column and concurrency; 8 checks (CEL, ValidatingPolicies, patterns, hand-written VAPs); a mix of Pods, Deployments, ConfigMaps, Namespaces (a quarter denied)\n", took.Round(time.Second), r.rounds, r.load)
 	fmt.Fprintf(&out, "Kyverno's admission controller flags (its chart's, VAP generation off): %s\n", strings.Join(kyvernoArgs(r.kyverno.AdmissionController), " "))
@@ -1159,6 +1167,7 @@ func (r *compareBench) writeReport(took time.Duration) {
 		fmt.Fprintf(&out, "%-30s %10.1f %14.1f %12d %14.1f\n", c, row.wall.Seconds(), mib(row.peakRSS), row.complete, row.estimate(r.scanned).Seconds())
 	}
 	fmt.Fprintf(&out, "(floor: the same reports written directly by 16 clients; estimate: the wall time at the measured rate when a scan did not complete in time)\n")
+	fmt.Fprintf(&out, "\nCEL cost of each check on the mix (runtime: what CEL counts evaluating the VAPs on the requests they match; estimate: the lowered rules' worst case; ratio: pattern VAPs to hand-written VAPs):\n%s", checkCostTable(costs))
 	fmt.Fprintf(&out, "\nwhere the time went:\n")
 	for _, p := range r.phases {
 		fmt.Fprintf(&out, "%-44s %8.1f s\n", p.name, p.took.Seconds())
