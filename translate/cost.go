@@ -4,6 +4,7 @@
 package translate
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"math"
 	"sync"
@@ -110,8 +111,20 @@ func EstimateRuleCost(rule *kyvernov1.Rule) RuleCost {
 
 // expressionCost is an expression's estimated maximum cost, at most the
 // runtime's per-expression limit (an evaluation that reaches it stops with
-// an error).
+// an error). Estimates are remembered (costMemo): estimating compiles the
+// expression, and a policy is translated several times (its plan, the
+// background scan's forms, a handover's bridge) with the same expressions.
 func expressionCost(env *cel.Env, expression string) uint64 {
+	key := costKey{env: env, expression: sha256.Sum256([]byte(expression))}
+	if units, ok := costMemo.Get(key); ok {
+		return units
+	}
+	units := estimateExpressionCost(env, expression)
+	costMemo.Put(key, units)
+	return units
+}
+
+func estimateExpressionCost(env *cel.Env, expression string) uint64 {
 	ast, issues := env.Compile(expression)
 	if issues.Err() != nil {
 		return 0
@@ -122,6 +135,20 @@ func expressionCost(env *cel.Env, expression string) uint64 {
 	}
 	return min(estimate.Max, celconfig.PerCallLimit)
 }
+
+// costKey identifies an estimate: the environment (costEnvFor keeps one
+// per version and params) and the expression's SHA-256, so that the memo's
+// size does not grow with the expressions' length.
+type costKey struct {
+	env        *cel.Env
+	expression [sha256.Size]byte
+}
+
+// costMemoSize bounds the remembered estimates (about 60 bytes each).
+const costMemoSize = 16384
+
+// costMemo remembers estimates.
+var costMemo = &vap.Memo[costKey, uint64]{Limit: costMemoSize}
 
 func saturatingAdd(a, b uint64) uint64 {
 	if a > math.MaxUint64-b {

@@ -16,6 +16,7 @@ import (
 	kyvernov1 "github.com/kyvap/kyvap/api/v1"
 	"github.com/kyvap/kyvap/frontend/clusterpolicy"
 	"github.com/kyvap/kyvap/kyverno"
+	"github.com/kyvap/kyvap/vap"
 )
 
 func TestWebhookEvaluationBudget(t *testing.T) {
@@ -155,5 +156,18 @@ func TestTranslateWarnsAboutExpensiveFallbackRules(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("plan warnings %q do not name the expensive fallback rule", plan.Warnings)
+	}
+}
+
+// The memo of estimates gives the estimate computed afresh.
+func TestExpressionCostMemo(t *testing.T) {
+	env := costEnvFor(vap.KyvernoCELVersion, false)
+	for _, e := range []string{"object.spec.containers.all(c, c.image.endsWith(':1'))", "true", "does not compile ("} {
+		want := estimateExpressionCost(env, e)
+		for range 2 {
+			if got := expressionCost(env, e); got != want {
+				t.Errorf("%s: %d, want %d", e, got, want)
+			}
+		}
 	}
 }

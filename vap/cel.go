@@ -4,7 +4,10 @@
 package vap
 
 import (
+	"crypto/sha256"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -12,6 +15,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/util/version"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
+	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/environment"
 	baseversion "k8s.io/component-base/version"
 )
@@ -100,7 +104,76 @@ type Problem struct {
 // the compatibility version, with the variables of a VAP), and returns the
 // problems of the user expressions and of the generated ones separately.
 // generated names the match conditions kyvap added.
+//
+// Results are remembered (checkMemo) by what they are computed from: a
+// policy is translated several times with the same expressions (its plan,
+// the background scan's forms, a handover's bridge), and compiling is most
+// of a translation's time.
 func CheckExpressions(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec, v *version.Version, generated map[string]bool) (user, ours []Problem) {
+	key := checkKey(spec, v, generated)
+	if r, ok := checkMemo.Get(key); ok {
+		return slices.Clone(r.user), slices.Clone(r.ours)
+	}
+	user, ours = checkExpressions(spec, v, generated)
+	checkMemo.Put(key, checkResult{user: slices.Clone(user), ours: slices.Clone(ours)})
+	return user, ours
+}
+
+// checkResult is a remembered CheckExpressions result.
+type checkResult struct{ user, ours []Problem }
+
+// checkMemoSize bounds the remembered results (a key, and the problems,
+// usually none).
+const checkMemoSize = 8192
+
+var checkMemo = &Memo[[sha256.Size]byte, checkResult]{Limit: checkMemoSize}
+
+// expressionMemo remembers, by expressionKey, whether an expression of a
+// spec without variables compiles (nil) or its error.
+var expressionMemo = &Memo[[sha256.Size]byte, *string]{Limit: checkMemoSize}
+
+// expressionKey is the SHA-256 of what compiling an expression of a spec
+// without variables reads: the version, whether there are params, what the
+// expression is (a condition, a message) and its text.
+func expressionKey(v *version.Version, hasParams bool, kind, expression string) [sha256.Size]byte {
+	h := sha256.New()
+	for _, p := range []string{v.String(), strconv.FormatBool(hasParams), kind, expression} {
+		fmt.Fprintf(h, "%d:%s", len(p), p)
+	}
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	return key
+}
+
+// checkKey is the SHA-256 of everything CheckExpressions reads: the
+// version, whether there are params, and every expression with its place
+// (and, for a match condition, its name and whether kyvap generated it).
+func checkKey(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec, v *version.Version, generated map[string]bool) [sha256.Size]byte {
+	h := sha256.New()
+	field := func(parts ...string) {
+		for _, p := range parts {
+			fmt.Fprintf(h, "%d:%s", len(p), p)
+		}
+	}
+	field(v.String(), strconv.FormatBool(spec.ParamKind != nil))
+	for _, variable := range spec.Variables {
+		field("variable", variable.Name, variable.Expression)
+	}
+	for _, mc := range spec.MatchConditions {
+		field("matchCondition", mc.Name, mc.Expression, strconv.FormatBool(generated[mc.Name]))
+	}
+	for _, val := range spec.Validations {
+		field("validation", val.Expression, val.MessageExpression)
+	}
+	for _, aa := range spec.AuditAnnotations {
+		field("auditAnnotation", aa.ValueExpression)
+	}
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	return key
+}
+
+func checkExpressions(spec *admissionregistrationv1.ValidatingAdmissionPolicySpec, v *version.Version, generated map[string]bool) (user, ours []Problem) {
 	compiler, err := compilerFor(v, len(spec.Variables) > 0)
 	if err != nil {
 		return []Problem{{field: "spec", message: err.Error()}}, nil
@@ -113,6 +186,29 @@ func CheckExpressions(spec *admissionregistrationv1.ValidatingAdmissionPolicySpe
 		if res.Error != nil {
 			*list = append(*list, Problem{field: field, message: res.Error.Detail})
 		}
+	}
+	// Without variables an expression compiles alike in any spec: its
+	// result is remembered by the expression (expressionMemo), as most
+	// of a policy's expressions recur in its other translations (another
+	// configuration's match conditions, its VAP and engine forms).
+	remembered := func(kind, expression string, compile func() plugincel.CompilationResult) plugincel.CompilationResult {
+		if len(spec.Variables) > 0 {
+			return compile()
+		}
+		key := expressionKey(v, hasParams, kind, expression)
+		if detail, ok := expressionMemo.Get(key); ok {
+			if detail == nil {
+				return plugincel.CompilationResult{}
+			}
+			return plugincel.CompilationResult{Error: &apiservercel.Error{Detail: *detail}}
+		}
+		res := compile()
+		var detail *string
+		if res.Error != nil {
+			detail = &res.Error.Detail
+		}
+		expressionMemo.Put(key, detail)
+		return res
 	}
 	// condition compiles a bool expression; a long && / || chain in
 	// pieces (see celsplit.go), which proves it compiles in linear time.
@@ -142,7 +238,7 @@ func CheckExpressions(spec *admissionregistrationv1.ValidatingAdmissionPolicySpe
 		report(&user, fmt.Sprintf("variables[%d]", i), res)
 	}
 	for i, mc := range spec.MatchConditions {
-		res := condition(mc.Expression)
+		res := remembered("condition", mc.Expression, func() plugincel.CompilationResult { return condition(mc.Expression) })
 		if generated[mc.Name] {
 			report(&ours, fmt.Sprintf("matchConditions[%d]", i), res)
 		} else {
@@ -150,10 +246,12 @@ func CheckExpressions(spec *admissionregistrationv1.ValidatingAdmissionPolicySpe
 		}
 	}
 	for i, val := range spec.Validations {
-		res := condition(val.Expression)
+		res := remembered("condition", val.Expression, func() plugincel.CompilationResult { return condition(val.Expression) })
 		report(&user, fmt.Sprintf("validations[%d].expression", i), res)
 		if val.MessageExpression != "" {
-			res := compiler.CompileCELExpression(accessor{expression: val.MessageExpression, returns: []*cel.Type{cel.StringType}}, withoutAuthz, mode)
+			res := remembered("message", val.MessageExpression, func() plugincel.CompilationResult {
+				return compiler.CompileCELExpression(accessor{expression: val.MessageExpression, returns: []*cel.Type{cel.StringType}}, withoutAuthz, mode)
+			})
 			report(&user, fmt.Sprintf("validations[%d].messageExpression", i), res)
 		}
 	}
