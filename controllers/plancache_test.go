@@ -30,6 +30,11 @@ func cachedPolicy() *kyvernov1.ClusterPolicy {
 	}
 }
 
+// newPlanCache is an empty cache, a resolver and the options with VAPs on.
+func newPlanCache() (*planCache, kyverno.KindResolver, translate.Options) {
+	return &planCache{}, kyverno.NewStaticResolver(), translate.Options{GenerateValidatingAdmissionPolicy: true}
+}
+
 func TestPlanKeyIgnoresStatusOnly(t *testing.T) {
 	opts := translate.Options{GenerateValidatingAdmissionPolicy: true}
 	base := planKey(clusterpolicy.Input{Policy: cachedPolicy()}, opts)
@@ -66,9 +71,7 @@ func TestPlanKeyIgnoresStatusOnly(t *testing.T) {
 }
 
 func TestPlanCacheReusesAndRefreshes(t *testing.T) {
-	var c planCache
-	resolver := kyverno.NewStaticResolver()
-	opts := translate.Options{GenerateValidatingAdmissionPolicy: true}
+	c, resolver, opts := newPlanCache()
 	first, err := c.translate(context.Background(), clusterpolicy.Input{Policy: cachedPolicy()}, resolver, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -91,9 +94,7 @@ func TestPlanCacheReusesAndRefreshes(t *testing.T) {
 }
 
 func TestPlanCacheIsBounded(t *testing.T) {
-	var c planCache
-	resolver := kyverno.NewStaticResolver()
-	opts := translate.Options{GenerateValidatingAdmissionPolicy: true}
+	c, resolver, opts := newPlanCache()
 	for i := range planCacheSize + 10 {
 		p := cachedPolicy()
 		p.Name = fmt.Sprintf("p-%d", i)
@@ -156,9 +157,7 @@ func TestPlanCacheKeepsVariants(t *testing.T) {
 // cache) is not evicted until every holder lets it go; forget drops its
 // holds.
 func TestPlanCacheKeepsHeldPolicies(t *testing.T) {
-	var c planCache
-	resolver := kyverno.NewStaticResolver()
-	opts := translate.Options{GenerateValidatingAdmissionPolicy: true}
+	c, resolver, opts := newPlanCache()
 	translateNamed := func(name string) translate.Plan {
 		p := cachedPolicy()
 		p.Name = name
@@ -203,9 +202,7 @@ func TestPlanCacheKeepsHeldPolicies(t *testing.T) {
 // A reconciler asking for a plan that another is translating waits for it
 // and takes the stored plan; it gives up when its context ends.
 func TestPlanCacheWaitsForARunningTranslation(t *testing.T) {
-	var c planCache
-	resolver := kyverno.NewStaticResolver()
-	opts := translate.Options{GenerateValidatingAdmissionPolicy: true}
+	c, resolver, opts := newPlanCache()
 	in := clusterpolicy.Input{Policy: cachedPolicy()}
 	key := planKey(in, opts)
 	runKey := "p\x00" + key
