@@ -466,11 +466,14 @@ func (r *Reporter) rulesOf(policy *kyvernov1.ClusterPolicy, opts translate.Optio
 // scanInputs identifies what rulesOf computes a policy's scanned rules
 // from: the policy's identity, generation (its spec) and annotations, the
 // translation options (Kyverno's configuration by its pointer: a new
-// configuration is a new value), the resolver (discovery) and whether
-// Kyverno runs. The status, which changes on every report, is not one.
+// configuration is a new value), the resolver (discovery), whether
+// Kyverno runs and whether the policy is marked generated. The rest of the
+// status, which changes on every report, is not one.
 func scanInputs(policy *kyvernov1.ClusterPolicy, opts translate.Options, resolver kyverno.KindResolver, running bool) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s/%s/%s/%d/%+v/%p/%t", policy.Kind, policy.Namespace, policy.UID, policy.Generation, opts, resolver, running)
+	// Whether the policy is marked generated decides, while Kyverno runs,
+	// whether Kyverno or kyvap scans it (scan.RulesToScan).
+	fmt.Fprintf(&b, "%s/%s/%s/%d/%+v/%p/%t/%t", policy.Kind, policy.Namespace, policy.UID, policy.Generation, opts, resolver, running, policy.Status.ValidatingAdmissionPolicy.Generated)
 	keys := make([]string, 0, len(policy.Annotations))
 	for k := range policy.Annotations {
 		keys = append(keys, k)

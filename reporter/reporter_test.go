@@ -60,7 +60,7 @@ func TestScanInputsIgnoreStatusOnly(t *testing.T) {
 	base := scanInputs(policy(), opts, resolver, false)
 	withStatus := policy()
 	withStatus.ResourceVersion = "42"
-	withStatus.Status.ValidatingAdmissionPolicy.Generated = true
+	withStatus.Status.ValidatingAdmissionPolicy.Message = "a message"
 	if scanInputs(withStatus, opts, resolver, false) != base {
 		t.Error("a status write changes the scan inputs")
 	}
@@ -75,6 +75,12 @@ func TestScanInputsIgnoreStatusOnly(t *testing.T) {
 		"options":  func() string { return scanInputs(policy(), translate.Options{}, resolver, false) },
 		"resolver": func() string { return scanInputs(policy(), opts, kyverno.NewStaticResolver(), false) },
 		"kyverno":  func() string { return scanInputs(policy(), opts, resolver, true) },
+		// While Kyverno runs it scans the policies not marked generated.
+		"generated": func() string {
+			p := policy()
+			p.Status.ValidatingAdmissionPolicy.Generated = true
+			return scanInputs(p, opts, resolver, false)
+		},
 		"config": func() string {
 			return scanInputs(policy(), translate.Options{GenerateValidatingAdmissionPolicy: true, KyvernoConfig: &kyverno.Config{}}, resolver, false)
 		},
