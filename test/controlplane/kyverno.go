@@ -59,6 +59,28 @@ type KyvernoOptions struct {
 // Pid is the process ID of Kyverno's admission controller.
 func (k *Kyverno) Pid() int { return k.cmd.Process.Pid }
 
+// LogTail is the end of Kyverno's output (at most 8 KiB), for a failing
+// test to show what Kyverno did.
+func (k *Kyverno) LogTail() string {
+	log, err := os.ReadFile(k.LogPath)
+	if err != nil {
+		return err.Error()
+	}
+	return string(tail(log, 8192))
+}
+
+// kyvernoLeaderElectionRetryPeriod is the --leaderElectionRetryPeriod the
+// tests give Kyverno's controllers, against Kyverno's 2 s. Kyverno's
+// leader election runs once (cmd/kyverno/main.go calls le.Run a single
+// time): a leader that misses its renew deadline (5 retry periods) stops
+// its leader controllers (the VAP generator, the webhook and status
+// controllers) and never leads again while its webhooks keep serving. On a
+// CI machine running the corpus suites beside it, the API server can take
+// longer than 10 s to renew a lease; 50 s it does not. A restart is not
+// slower: each process re-acquires at once the Lease its fixed identity
+// (KYVERNO_POD_NAME) holds.
+const kyvernoLeaderElectionRetryPeriod = "--leaderElectionRetryPeriod=10s"
+
 // StartKyverno builds (or reuses) Kyverno's admission controller and runs it
 // as a cluster admin, and waits until it has written its webhook
 // configurations. The control plane must have been started with
@@ -124,6 +146,7 @@ func (cp *ControlPlane) StartKyverno(ctx context.Context, opts KyvernoOptions) (
 		// It serves metrics anyway, by default on :8000.
 		"--metricsPort=" + strconv.Itoa(metricsPort),
 		"--generateValidatingAdmissionPolicy=" + strconv.FormatBool(opts.GenerateValidatingAdmissionPolicy),
+		kyvernoLeaderElectionRetryPeriod,
 	}, opts.ExtraArgs...)...)
 	k.cmd.Env = append(os.Environ(),
 		"KYVERNO_NAMESPACE="+KyvernoNamespace,
@@ -270,6 +293,7 @@ func (cp *ControlPlane) StartKyvernoReports(t testing.TB, opts ...KyvernoOptions
 		// It serves metrics anyway, by default on :8000, which the
 		// admission controller holds.
 		"--metricsPort=" + strconv.Itoa(metricsPort),
+		kyvernoLeaderElectionRetryPeriod,
 	}
 	var env []string
 	for _, o := range opts {

@@ -54,7 +54,7 @@ func startKyvap(t *testing.T) *controlplane.Operator {
 }
 
 // startKyverno starts Kyverno's admission controller until the test ends.
-func startKyverno(t testing.TB, kyvernoGenerator bool) {
+func startKyverno(t testing.TB, kyvernoGenerator bool) *controlplane.Kyverno {
 	t.Helper()
 	ctx := context.Background()
 	ensureAdminBinding(t)
@@ -67,6 +67,7 @@ func startKyverno(t testing.TB, kyvernoGenerator bool) {
 			t.Errorf("stopping Kyverno: %v", err)
 		}
 	})
+	return k
 }
 
 // ensureAdminBinding binds cluster-admin to system:masters: Kyverno

@@ -154,7 +154,8 @@ func waitForKyvapVAPs(t *testing.T, name string, n int) []admissionregistrationv
 // pod-controller variants, kyvap all the others; never both. One Kyverno
 // start serves all cases: it costs tens of seconds.
 func TestValidatingPoliciesWithKyvernosGenerator(t *testing.T) {
-	startBoth(t, true)
+	kyverno := startKyverno(t, true)
+	startKyvap(t)
 	t.Run("OptedInDeploymentsPolicyIsKyvernos", func(t *testing.T) {
 		ctx := context.Background()
 		const ns = "vpol-kyverno-deploy"
@@ -184,7 +185,7 @@ func TestValidatingPoliciesWithKyvernosGenerator(t *testing.T) {
 			return err == nil, err
 		})
 		if err != nil {
-			t.Fatalf("Kyverno's generator never made vpol-%s: %v", name, err)
+			t.Fatalf("Kyverno's generator never made vpol-%s: %v; Kyverno's log ends with:\n%s", name, err, kyverno.LogTail())
 		}
 		// Its status write (generated: true) races the other writers of
 		// a new policy's status (its policy status controller, kyvap's
@@ -214,7 +215,7 @@ func TestValidatingPoliciesWithKyvernosGenerator(t *testing.T) {
 			return got.Status.Generated, fmt.Errorf("status.generated is false: %+v", got.Status)
 		})
 		if err != nil {
-			t.Fatalf("Kyverno's generator never marked its policy generated: %v", err)
+			t.Fatalf("Kyverno's generator never marked its policy generated: %v; Kyverno's log ends with:\n%s", err, kyverno.LogTail())
 		}
 		if ref := metav1.GetControllerOf(vap); ref == nil || ref.Kind != "ValidatingPolicy" || ref.Name != name {
 			if len(vap.OwnerReferences) != 1 || vap.OwnerReferences[0].Name != name {
