@@ -4,6 +4,7 @@
 package translate
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strconv"
@@ -43,8 +44,11 @@ const (
 // TranslatePolicy translates a policy of the policy model (a
 // ValidatingPolicy or NamespacedValidatingPolicy, lowered) into VAPs and
 // bindings, one VAP per rule, and says for every rule where it is enforced.
-// Like Translate it is pure and deterministic.
+// Like Translate it is pure and deterministic, and waits for one of the
+// slots that bound the translations running at once.
 func TranslatePolicy(p model.Policy, resolver kyverno.KindResolver, opts Options) Plan {
+	release, _ := acquireSlot(context.Background()) // never ends: no error
+	defer release()
 	v, err := vap.CompatibilityVersion(opts.CompatibilityVersion)
 	plan := Plan{Policy: p.Source.Name}
 	if err != nil {

@@ -35,7 +35,15 @@ func Translate(in clusterpolicy.Input, resolver kyverno.KindResolver, opts Optio
 // done. Compiling a large classic policy type-checks hundreds of kilobytes
 // of CEL, seconds of CPU on a loaded node: a stopping manager must not
 // wait for it. The context is read between rules and their variants.
+//
+// At most GOMAXPROCS translations run at once (slots); the others wait, and
+// give up with ctx's error.
 func TranslateContext(ctx context.Context, in clusterpolicy.Input, resolver kyverno.KindResolver, opts Options) (Plan, error) {
+	release, err := acquireSlot(ctx)
+	if err != nil {
+		return Plan{}, err
+	}
+	defer release()
 	lowering, err := clusterpolicy.New(in, resolver, clusterpolicy.Options{CompatibilityVersion: opts.CompatibilityVersion, KyvernoConfig: opts.KyvernoConfig})
 	if err != nil {
 		return Plan{}, err

@@ -16,13 +16,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/kyvap/kyvap/internal/memory"
 	"github.com/kyvap/kyvap/internal/version"
 	"github.com/kyvap/kyvap/operator"
 	"github.com/kyvap/kyvap/reporter"
@@ -56,6 +59,7 @@ type options struct {
 	backgroundScanMetadataOnly bool
 	resourceReads              bool
 	kyvernoConfigFallback      string
+	releaseMemory              bool
 }
 
 func parseFlags(args []string) (options, error) {
@@ -98,6 +102,7 @@ func parseFlags(args []string) (options, error) {
 	fs.Int64Var(&o.webhookOpts.MaxInFlightBytes, "webhook-max-inflight-bytes", webhook.DefaultMaxInFlightBytes, "request bodies the webhook handles at once, in bytes; further requests wait (decoded, they take up to 10 times this, 21 for the worst JSON: raise it with the memory limit)")
 	fs.StringVar(&o.kyvernoConfig, "kyverno-config", operator.DefaultKyvernoConfigNamespace+"/"+operator.DefaultKyvernoConfigName, `Kyverno's global configuration ConfigMap, "namespace/name" (its resource filters, excluded users and groups, webhook selectors and match conditions apply to every VAP and to kyvap's webhook); "none" applies no configuration`)
 	fs.StringVar(&o.kyvernoConfigFallback, "kyverno-config-fallback", "", `kyvap's copy of that ConfigMap, "namespace/name", read when Kyverno's does not exist (default: <operator namespace>/`+operator.DefaultOwnKyvernoConfigName+`); without either, Kyverno's chart defaults apply`)
+	fs.BoolVar(&o.releaseMemory, "release-memory", true, "return the heap of a burst (e.g. many new policies compiled at once) to the system once the manager is idle again, instead of leaving it to Go's background scavenger, which takes minutes")
 	o.zapOptions.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -202,6 +207,16 @@ func main() {
 	if err != nil {
 		log.Error(err, "unable to set up the operator")
 		os.Exit(1)
+	}
+	// Return the heap of a burst of new policies once it is over (see
+	// internal/memory); --release-memory=false leaves it to the runtime.
+	if opts.releaseMemory {
+		releaser := memory.NewReleaser(ctrl.Log.WithName("memory"))
+		ctrlmetrics.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "kyvap_memory_releases_total",
+			Help: "Times the manager returned the heap of a finished burst to the system (--release-memory).",
+		}, func() float64 { return float64(releaser.Releases()) }))
+		go func() { _ = releaser.Start(ctx) }()
 	}
 	if err := op.Start(ctx); err != nil {
 		log.Error(err, "manager stopped with an error")

@@ -255,7 +255,9 @@ func loaded(p *kyvernov1.ClusterPolicy) bool {
 // measures the time until every VAP, binding and status is written, beside
 // the floor: the same 3,000 writes sent directly by a parallel client to the
 // same API server in the same run. It also checks that a restart (a full
-// resync) writes nothing, and reports the manager's RSS.
+// resync) writes nothing, and reports the manager's RSS: its peak during
+// the burst, when the manager is idle again, and once it has returned the
+// burst's heap (rss-MiB).
 func BenchmarkConvergence1000(b *testing.B) {
 	const n, workers = 1000, 16
 	ctx := context.Background()
@@ -323,10 +325,14 @@ func BenchmarkConvergence1000(b *testing.B) {
 			pprofAddr = localAddr(b)
 			args = append(args, "--pprof-bind-address="+pprofAddr)
 		}
+		// KYVAP_BENCH_MANAGER_ARGS adds manager flags, for A/B runs (e.g.
+		// --release-memory=false).
+		args = append(args, strings.Fields(os.Getenv("KYVAP_BENCH_MANAGER_ARGS"))...)
 		mgr := startManager(b, args...)
 		if profileDir != "" {
 			go saveProfile(pprofAddr, "profile?seconds=12", filepath.Join(profileDir, "cpu.pprof"))
 		}
+		peakRSS := sampleRSS(b, mgr)
 		start = time.Now()
 		if err := parallel(n, workers, func(i int) error {
 			return cp.Client.Create(ctx, controlplane.ReplicasPolicy(fmt.Sprintf("%s-op-%04d", prefix, i), kyvernov1.Enforce))
@@ -373,6 +379,19 @@ func BenchmarkConvergence1000(b *testing.B) {
 		}
 		// The reconciles its own last writes cause are part of convergence.
 		mgr.waitIdle(b)
+		peak := peakRSS.take(b)
+		idleRSS, err := mgr.rssBytes()
+		if err != nil {
+			b.Fatal(err)
+		}
+		// What the pod keeps: the RSS once the manager has returned the
+		// burst's heap (--release-memory: within a few of its 5 s looks
+		// once idle). Without a release in 30 s (--release-memory=false),
+		// what the runtime's scavenger returned by then.
+		_ = controlplane.Eventually(ctx, 30*time.Second, func(context.Context) (bool, error) {
+			releases, err := mgr.metric("kyvap_memory_releases_total")
+			return releases > 0, err
+		})
 		rss, err := mgr.rssBytes()
 		if err != nil {
 			b.Fatal(err)
@@ -431,6 +450,8 @@ func BenchmarkConvergence1000(b *testing.B) {
 		b.ReportMetric(loadedTime.Seconds(), "ready-s")
 		b.ReportMetric(float64(writes), "resync-writes")
 		b.ReportMetric(float64(rss)/(1<<20), "rss-MiB")
+		b.ReportMetric(float64(idleRSS)/(1<<20), "rss-at-idle-MiB")
+		b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MiB")
 		b.ReportMetric(heap/(1<<20), "heap-inuse-MiB")
 		b.ReportMetric(float64(reconcilesToConverge)/n, "reconciles/policy")
 		if writes != 0 {
