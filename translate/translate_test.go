@@ -16,10 +16,10 @@ import (
 	"github.com/kyvap/kyvap/kyverno"
 )
 
-// A translation whose context has ended returns the context's error and
-// no plan, so that a stopping manager does not wait for it.
-func TestTranslateContextEnds(t *testing.T) {
-	policy := &kyvernov1.ClusterPolicy{
+// podPolicyAllowingAll is a ClusterPolicy of one CEL rule on Pods that
+// allows everything.
+func podPolicyAllowingAll() *kyvernov1.ClusterPolicy {
+	return &kyvernov1.ClusterPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "p"},
 		Spec: kyvernov1.Spec{Rules: []kyvernov1.Rule{{
 			Name:           "r",
@@ -27,6 +27,12 @@ func TestTranslateContextEnds(t *testing.T) {
 			Validation:     &kyvernov1.Validation{CEL: &kyvernov1.CEL{Expressions: []admissionregistrationv1.Validation{{Expression: "true"}}}},
 		}}},
 	}
+}
+
+// A translation whose context has ended returns the context's error and
+// no plan, so that a stopping manager does not wait for it.
+func TestTranslateContextEnds(t *testing.T) {
+	policy := podPolicyAllowingAll()
 	opts := Options{GenerateValidatingAdmissionPolicy: true}
 	plan, err := TranslateContext(context.Background(), clusterpolicy.Input{Policy: policy}, kyverno.NewStaticResolver(), opts)
 	if err != nil || len(plan.ValidatingAdmissionPolicies) == 0 {
@@ -43,14 +49,7 @@ func TestTranslateContextEnds(t *testing.T) {
 // Translations beyond the slots wait for one to be returned, and give up
 // when their context ends; a translation returns its slot.
 func TestTranslationsWaitForASlot(t *testing.T) {
-	policy := &kyvernov1.ClusterPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "p"},
-		Spec: kyvernov1.Spec{Rules: []kyvernov1.Rule{{
-			Name:           "r",
-			MatchResources: kyvernov1.MatchResources{Any: kyvernov1.ResourceFilters{{Resources: kyvernov1.ResourceDescription{Kinds: []string{"Pod"}}}}},
-			Validation:     &kyvernov1.Validation{CEL: &kyvernov1.CEL{Expressions: []admissionregistrationv1.Validation{{Expression: "true"}}}},
-		}}},
-	}
+	policy := podPolicyAllowingAll()
 	in := clusterpolicy.Input{Policy: policy}
 	opts := Options{GenerateValidatingAdmissionPolicy: true}
 	if _, err := TranslateContext(context.Background(), in, kyverno.NewStaticResolver(), opts); err != nil {

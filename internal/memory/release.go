@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Defaults of a Releaser.
@@ -82,16 +83,8 @@ func (*Releaser) NeedLeaderElection() bool { return false }
 
 // Start looks at the heap every interval until ctx ends.
 func (r *Releaser) Start(ctx context.Context) error {
-	ticker := time.NewTicker(r.Interval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C:
-			r.Tick()
-		}
-	}
+	wait.UntilWithContext(ctx, func(context.Context) { r.Tick() }, r.Interval)
+	return nil
 }
 
 // Tick reads the heap and releases it when the process is idle after a
